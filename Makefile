@@ -1,0 +1,42 @@
+# topogen: every target sets up what it needs on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: help demo test lint fmt tools clean
+
+help:
+	@echo "make demo   analyze and render the bundled examples"
+	@echo "make test   run the whole test suite (builds the real tools when missing)"
+	@echo "make lint   ruff and mypy"
+	@echo "make tools  build the pinned Go tools into ~/.cache/topogen (cached)"
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+-include tools/tools.mk
+
+demo: $(STAMP)
+	@bash examples/demo.sh
+
+test: $(STAMP) tools
+	$(BIN)/pytest -n 2 -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check generator tests
+	$(BIN)/ruff format --check generator tests
+	$(BIN)/mypy
+
+fmt: $(STAMP)
+	$(BIN)/ruff format generator tests
+	$(BIN)/ruff check --fix generator tests
+
+clean:
+	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache

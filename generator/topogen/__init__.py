@@ -1,0 +1,7 @@
+"""topogen: co-locate training groups inside the network domain that allows their traffic.
+
+Pipeline (one direction): sources -> model -> analysis -> plan -> render -> emit.
+"""
+
+__version__ = "0.1.0"
+__all__ = ["__version__"]

@@ -1,0 +1,181 @@
+"""The pods of one job as the analysis sees them: placement, identity, affinity links."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from topogen.analysis.placement import Placement, place
+from topogen.analysis.reachability import PolicyIndex, host_endpoint, pod_endpoint
+from topogen.model import (
+    Endpoint,
+    LabelSelector,
+    Namespace,
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodAffinityTerm,
+    PodTemplate,
+    Toleration,
+    Topology,
+    TrainingGroup,
+    Workload,
+)
+
+__all__ = ["Member", "members_of", "pin", "possible_zone_pairs"]
+
+
+@dataclass(frozen=True)
+class Member:
+    role: str  # coordinator | worker
+    workload: Workload
+    template: PodTemplate
+    placement: Placement
+
+    @property
+    def replicas(self) -> int:
+        return self.workload.replicas
+
+    @property
+    def name(self) -> str:
+        return self.workload.ref
+
+    def identity(self, identity_label: str | None) -> tuple[str, str | None]:
+        """('static', value) | ('stamped', None) | ('none', None)."""
+        if not identity_label:
+            return "none", None
+        if identity_label in self.template.labels:
+            return "static", self.template.labels[identity_label]
+        return "stamped", None
+
+    def endpoints(self, zone: str, identity_label: str | None, index: PolicyIndex,
+                  namespaces: Mapping[str, Namespace], node_keys: set[str]) -> list[Endpoint]:
+        """The network identities this member's pods have when placed in `zone`."""
+        if self.template.host_network:
+            seen: dict[tuple[tuple[str, str], ...], Node] = {}
+            for node in self.placement.nodes:
+                if node.zone != zone:
+                    continue
+                proj = tuple(sorted((k, v) for k, v in node.labels.items() if k in node_keys))
+                seen.setdefault(proj, node)
+            return [host_endpoint(n.name, n.labels, self.template.ports) for n in seen.values()]
+        labels = dict(self.template.labels)
+        kind, _ = self.identity(identity_label)
+        if kind == "stamped" and identity_label:
+            labels[identity_label] = zone
+        return [pod_endpoint(labels, self.workload.namespace, namespaces, self.template.ports)]
+
+
+def members_of(job: TrainingGroup, topology: Topology) -> list[Member]:
+    out = []
+    for role in job.roles:
+        for w in role.workloads:
+            if w.replicas > 0:
+                out.append(Member(role.name, w, w.template, place(w.template, topology)))
+    return out
+
+
+def pin(member: Member, topology: Topology, zones: Sequence[str],
+        tolerations: Sequence[Toleration] = (), identity: tuple[str, str] | None = None,
+        affinity: PodAffinityTerm | None = None) -> Member:
+    """The member as topogen's mutation leaves it: pinned to `zones`, maybe more tolerant."""
+    t = member.template
+    labels = dict(t.labels)
+    if identity is not None:
+        labels[identity[0]] = identity[1]
+    zone_term = NodeSelectorRequirement(topology.zone_label, "In", tuple(sorted(zones)))
+    terms = t.node_affinity or (NodeSelectorTerm(()),)
+    pinned_terms = tuple(NodeSelectorTerm((*term.match_expressions, zone_term)) for term in terms)
+    merged_tols = tuple(dict.fromkeys((*t.tolerations, *tolerations)))
+    pod_aff = t.pod_affinity if affinity is None else tuple(dict.fromkeys((*t.pod_affinity,
+                                                                          affinity)))
+    new_t = replace(t, labels=labels, node_affinity=pinned_terms, tolerations=merged_tols,
+                    pod_affinity=pod_aff)
+    return replace(member, template=new_t, placement=place(new_t, topology))
+
+
+# --- which zone pairs the scheduler may choose -------------------------------------------
+
+
+def _term_matches(term: PodAffinityTerm, owner: Member, other: Member) -> bool:
+    namespaces = term.namespaces or (owner.workload.namespace,)
+    return other.workload.namespace in namespaces and term.selector.matches(other.template.labels)
+
+
+def _links(members: Sequence[Member]) -> tuple[dict[str, dict[int, int]], dict[str, set[int]],
+                                                dict[str, set[int]]]:
+    """Union-find per topology key over members linked by required pod affinity."""
+    parent: dict[str, dict[int, int]] = {}
+    anchored: dict[str, set[int]] = {}
+    anti: dict[str, set[int]] = {}
+
+    def find(key: str, i: int) -> int:
+        p = parent.setdefault(key, {})
+        while p.get(i, i) != i:
+            i = p[i]
+        return i
+
+    for i, m in enumerate(members):
+        for term in m.template.pod_affinity:
+            targets = [j for j, o in enumerate(members) if _term_matches(term, m, o)]
+            if term.anti:
+                if i in targets:
+                    anti.setdefault(term.topology_key, set()).add(i)
+                continue
+            if not targets:
+                continue
+            anchored.setdefault(term.topology_key, set()).add(i)
+            for j in targets:
+                a, b = find(term.topology_key, i), find(term.topology_key, j)
+                if a != b:
+                    parent[term.topology_key][a] = b
+    resolved = {key: {i: find(key, i) for i in range(len(members))} for key in parent}
+    return resolved, anchored, anti
+
+
+def possible_zone_pairs(members: Sequence[Member], topology: Topology
+                        ) -> dict[tuple[int, int], list[tuple[str, str]]]:
+    """For each ordered pair of members (i, j) that talk, the zone pairs the scheduler may pick.
+
+    i == j stands for two replicas of the same member.
+    """
+    roots, anchored, anti = _links(members)
+    kvals: dict[tuple[int, str, str], set[str]] = {}
+
+    def values(i: int, zone: str, key: str) -> set[str]:
+        hit = kvals.get((i, zone, key))
+        if hit is None:
+            hit = {n.labels[key] for n in members[i].placement.nodes
+                   if n.zone == zone and key in n.labels}
+            kvals[(i, zone, key)] = hit
+        return hit
+
+    out: dict[tuple[int, int], list[tuple[str, str]]] = {}
+    for i, a in enumerate(members):
+        for j, b in enumerate(members):
+            if i == j and a.replicas < 2:
+                continue
+            if i == j:
+                linked = [k for k, s in anchored.items() if i in s]
+            else:
+                linked = [k for k, r in roots.items() if r[i] == r[j]]
+            anti_keys = [k for k, s in anti.items() if i in s] if i == j else []
+            pairs = []
+            for za in a.placement.zones:
+                for zb in b.placement.zones:
+                    if any(not (values(i, za, k) & values(j, zb, k)) for k in linked):
+                        continue
+                    if any(_must_differ_fails(values(i, za, k), values(j, zb, k))
+                           for k in anti_keys):
+                        continue
+                    pairs.append((za, zb))
+            out[(i, j)] = pairs
+    return out
+
+
+def _must_differ_fails(va: set[str], vb: set[str]) -> bool:
+    return not any(x != y for x in va for y in vb)
+
+
+def selector_for(labels: Mapping[str, str], keys: Sequence[str]) -> LabelSelector:
+    return LabelSelector(tuple(sorted((k, labels[k]) for k in keys if k in labels)))

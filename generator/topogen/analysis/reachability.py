@@ -1,0 +1,240 @@
+"""Who may talk to whom: the union of Cilium and Kubernetes policies, both ends checked.
+
+For a path src -> dst the sender's egress and the receiver's ingress are each
+evaluated: an endpoint not isolated in a direction allows everything; an
+isolated one allows the union of its matching allow rules; deny rules
+subtract from that, whatever allowed it. The path allows the intersection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from topogen.analysis.ports import PortSet
+from topogen.model import (
+    Endpoint,
+    Isolation,
+    LabelSelector,
+    Namespace,
+    Peer,
+    PolicyRef,
+    PolicyRule,
+)
+from topogen.sources.policies import CILIUM_NS_LABEL_PREFIX, NAMESPACE_KEY, PolicySet
+
+__all__ = [
+    "PathVerdict",
+    "PolicyIndex",
+    "RuleMatch",
+    "SideTrace",
+    "host_endpoint",
+    "pod_endpoint",
+]
+
+REMOTE_NODE_LABEL = "reserved:remote-node"
+
+
+def pod_endpoint(labels: Mapping[str, str], namespace: str,
+                 namespaces: Mapping[str, Namespace],
+                 ports: tuple[tuple[str, int, str], ...] = ()) -> Endpoint:
+    """A pod's identity: its labels, its namespace and its namespace's labels (Cilium keys)."""
+    ns_labels = namespaces[namespace].labels if namespace in namespaces else {
+        "kubernetes.io/metadata.name": namespace}
+    identity = dict(labels)
+    identity[NAMESPACE_KEY] = namespace
+    for k, v in ns_labels.items():
+        identity[CILIUM_NS_LABEL_PREFIX + k] = v
+    return Endpoint(host=False, labels=identity, namespace=namespace, ports=ports)
+
+
+def host_endpoint(node_name: str, node_labels: Mapping[str, str],
+                  ports: tuple[tuple[str, int, str], ...] = ()) -> Endpoint:
+    """A node (and the hostNetwork pods on it)."""
+    return Endpoint(host=True, labels=dict(node_labels), node=node_name, ports=ports)
+
+
+@dataclass(frozen=True)
+class RuleMatch:
+    rule: PolicyRule
+    peer: Peer
+    ports: PortSet
+
+    def describe(self) -> str:
+        r = self.rule
+        return (f"{r.policy} rule {r.index} {r.section}[{r.item}] "
+                f"({self.peer}) ports {self.ports}")
+
+
+@dataclass(frozen=True)
+class SideTrace:
+    """One end of a path: the sender's egress or the receiver's ingress."""
+
+    direction: str
+    isolated_by: tuple[PolicyRef, ...]
+    allows: tuple[RuleMatch, ...]
+    denies: tuple[RuleMatch, ...]
+    allowed: PortSet
+
+    @property
+    def isolated(self) -> bool:
+        return bool(self.isolated_by)
+
+
+@dataclass(frozen=True)
+class PathVerdict:
+    egress: SideTrace
+    ingress: SideTrace
+    allowed: PortSet = field(default_factory=PortSet)
+
+    def permits(self, required: PortSet) -> bool:
+        return self.allowed.covers(required)
+
+    def blockers(self, required: PortSet) -> list[str]:
+        """Why `required` is not allowed: the deny rules, or the isolating policies."""
+        reasons: list[str] = []
+        for side, who in ((self.egress, "sender egress"), (self.ingress, "receiver ingress")):
+            if side.allowed.covers(required):
+                continue
+            denying = [d for d in side.denies if not d.ports.intersect(required).empty]
+            if denying:
+                reasons.extend(f"{who} denied by {d.describe()}" for d in denying)
+                continue
+            isolators = ", ".join(str(p) for p in side.isolated_by)
+            if side.allows:
+                got = side.allows[0].ports
+                for a in side.allows[1:]:
+                    got = got.union(a.ports)
+                reasons.append(f"{who}: only {got} allowed (isolated by {isolators})")
+            else:
+                reasons.append(f"{who}: default deny, no rule allows it (isolated by {isolators})")
+        return reasons
+
+    def blocking_policies(self, required: PortSet) -> list[PolicyRef]:
+        out: list[PolicyRef] = []
+        for side in (self.egress, self.ingress):
+            if side.allowed.covers(required):
+                continue
+            denying = [d.rule.policy for d in side.denies if not d.ports.intersect(required).empty]
+            out.extend(denying or side.isolated_by)
+        return sorted(set(out))
+
+
+class PolicyIndex:
+    """Policies indexed for repeated path queries; results cached per endpoint pair."""
+
+    def __init__(self, policies: PolicySet, namespaces: Mapping[str, Namespace]) -> None:
+        self.policies = policies
+        self.namespaces = namespaces
+        self._by_direction: dict[str, list[PolicyRule]] = {"ingress": [], "egress": []}
+        for rule in policies.rules:
+            self._by_direction[rule.direction].append(rule)
+        self._isolations: dict[str, list[Isolation]] = {"ingress": [], "egress": []}
+        for iso in policies.isolations:
+            self._isolations[iso.direction].append(iso)
+        self._cache: dict[tuple[object, object], PathVerdict] = {}
+        self._subject_cache: dict[tuple[object, str], tuple[tuple[PolicyRef, ...],
+                                                            list[PolicyRule]]] = {}
+
+    def node_label_keys(self) -> set[str]:
+        """Node label keys any host-facing selector reads (for grouping similar nodes)."""
+        keys: set[str] = set()
+        for rule in self.policies.rules:
+            if rule.subject_host:
+                keys |= rule.subject.keys()
+            for peer in rule.peers:
+                if peer.kind == "nodes":
+                    keys |= peer.selector.keys()
+        return keys
+
+    def verdict(self, src: Endpoint, dst: Endpoint) -> PathVerdict:
+        key = (_ep_key(src), _ep_key(dst))
+        hit = self._cache.get(key)
+        if hit is None:
+            egress = self._side(src, dst, "egress", dst)
+            ingress = self._side(dst, src, "ingress", dst)
+            hit = PathVerdict(egress, ingress, egress.allowed.intersect(ingress.allowed))
+            self._cache[key] = hit
+        return hit
+
+    def _subject_rules(self, subject: Endpoint,
+                       direction: str) -> tuple[tuple[PolicyRef, ...], list[PolicyRule]]:
+        key = (_ep_key(subject), direction)
+        hit = self._subject_cache.get(key)
+        if hit is None:
+            isolated = sorted({i.policy for i in self._isolations[direction]
+                               if _selects(i.subject_host, i.subject, i.subject_namespace,
+                                           subject)})
+            rules = [r for r in self._by_direction[direction]
+                     if _selects(r.subject_host, r.subject, r.subject_namespace, subject)]
+            hit = (tuple(isolated), rules)
+            self._subject_cache[key] = hit
+        return hit
+
+    def _side(self, subject: Endpoint, peer: Endpoint, direction: str,
+              dst: Endpoint) -> SideTrace:
+        isolated_by, rules = self._subject_rules(subject, direction)
+        named = {(name, proto): port for name, port, proto in dst.ports if name}
+        allows: list[RuleMatch] = []
+        denies: list[RuleMatch] = []
+        for rule in rules:
+            for p in rule.peers:
+                if not self._peer_matches(p, peer, subject):
+                    continue
+                ports = PortSet.everything() if rule.ports is None else \
+                    PortSet.from_ranges(rule.ports, named)
+                (denies if rule.deny else allows).append(RuleMatch(rule, p, ports))
+                break
+        allowed = PortSet.everything()
+        if isolated_by:
+            allowed = PortSet()
+            for a in allows:
+                allowed = allowed.union(a.ports)
+        for d in denies:
+            allowed = allowed.minus(d.ports)
+        return SideTrace(direction, isolated_by, tuple(allows), tuple(denies), allowed)
+
+    def _peer_matches(self, peer: Peer, other: Endpoint, subject: Endpoint) -> bool:
+        if peer.kind == "cidr":
+            return False  # CIDR rules never match Cilium-managed endpoints
+        if peer.kind == "entities":
+            ents = set(peer.entities)
+            if "all" in ents:
+                return True
+            if not other.host:
+                return "cluster" in ents
+            if "cluster" in ents:
+                return True
+            same_node = subject.host and subject.node == other.node
+            return ("host" in ents) if same_node else ("remote-node" in ents)
+        if peer.kind == "nodes":
+            return other.host and peer.selector.matches(other.labels)
+        # endpoints
+        if other.host:
+            # only reserved identity labels can select a host from an endpoint selector
+            if peer.namespace_selector is not None or peer.namespace is not None:
+                return False
+            keys = peer.selector.keys()
+            return bool(keys) and all(k.startswith("reserved:") for k in keys) and \
+                peer.selector.matches({REMOTE_NODE_LABEL: ""})
+        if peer.namespace_selector is not None:
+            ns = self.namespaces.get(other.namespace)
+            ns_labels = ns.labels if ns else {"kubernetes.io/metadata.name": other.namespace}
+            return peer.namespace_selector.matches(ns_labels) and \
+                peer.selector.matches(other.labels)
+        if peer.namespace is not None and other.namespace != peer.namespace:
+            return False
+        return peer.selector.matches(other.labels)
+
+
+def _selects(host: bool, selector: LabelSelector, namespace: str | None, ep: Endpoint) -> bool:
+    if host != ep.host:
+        return False
+    if not host and namespace is not None and namespace != ep.namespace:
+        return False
+    return selector.matches(ep.labels)
+
+
+def _ep_key(ep: Endpoint) -> object:
+    return (ep.host, ep.namespace, ep.node if ep.host else "", tuple(sorted(ep.labels.items())),
+            ep.ports)

@@ -1,0 +1,55 @@
+"""The thin click layer: parse options, call one core function, print, map errors to exits."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from topogen import __version__
+from topogen.errors import TopogenError
+
+__all__ = ["main"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Group(click.Group):
+    """Maps TopogenError to its exit code with one line on stderr; never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TopogenError as exc:
+            click.echo(f"topogen: error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except RecursionError:
+            click.echo("topogen: error: input nested too deeply", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="topogen")
+def main() -> None:
+    """Co-locate distributed training groups where their network policy allows their traffic."""
+
+
+def config_option(f: F) -> F:
+    return click.option("-c", "--config", "config_path", default="topogen.yaml",
+                        show_default=True, type=click.Path(dir_okay=False),
+                        help="the topogen.yaml to read")(f)
+
+
+def cluster_option(f: F) -> F:
+    return click.option("--cluster", "clusters", multiple=True,
+                        help="only this cluster of topogen.yaml (repeatable)")(f)
+
+
+def verbose_option(f: F) -> F:
+    return click.option("-v", "--verbose", is_flag=True,
+                        help="also list skipped objects and warnings on stderr")(f)
+
+
+from topogen.cli import analyze as _analyze  # noqa: E402,F401  (registers the command)

@@ -1,0 +1,36 @@
+"""`topogen analyze`: the verdict per training group."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from topogen.cli import cluster_option, config_option, main, verbose_option
+from topogen.config import load_config
+from topogen.pipeline import analyze
+from topogen.report import analysis_json, analysis_table
+
+
+@main.command("analyze")
+@config_option
+@cluster_option
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+@verbose_option
+def analyze_command(config_path: str, clusters: tuple[str, ...], output: str,
+                    verbose: bool) -> None:
+    """Find training groups whose placement can break their own traffic.
+
+    Exit 0: no problem; 1: a HARD_BLOCK, CROSS_ZONE, UNSCHEDULABLE or
+    IDENTITY_MISMATCH finding; 2: usage or input error.
+    """
+    cfg = load_config(config_path)
+    report = analyze(cfg, list(clusters) or None)
+    for w in report.warnings:
+        click.echo(f"topogen: warning: {w}", err=True)
+    if verbose:
+        for s in report.skipped:
+            click.echo(f"topogen: skipped {s}", err=True)
+    click.echo(analysis_json(report) if output == "json" else analysis_table(report), nl=False)
+    sys.exit(1 if report.has_problems else 0)

@@ -1,0 +1,167 @@
+"""topogen.yaml: the strict input boundary (unknown keys are errors naming their path)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
+
+from topogen.errors import InputError
+from topogen.sources.yamlio import display_path, load_yaml_text
+
+__all__ = [
+    "API_VERSION",
+    "ClusterConfig",
+    "GroupConfig",
+    "MonitoringConfig",
+    "TopogenConfig",
+    "load_config",
+]
+
+API_VERSION = "topogen.io/v1alpha1"
+
+Name = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)]
+LabelKey = Annotated[str, StringConstraints(
+    pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
+    max_length=317)]
+LabelValue = Annotated[str, StringConstraints(
+    pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$", max_length=63)]
+Profile = Literal["kubeflow-training-operator", "kubeflow-trainer", "mpi-operator", "jobset",
+                  "volcano", "custom"]
+Engine = Literal["kyverno", "kyverno-legacy", "gatekeeper", "native"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class ClusterConfig(_Strict):
+    name: Name
+    nodes: list[str] = Field(min_length=1)
+    network_policies: list[str] = Field(default_factory=list, alias="networkPolicies")
+    namespaces: list[str] = Field(default_factory=list)
+    zone_label: LabelKey = Field("topology.kubernetes.io/zone", alias="zoneLabel")
+    domain_label: LabelKey | None = Field(None, alias="domainLabel")
+    gpu_resources: list[str] = Field(["nvidia.com/gpu", "amd.com/gpu"], alias="gpuResources")
+    gpu_node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict,
+                                                          alias="gpuNodeSelector")
+    kubernetes_version: Annotated[str, StringConstraints(pattern=r"^1\.\d+$")] = Field(
+        "1.35", alias="kubernetesVersion")
+    engines: list[Engine] | None = None
+    validation_action: Literal["Audit", "Enforce"] | None = Field(None, alias="validationAction")
+
+
+class GroupConfig(_Strict):
+    name: Name
+    profile: Profile
+    namespaces: list[Name] = Field(min_length=1)
+    group_label: LabelKey | None = Field(None, alias="groupLabel")
+    role_label: LabelKey | None = Field(None, alias="roleLabel")
+    coordinator_roles: list[LabelValue] | None = Field(None, alias="coordinatorRoles")
+    worker_roles: list[LabelValue] | None = Field(None, alias="workerRoles")
+    identity_label: LabelKey | None = Field(None, alias="identityLabel")
+    ports: list[Annotated[int, Field(ge=1, le=65535)] | Annotated[
+        str, StringConstraints(pattern=r"^\d{1,5}(-\d{1,5})?(/(TCP|UDP|SCTP))?$")]] | None = None
+    colocate: Literal["zone", "domain"] = "zone"
+    prefer_zones: list[str] = Field(default_factory=list, alias="preferZones")
+    clusters: list[Name] | None = None  # default: every cluster
+
+    @model_validator(mode="after")
+    def _custom_needs_labels(self) -> GroupConfig:
+        if self.profile == "custom":
+            missing = [k for k, v in (("groupLabel", self.group_label),
+                                      ("roleLabel", self.role_label),
+                                      ("coordinatorRoles", self.coordinator_roles),
+                                      ("workerRoles", self.worker_roles)) if not v]
+            if missing:
+                raise ValueError(f"profile custom needs {', '.join(missing)}")
+        return self
+
+
+class MonitoringConfig(_Strict):
+    enabled: bool = True
+    idle_gpu_utilisation: float = Field(10.0, alias="idleGpuUtilisationPercent", ge=0, le=100)
+    idle_for: str = Field("15m", alias="idleFor", pattern=r"^\d+[smh]$")
+    pending_for: str = Field("10m", alias="pendingFor", pattern=r"^\d+[smh]$")
+    progress_metric: str = Field("training_step_total", alias="progressMetric")
+    metrics: dict[str, str] = Field(default_factory=dict)
+
+
+class TopogenConfig(_Strict):
+    api_version: Literal["topogen.io/v1alpha1"] = Field(alias="apiVersion")
+    kind: Literal["TopogenConfig"]
+    clusters: list[ClusterConfig] = Field(min_length=1)
+    workloads: list[str] = Field(default_factory=list)
+    groups: list[GroupConfig] = Field(min_length=1)
+    engines: list[Engine] = Field(default_factory=lambda: ["kyverno"])
+    validation_action: Literal["Audit", "Enforce"] = Field("Audit", alias="validationAction")
+    monitoring: MonitoringConfig = Field(default_factory=MonitoringConfig)
+
+    # set by load_config, not by users
+    base_dir: Path = Field(Path("."), exclude=True)
+    path: str = Field("topogen.yaml", exclude=True)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> TopogenConfig:
+        for what, names in (("clusters", [c.name for c in self.clusters]),
+                            ("groups", [g.name for g in self.groups])):
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            if dupes:
+                raise ValueError(f"duplicate {what} name: {', '.join(dupes)}")
+        known = {c.name for c in self.clusters}
+        for g in self.groups:
+            for c in g.clusters or ():
+                if c not in known:
+                    raise ValueError(f"group {g.name} names unknown cluster {c}")
+        return self
+
+    def cluster(self, name: str) -> ClusterConfig:
+        for c in self.clusters:
+            if c.name == name:
+                return c
+        names = ", ".join(c.name for c in self.clusters)
+        raise InputError(f"no cluster named {name!r} (have: {names})", path=self.path)
+
+    def groups_for(self, cluster: str) -> list[GroupConfig]:
+        return [g for g in self.groups if g.clusters is None or cluster in g.clusters]
+
+    def engines_for(self, cluster: ClusterConfig) -> list[Engine]:
+        return list(cluster.engines or self.engines)
+
+    def validation_action_for(self, cluster: ClusterConfig) -> str:
+        return cluster.validation_action or self.validation_action
+
+
+def load_config(path: str | Path) -> TopogenConfig:
+    file = Path(path)
+    shown = display_path(file)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("config file not found", path=shown,
+                         hint="pass -c PATH or run `topogen init`") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read config: {exc}", path=shown) from None
+    docs = [d for d in load_yaml_text(text, shown) if d is not None]
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        raise InputError("config must be one YAML mapping (kind: TopogenConfig)", path=shown)
+    return parse_config(docs[0], shown, file.parent)
+
+
+def parse_config(data: dict[str, Any], shown: str, base_dir: Path) -> TopogenConfig:
+    if data.get("apiVersion") != API_VERSION:
+        raise InputError(f"apiVersion must be {API_VERSION}, got {data.get('apiVersion')!r}",
+                         path=shown)
+    try:
+        cfg = TopogenConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown key {where}"
+        else:
+            msg = f"{where}: {err['msg']}"
+        more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+        raise InputError(msg + more, path=shown) from None
+    return cfg.model_copy(update={"base_dir": base_dir, "path": shown})

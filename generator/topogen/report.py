@@ -1,0 +1,110 @@
+"""Turn an AnalysisReport into the table and the stable JSON document of `topogen analyze`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from topogen.model import Finding
+from topogen.pipeline import AnalysisReport
+
+__all__ = ["analysis_json", "analysis_table", "finding_dict"]
+
+
+def finding_dict(f: Finding) -> dict[str, Any]:
+    return {
+        "cluster": f.cluster,
+        "group": f.group,
+        "job": f.job,
+        "namespace": f.namespace,
+        "kind": f.kind.value,
+        "roles": list(f.roles),
+        "zones": list(f.zones),
+        "policies": list(f.policies),
+        "message": f.message,
+        "fix": f.fix,
+    }
+
+
+def _role_rows(report: AnalysisReport) -> list[dict[str, Any]]:
+    rows = []
+    for c in report.clusters:
+        for ja in c.jobs:
+            ident_label = next((p.group.identity_label for p in c.plans
+                                if p.group.name == ja.job.config_group), None)
+            for m in ja.members:
+                kind, value = m.identity(ident_label)
+                identity = {"none": "-", "stamped": f"{ident_label}=<zone>",
+                            "static": f"{ident_label}={value}"}[kind]
+                mine = [f for f in ja.findings if m.role in f.roles]
+                worst = _worst(mine)
+                rows.append({
+                    "cluster": c.cluster, "group": ja.job.config_group,
+                    "job": f"{ja.job.namespace}/{ja.job.job}", "role": m.role,
+                    "workload": m.name, "replicas": m.replicas,
+                    "eligibleZones": list(m.placement.zones), "identity": identity,
+                    "verdict": worst.kind.value if worst else "OK",
+                    "reason": worst.message if worst else "",
+                })
+    return rows
+
+
+def _worst(findings: list[Finding]) -> Finding | None:
+    rank = {"HARD_BLOCK": 0, "UNSCHEDULABLE": 1, "IDENTITY_MISMATCH": 2, "CROSS_ZONE": 3,
+            "KUEUE_MANAGED": 4, "OK": 5}
+    return min(findings, key=lambda f: rank[f.kind.value], default=None)
+
+
+def analysis_json(report: AnalysisReport) -> str:
+    doc = {
+        "apiVersion": "topogen.io/v1alpha1",
+        "kind": "AnalysisReport",
+        "summary": {
+            "problems": sum(1 for f in report.findings if f.kind.is_problem),
+            "byKind": _count(report),
+        },
+        "findings": [finding_dict(f) for f in report.findings],
+        "roles": _role_rows(report),
+        "plans": [{
+            "cluster": p.cluster, "group": p.group.name, "domain": p.domain,
+            "zones": list(p.zones), "refused": p.refused, "fix": p.describe_fix(),
+            "jobs": list(p.jobs), "kueueJobs": list(p.kueue_jobs),
+        } for p in report.plans],
+        "warnings": list(report.warnings),
+    }
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def _count(report: AnalysisReport) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for f in report.findings:
+        out[f.kind.value] = out.get(f.kind.value, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def analysis_table(report: AnalysisReport, width: int = 200) -> str:
+    rows = _role_rows(report)
+    header = ["CLUSTER", "GROUP", "JOB", "ROLE", "ELIGIBLE ZONES", "IDENTITY", "VERDICT", "REASON"]
+    table = [[r["cluster"], r["group"], r["job"], r["role"], ",".join(r["eligibleZones"]) or "-",
+              r["identity"], r["verdict"], r["reason"]] for r in rows]
+    widths = [max(len(h), *(len(row[i]) for row in table)) if table else len(h)
+              for i, h in enumerate(header)]
+    widths[-1] = 0
+    lines = []
+    for row in [header, *table]:
+        cells = [c if i == len(row) - 1 else c.ljust(widths[i]) for i, c in enumerate(row)]
+        line = "  ".join(cells)
+        lines.append(line if len(line) <= width else line[: width - 3] + "...")
+    lines.append("")
+    for f in report.findings:
+        if not f.kind.is_problem:
+            continue
+        lines.append(f"{f.kind.value}  {f.cluster}/{f.group} job {f.namespace}/{f.job}")
+        lines.append(f"  {f.message}")
+        if f.policies:
+            lines.append(f"  policies: {', '.join(f.policies)}")
+        if f.fix:
+            lines.append(f"  fix: {f.fix}")
+    problems = sum(1 for f in report.findings if f.kind.is_problem)
+    lines.append(f"{problems} problem(s) in {len({(f.cluster, f.namespace, f.job) for f in report.findings})} job(s)")
+    return "\n".join(lines) + "\n"

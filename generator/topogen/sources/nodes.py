@@ -1,0 +1,57 @@
+"""Nodes: labels, taints, allocatable, cordon state, pod CIDRs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from topogen.errors import InputError
+from topogen.model import Node, Taint
+from topogen.sources.objects import (
+    KubeObject,
+    as_list,
+    as_map,
+    labels_of,
+    parse_quantity,
+    string_map,
+)
+
+__all__ = ["NO_ZONE_PREFIX", "node_from_object", "read_nodes"]
+
+NO_ZONE_PREFIX = "<no-zone>:"
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def read_nodes(objects: Iterable[KubeObject], zone_label: str) -> list[Node]:
+    return [node_from_object(o, zone_label) for o in objects
+            if o.kind == "Node" and o.api_version == "v1"]
+
+
+def node_from_object(obj: KubeObject, zone_label: str) -> Node:
+    labels = labels_of(obj)
+    spec = as_map(obj.body.get("spec"), "spec", obj)
+    status = as_map(obj.body.get("status"), "status", obj)
+    taints = []
+    for i, raw in enumerate(as_list(spec.get("taints"), "spec.taints", obj)):
+        t = string_map(raw, f"spec.taints[{i}]", obj)
+        effect = t.get("effect", "")
+        if "key" not in t or effect not in _EFFECTS:
+            raise InputError(f"{obj.where()}: spec.taints[{i}] needs a key and an effect "
+                             f"({', '.join(_EFFECTS)})", path=obj.path)
+        taints.append(Taint(t["key"], t.get("value", ""), effect))
+    allocatable = {
+        str(k): parse_quantity(v, f"status.allocatable.{k}", obj)
+        for k, v in as_map(status.get("allocatable"), "status.allocatable", obj).items()
+    }
+    cidrs = [str(c) for c in as_list(spec.get("podCIDRs"), "spec.podCIDRs", obj)]
+    if not cidrs and spec.get("podCIDR"):
+        cidrs = [str(spec["podCIDR"])]
+    zone = labels.get(zone_label) or f"{NO_ZONE_PREFIX}{obj.name}"
+    return Node(
+        name=obj.name,
+        labels=labels,
+        taints=tuple(taints),
+        allocatable=allocatable,
+        unschedulable=bool(spec.get("unschedulable", False)),
+        pod_cidrs=tuple(cidrs),
+        zone=zone,
+    )

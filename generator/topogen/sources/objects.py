@@ -1,0 +1,160 @@
+"""Kubernetes objects from YAML documents: lists flattened, shapes checked, duplicates refused."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from topogen.errors import InputError
+from topogen.sources.yamlio import Document
+
+__all__ = [
+    "KubeObject",
+    "as_list",
+    "as_map",
+    "flatten",
+    "labels_of",
+    "parse_quantity",
+    "string_map",
+]
+
+SNAPSHOT_KIND = "TopogenSnapshot"
+
+
+@dataclass(frozen=True)
+class KubeObject:
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    body: Mapping[str, Any]
+    path: str
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
+
+    def where(self) -> str:
+        ns = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind} {ns}{self.name}"
+
+
+def flatten(docs: Iterable[Document]) -> Iterator[KubeObject]:
+    """Every object of every document; `kind: List`, `*List` and snapshots are expanded."""
+    seen: dict[tuple[str, str, str, str], str] = {}
+    for doc in docs:
+        for body in _expand(doc.data, doc.path):
+            obj = _to_object(body, doc.path)
+            key = (obj.group, obj.kind, obj.namespace, obj.name)
+            if key in seen:
+                first = seen[key]
+                also = f" (first in {first})" if first != obj.path else ""
+                raise InputError(f"duplicate object {obj.where()}{also}", path=obj.path,
+                                 hint="each object may appear once across all inputs")
+            seen[key] = obj.path
+            yield obj
+
+
+def _expand(data: Any, path: str) -> Iterator[Mapping[str, Any]]:
+    if not isinstance(data, dict):
+        raise InputError(f"expected a Kubernetes object (a mapping), got {type(data).__name__}",
+                         path=path)
+    kind = data.get("kind")
+    if isinstance(kind, str) and (kind == "List" or kind.endswith("List") or kind == SNAPSHOT_KIND):
+        items = data.get("items") or []
+        if not isinstance(items, list):
+            raise InputError(f"{kind}.items must be a list", path=path)
+        for item in items:
+            yield from _expand(item, path)
+        return
+    yield data
+
+
+def _to_object(body: Mapping[str, Any], path: str) -> KubeObject:
+    api_version, kind = body.get("apiVersion"), body.get("kind")
+    if not isinstance(api_version, str) or not api_version:
+        raise InputError("object has no apiVersion", path=path)
+    if not isinstance(kind, str) or not kind:
+        raise InputError("object has no kind", path=path)
+    meta = body.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise InputError(f"{kind}: metadata must be a mapping", path=path)
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError(f"{kind} without metadata.name", path=path)
+    namespace = meta.get("namespace", "")
+    if not isinstance(namespace, str):
+        raise InputError(f"{kind} {name}: metadata.namespace must be a string", path=path)
+    return KubeObject(api_version, kind, namespace, name, body, path)
+
+
+def as_map(value: Any, what: str, obj: KubeObject) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(f"{obj.where()}: {what} must be a mapping, got {type(value).__name__}",
+                         path=obj.path)
+    return value
+
+
+def as_list(value: Any, what: str, obj: KubeObject) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError(f"{obj.where()}: {what} must be a list, got {type(value).__name__}",
+                         path=obj.path)
+    return value
+
+
+def string_map(value: Any, what: str, obj: KubeObject) -> dict[str, str]:
+    """A label/selector map; every value must be a string (as Kubernetes requires)."""
+    out: dict[str, str] = {}
+    for key, val in as_map(value, what, obj).items():
+        if not isinstance(key, str):
+            raise InputError(f"{obj.where()}: {what} key {key!r} is not a string", path=obj.path)
+        if val is None:
+            val = ""
+        if not isinstance(val, str):
+            shown = str(val).lower() if isinstance(val, bool) else repr(val)
+            raise InputError(
+                f"{obj.where()}: {what}.{key} must be a string, got {type(val).__name__} {shown}",
+                path=obj.path, hint=f'quote it: {key}: "{shown}"')
+        out[key] = val
+    return out
+
+
+def labels_of(obj: KubeObject) -> dict[str, str]:
+    return string_map(as_map(obj.body.get("metadata"), "metadata", obj).get("labels"),
+                      "metadata.labels", obj)
+
+
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[KMGTPE]i?|[mkunM]?)$")
+_SUFFIX = {
+    "": 1, "m": Fraction(1, 1000), "u": Fraction(1, 10**6), "n": Fraction(1, 10**9),
+    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+}
+
+
+def parse_quantity(value: Any, what: str, obj: KubeObject) -> Fraction:
+    """A Kubernetes resource quantity ("500m", "32Gi", 4) as an exact number."""
+    if isinstance(value, bool):
+        raise InputError(f"{obj.where()}: {what} is not a quantity: {value}", path=obj.path)
+    if isinstance(value, int):
+        return Fraction(value)
+    text = str(value).strip()
+    match = _QUANTITY.match(text)
+    if not match:
+        raise InputError(f"{obj.where()}: {what} is not a quantity: {text!r}", path=obj.path)
+    number, suffix = match.groups()
+    try:
+        base = Fraction(number)
+    except ValueError:
+        raise InputError(f"{obj.where()}: {what} is not a quantity: {text!r}",
+                         path=obj.path) from None
+    if suffix[:1] in ("e", "E"):
+        return base * Fraction(10) ** int(suffix[1:])
+    return base * _SUFFIX[suffix]

@@ -1,0 +1,146 @@
+"""Safe, fast YAML reading with errors that name the file and line."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from topogen.errors import InputError
+
+__all__ = ["MAX_FILE_BYTES", "Document", "expand_paths", "iter_documents", "load_yaml_text"]
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+MAX_FILE_BYTES = 256 * 1024 * 1024
+# A document may expand aliases to at most this many nodes (and at most
+# _MAX_EXPANSION times its own size); beyond that it is an alias bomb.
+_MAX_EXPANDED_NODES = 2_000_000
+_MAX_EXPANSION = 50
+_YAML_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True)
+class Document:
+    """One parsed YAML document and where it came from."""
+
+    data: Any
+    path: str
+    index: int  # position of the document in its file
+
+
+def expand_paths(paths: Iterable[str | os.PathLike[str]], *, base: Path | None = None,
+                 what: str = "input") -> list[Path]:
+    """Files named directly, plus YAML files under named folders, sorted per folder."""
+    out: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if base is not None and not path.is_absolute():
+            path = base / path
+        if path.is_dir():
+            found = sorted(
+                p for p in path.rglob("*")
+                if p.is_file() and p.suffix in _YAML_SUFFIXES
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            )
+            out.extend(found)
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise InputError(f"{what} path does not exist", path=display_path(path),
+                             hint="check the path in topogen.yaml (relative paths start at its folder)")
+    seen: set[Path] = set()
+    unique = []
+    for p in out:
+        rp = p.resolve()
+        if rp not in seen:
+            seen.add(rp)
+            unique.append(p)
+    return unique
+
+
+def display_path(path: Path) -> str:
+    """A path as the user would type it: relative to the working folder when possible."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def load_yaml_text(text: str, path: str) -> list[Any]:
+    """Parse every document of a YAML stream; raise InputError naming the line."""
+    try:
+        docs = list(yaml.load_all(text, Loader=_Loader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise InputError(f"malformed YAML: {problem}", path=path, line=line) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"malformed YAML: {exc}", path=path) from None
+    for i, doc in enumerate(docs):
+        _check_alias_expansion(doc, path, i)
+    return docs
+
+
+def iter_documents(files: Iterable[Path]) -> Iterator[Document]:
+    for file in files:
+        shown = display_path(file)
+        try:
+            size = file.stat().st_size
+            if size > MAX_FILE_BYTES:
+                raise InputError(f"file is larger than {MAX_FILE_BYTES} bytes", path=shown)
+            text = file.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise InputError("file is not UTF-8 text", path=shown) from None
+        except OSError as exc:
+            raise InputError(f"cannot read file: {exc.strerror}", path=shown) from None
+        for i, data in enumerate(load_yaml_text(text, shown)):
+            if data is None:
+                continue
+            yield Document(data, shown, i)
+
+
+def _check_alias_expansion(doc: Any, path: str, index: int) -> None:
+    """Reject documents whose aliases expand far beyond their written size.
+
+    The C loader shares aliased nodes instead of copying them, so the document
+    itself is small; every consumer that walks it would not be. Count the
+    expanded size with memoisation (linear in the distinct nodes).
+    """
+    sizes: dict[int, int] = {}
+    distinct = 0
+    stack: list[tuple[Any, bool]] = [(doc, False)]
+    while stack:
+        node, done = stack.pop()
+        if not isinstance(node, dict | list):
+            continue
+        key = id(node)
+        if done:
+            children = node.values() if isinstance(node, dict) else node
+            total = 1
+            for child in children:
+                if isinstance(child, dict | list):
+                    total += sizes[id(child)]
+                else:
+                    total += 1
+            sizes[key] = total
+            if total > _MAX_EXPANDED_NODES and total > _MAX_EXPANSION * max(distinct, 1):
+                raise InputError(
+                    f"document {index + 1} expands its YAML aliases to over "
+                    f"{_MAX_EXPANDED_NODES} nodes (an alias bomb?)", path=path,
+                    hint="write the document without anchors and aliases")
+            continue
+        if key in sizes:
+            continue
+        sizes[key] = 0  # placeholder: cycles are impossible in safe-loaded YAML
+        distinct += 1
+        stack.append((node, True))
+        children = node.values() if isinstance(node, dict) else node
+        for child in children:
+            if isinstance(child, dict | list) and id(child) not in sizes:
+                stack.append((child, False))

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Build a pinned CLI tool from Go modules into a cache outside the repo and
+# link it as <repo>/.tools/bin/<tool>.
+#
+#   tools/build.sh TOOL...        (TOOL: see the table below)
+#
+# Each tool is a small Go module of our own in tools/<tool>/ (go.mod, go.sum,
+# tools.go) that requires the upstream release and repeats that release's
+# replace directives, because `go install pkg@version` ignores them.
+# The version in the binary's name is the one go.mod requires, so bumping the
+# pin builds a new file; an existing file is never rebuilt (warm machines skip).
+#
+# Environment:
+#   TOPOGEN_CACHE      cache root (default $HOME/.cache/topogen); binaries go to
+#                      $TOPOGEN_CACHE/bin/<tool>-<version>
+#   TOOLS_FORCE=1      rebuild even if the cached binary exists
+#   GOPROXY, GOMODCACHE, GOCACHE, GOTOOLCHAIN are honoured as usual; if the
+#   local Go is older than the module needs, GOTOOLCHAIN is set to the
+#   module's `toolchain` (or `go`) version, which the module proxy serves.
+set -euo pipefail
+
+# ---------------------------------------------------------------------------
+# Tool table, one line per tool:
+#   name | module whose version names the binary | package to build | ldflags
+# In ldflags, @VERSION@ is replaced by that module's version.
+# Adding a tool = one line here + a tools/<name>/ module (go.mod, go.sum,
+# tools.go blank-importing the package). Candidates, for later:
+#   promtool       github.com/prometheus/prometheus  .../cmd/promtool  -X github.com/prometheus/common/version.Version=@VERSION@
+#   gator          github.com/open-policy-agent/gatekeeper/v3  .../cmd/gator
+#   opa            github.com/open-policy-agent/opa  github.com/open-policy-agent/opa  -X github.com/open-policy-agent/opa/version.Version=@VERSION@
+#   etcd           go.etcd.io/etcd/server/v3  go.etcd.io/etcd/server/v3 (etcdmain)
+#   kube-apiserver, kube-scheduler  k8s.io/kubernetes  k8s.io/kubernetes/cmd/<name>
+#                  (k8s.io/kubernetes needs a replace for every k8s.io/* staging module)
+# ---------------------------------------------------------------------------
+TOOLS_TABLE='
+kyverno | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@
+'
+
+tmp=
+die() { printf 'tools/build.sh: %s\n' "$*" >&2; exit 2; }
+
+script_dir=$(cd "$(dirname "$0")" && pwd -P)
+repo_root=$(cd "$script_dir/.." && pwd -P)
+cache_root=${TOPOGEN_CACHE:-${HOME:?HOME is not set}/.cache/topogen}
+
+trim() { local s=$1; s=${s#"${s%%[![:space:]]*}"}; printf '%s' "${s%"${s##*[![:space:]]}"}"; }
+
+# lookup TOOL -> sets t_module t_package t_ldflags
+lookup() {
+    local line name
+    while IFS= read -r line; do
+        [ -n "$(trim "$line")" ] || continue
+        IFS='|' read -r name t_module t_package t_ldflags <<<"$line"
+        if [ "$(trim "$name")" = "$1" ]; then
+            t_module=$(trim "$t_module"); t_package=$(trim "$t_package")
+            t_ldflags=$(trim "$t_ldflags")
+            return 0
+        fi
+    done <<<"$TOOLS_TABLE"
+    return 1
+}
+
+known_tools() { printf '%s\n' "$TOOLS_TABLE" | awk -F'|' 'NF>1{gsub(/ /,"",$1); printf "%s ", $1}'; }
+
+# Version of MODULE as required in GOMOD (single-line or block require).
+required_version() {
+    awk -v m="$1" '
+        $1 == "require" && $2 == m { print $3; exit }
+        $1 == m && $2 ~ /^v/       { print $2; exit }
+    ' "$2"
+}
+
+# "1.26.6" -> comparable integer
+ver_num() { awk -F. '{ printf "%d%04d%04d\n", $1, $2, $3 }' <<<"${1#go}"; }
+
+# Pick GOTOOLCHAIN. A `toolchain goX.Y.Z` line in the tool's go.mod pins the
+# exact Go (reproducible binary; the local go is used when it is that version,
+# otherwise the module proxy serves it). Without one, keep the local Go when
+# it satisfies the `go` line, else ask for exactly that version.
+choose_toolchain() {
+    local gomod=$1 need tc local_v
+    tc=$(awk '$1 == "toolchain" { print $2; exit }' "$gomod")
+    if [ -n "$tc" ]; then
+        export GOTOOLCHAIN=$tc
+        return
+    fi
+    need=$(awk '$1 == "go" { print $2; exit }' "$gomod")
+    local_v=$(GOTOOLCHAIN=local go env GOVERSION)
+    local_v=${local_v#go}; local_v=${local_v%%[!0-9.]*}
+    if [ "$(ver_num "$local_v")" -ge "$(ver_num "$need")" ]; then
+        export GOTOOLCHAIN=local
+    else
+        export GOTOOLCHAIN=go$need
+    fi
+}
+
+build_one() {
+    local tool=$1 moddir gomod version out start secs size
+    lookup "$tool" || die "unknown tool '$tool' (known: $(known_tools))"
+    moddir=$script_dir/$tool
+    gomod=$moddir/go.mod
+    [ -f "$gomod" ] && [ -f "$moddir/go.sum" ] || die "$moddir: missing go.mod or go.sum"
+    version=$(required_version "$t_module" "$gomod")
+    [ -n "$version" ] || die "$gomod: does not require $t_module"
+
+    out=$cache_root/bin/$tool-$version
+    if [ -x "$out" ] && [ "${TOOLS_FORCE:-0}" != 1 ]; then
+        echo "$tool $version: cached at $out"
+        touch "$out"   # newer than go.mod, so make sees the link up to date
+    else
+        command -v go >/dev/null || die "go is not on PATH"
+        choose_toolchain "$gomod"
+        mkdir -p "$cache_root/bin"
+        tmp=$(mktemp "$cache_root/bin/.$tool-$version.XXXXXX")
+        trap 'rm -f "$tmp"' EXIT
+        echo "$tool $version: building $t_package (GOTOOLCHAIN=$GOTOOLCHAIN) ..."
+        start=$(date +%s)
+        (
+            cd "$moddir"
+            # GOWORK=off: ignore any go.work above us. -mod=readonly: go.sum
+            # is committed and must verify every download.
+            GOWORK=off CGO_ENABLED=0 go build -mod=readonly -trimpath \
+                -buildvcs=false \
+                -ldflags "-s -w ${t_ldflags//@VERSION@/$version}" \
+                -o "$tmp" "$t_package"
+        )
+        mv -f "$tmp" "$out"
+        trap - EXIT
+        secs=$(( $(date +%s) - start ))
+        size=$(wc -c <"$out" | tr -d ' ')
+        printf '%s %s: built in %dm%02ds, %s bytes (%d MiB) -> %s\n' \
+            "$tool" "$version" $((secs / 60)) $((secs % 60)) "$size" \
+            $((size / 1048576)) "$out"
+    fi
+
+    mkdir -p "$repo_root/.tools/bin"
+    ln -sfn "$out" "$repo_root/.tools/bin/$tool"
+    echo "$tool: $repo_root/.tools/bin/$tool -> $out"
+}
+
+[ $# -ge 1 ] || die "usage: tools/build.sh TOOL... (known: $(known_tools))"
+for t in "$@"; do
+    build_one "$t"
+done
