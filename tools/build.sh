@@ -25,7 +25,6 @@ set -euo pipefail
 # In ldflags, @VERSION@ is replaced by that module's version.
 # Adding a tool = one line here + a tools/<name>/ module (go.mod, go.sum,
 # tools.go blank-importing the package). Candidates, for later:
-#   promtool       github.com/prometheus/prometheus  .../cmd/promtool  -X github.com/prometheus/common/version.Version=@VERSION@
 #   gator          github.com/open-policy-agent/gatekeeper/v3  .../cmd/gator
 #   opa            github.com/open-policy-agent/opa  github.com/open-policy-agent/opa  -X github.com/open-policy-agent/opa/version.Version=@VERSION@
 #   etcd           go.etcd.io/etcd/server/v3  go.etcd.io/etcd/server/v3 (etcdmain)
@@ -34,6 +33,7 @@ set -euo pipefail
 # ---------------------------------------------------------------------------
 TOOLS_TABLE='
 kyverno | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@
+promtool | github.com/prometheus/prometheus | github.com/prometheus/prometheus/cmd/promtool | -X github.com/prometheus/common/version.Version=@VERSION@
 '
 
 tmp=

@@ -15,6 +15,7 @@ __all__ = [
     "ClusterConfig",
     "GroupConfig",
     "MonitoringConfig",
+    "MonitoringMetrics",
     "TopogenConfig",
     "load_config",
 ]
@@ -79,13 +80,41 @@ class GroupConfig(_Strict):
         return self
 
 
+Duration = Annotated[str, StringConstraints(pattern=r"^\d+[smh]$")]
+MetricName = Annotated[str, StringConstraints(pattern=r"^[a-zA-Z_:][a-zA-Z0-9_:]*$",
+                                              max_length=200)]
+
+
+class MonitoringMetrics(_Strict):
+    """Exporter metric names the generated rules read (defaults: kube-state-metrics v2,
+    NVIDIA DCGM exporter with Kubernetes pod mapping, Hubble with labelsContext)."""
+
+    pod_labels: MetricName = Field("kube_pod_labels", alias="podLabels")
+    pod_info: MetricName = Field("kube_pod_info", alias="podInfo")
+    pod_phase: MetricName = Field("kube_pod_status_phase", alias="podPhase")
+    node_labels: MetricName = Field("kube_node_labels", alias="nodeLabels")
+    gpu_utilisation: MetricName = Field("DCGM_FI_DEV_GPU_UTIL", alias="gpuUtilisation")
+    policy_drops: MetricName = Field("hubble_drop_total", alias="policyDrops")
+    # None: no flow metrics, so no cross-zone traffic rules
+    flows: MetricName | None = Field("hubble_flows_processed_total", alias="flows")
+
+
 class MonitoringConfig(_Strict):
     enabled: bool = True
     idle_gpu_utilisation: float = Field(10.0, alias="idleGpuUtilisationPercent", ge=0, le=100)
-    idle_for: str = Field("15m", alias="idleFor", pattern=r"^\d+[smh]$")
-    pending_for: str = Field("10m", alias="pendingFor", pattern=r"^\d+[smh]$")
-    progress_metric: str = Field("training_step_total", alias="progressMetric")
-    metrics: dict[str, str] = Field(default_factory=dict)
+    idle_for: Duration = Field("15m", alias="idleFor")
+    pending_for: Duration = Field("10m", alias="pendingFor")
+    split_for: Duration = Field("5m", alias="splitFor")
+    drops_for: Duration = Field("2m", alias="dropsFor")
+    rate_window: Duration = Field("5m", alias="rateWindow")
+    # None: the job exports no step/epoch counter; idle is then Running + GPUs idle
+    progress_metric: MetricName | None = Field("training_step_total", alias="progressMetric")
+    policy_drops_per_second: float = Field(0.0, alias="policyDropsPerSecond", ge=0)
+    policy_drop_reasons: list[Annotated[str, StringConstraints(min_length=1, max_length=100)]] = \
+        Field(["POLICY_DENIED", "POLICY_DENY"], alias="policyDropReasons", min_length=1)
+    namespace: Name = "monitoring"
+    rule_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, alias="ruleLabels")
+    metrics: MonitoringMetrics = Field(default_factory=MonitoringMetrics)
 
 
 class TopogenConfig(_Strict):

@@ -179,11 +179,13 @@ class NodeSelectorRequirement:
 
 @dataclass(frozen=True)
 class NodeSelectorTerm:
-    """matchExpressions inside a term are ANDed."""
+    """matchExpressions inside a term are ANDed; an empty term matches no node."""
 
     match_expressions: tuple[NodeSelectorRequirement, ...] = ()
 
     def matches(self, labels: Labels) -> bool:
+        if not self.match_expressions:
+            return False  # Kubernetes: "a null or empty node selector term matches no objects"
         return all(r.matches(labels) for r in self.match_expressions)
 
 

@@ -10,7 +10,7 @@ from topogen.analysis.ports import PortSet
 from topogen.analysis.reachability import PolicyIndex
 from topogen.config import GroupConfig
 from topogen.model import Namespace, PolicyRef, Topology
-from topogen.sources.profiles import profile_for
+from topogen.sources.profiles import Profile, profile_for
 
 __all__ = ["AnalysisContext", "BlockedPath", "required_ports"]
 
@@ -66,8 +66,8 @@ class AnalysisContext:
         return self.group.colocate
 
     @property
-    def coordinator_keys(self) -> tuple[str, ...]:
-        return profile_for(self.group).coordinator_keys
+    def profile(self) -> Profile:
+        return profile_for(self.group)
 
     def blocked_paths(self, members: Sequence[Member]) -> list[BlockedPath]:
         """Every path the scheduler's possible placements leave denied."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from topogen.analysis.context import AnalysisContext
-from topogen.analysis.members import Member, pin, selector_for
+from topogen.analysis.members import Member, pin
 from topogen.analysis.placement import PodDemand, pack
 from topogen.model import PodAffinityTerm, Taint, Toleration, Topology
 from topogen.sources.nodes import NO_ZONE_PREFIX
@@ -67,8 +67,8 @@ def check_domain(members: Sequence[Member], name: str, zones: tuple[str, ...],
     coordinator = next((m for m in members if m.role == "coordinator"), None)
     affinity = None
     if coordinator is not None:
-        sel = selector_for(coordinator.template.labels, ctx.coordinator_keys)
-        affinity = PodAffinityTerm(sel, key)
+        job = coordinator.template.labels.get(ctx.profile.job_label, "")
+        affinity = PodAffinityTerm(ctx.profile.coordinator_affinity(job), key)
     fixed = [pin(m, topo, zones,
                  tolerations if m.role == "coordinator" else (),
                  identity,

@@ -12,7 +12,7 @@ from topogen.model import Finding, FindingKind, TrainingGroup
 __all__ = ["CROSS_ZONE_COST", "JobAnalysis", "analyze_job"]
 
 CROSS_ZONE_COST = (
-    "every collective crosses zones: ~0.5-2 ms RTT against ~0.1-0.3 ms inside a zone "
+    "every collective pays cross-zone latency: ~0.5-2 ms RTT against ~0.1-0.3 ms inside a zone "
     "(30-60% throughput loss reported), and cross-zone traffic is billed "
     "(AWS ~$0.01/GB each direction, ~$0.02/GB crossing; GCP ~$0.01/GB)"
 )

@@ -21,6 +21,7 @@ from topogen.model import (
     TrainingGroup,
     Workload,
 )
+from topogen.sources.nodes import NO_ZONE_PREFIX
 
 __all__ = ["Member", "members_of", "pin", "possible_zone_pairs"]
 
@@ -61,8 +62,8 @@ class Member:
             return [host_endpoint(n.name, n.labels, self.template.ports) for n in seen.values()]
         labels = dict(self.template.labels)
         kind, _ = self.identity(identity_label)
-        if kind == "stamped" and identity_label:
-            labels[identity_label] = zone
+        if kind == "stamped" and identity_label and not zone.startswith(NO_ZONE_PREFIX):
+            labels[identity_label] = zone  # a node without the zone label stamps nothing
         return [pod_endpoint(labels, self.workload.namespace, namespaces, self.template.ports)]
 
 

@@ -75,6 +75,7 @@ class SideTrace:
     allows: tuple[RuleMatch, ...]
     denies: tuple[RuleMatch, ...]
     allowed: PortSet
+    isolations: tuple[Isolation, ...] = ()  # the rules behind isolated_by (with rule index)
 
     @property
     def isolated(self) -> bool:
@@ -133,7 +134,7 @@ class PolicyIndex:
         for iso in policies.isolations:
             self._isolations[iso.direction].append(iso)
         self._cache: dict[tuple[object, object], PathVerdict] = {}
-        self._subject_cache: dict[tuple[object, str], tuple[tuple[PolicyRef, ...],
+        self._subject_cache: dict[tuple[object, str], tuple[tuple[Isolation, ...],
                                                             list[PolicyRule]]] = {}
 
     def node_label_keys(self) -> set[str]:
@@ -158,22 +159,23 @@ class PolicyIndex:
         return hit
 
     def _subject_rules(self, subject: Endpoint,
-                       direction: str) -> tuple[tuple[PolicyRef, ...], list[PolicyRule]]:
+                       direction: str) -> tuple[tuple[Isolation, ...], list[PolicyRule]]:
         key = (_ep_key(subject), direction)
         hit = self._subject_cache.get(key)
         if hit is None:
-            isolated = sorted({i.policy for i in self._isolations[direction]
-                               if _selects(i.subject_host, i.subject, i.subject_namespace,
-                                           subject)})
+            isolations = sorted({i for i in self._isolations[direction]
+                                 if _selects(i.subject_host, i.subject, i.subject_namespace,
+                                             subject)}, key=lambda i: (i.policy, i.index))
             rules = [r for r in self._by_direction[direction]
                      if _selects(r.subject_host, r.subject, r.subject_namespace, subject)]
-            hit = (tuple(isolated), rules)
+            hit = (tuple(isolations), rules)
             self._subject_cache[key] = hit
         return hit
 
     def _side(self, subject: Endpoint, peer: Endpoint, direction: str,
               dst: Endpoint) -> SideTrace:
-        isolated_by, rules = self._subject_rules(subject, direction)
+        isolations, rules = self._subject_rules(subject, direction)
+        isolated_by = tuple(sorted({i.policy for i in isolations}))
         named = {(name, proto): port for name, port, proto in dst.ports if name}
         allows: list[RuleMatch] = []
         denies: list[RuleMatch] = []
@@ -192,7 +194,8 @@ class PolicyIndex:
                 allowed = allowed.union(a.ports)
         for d in denies:
             allowed = allowed.minus(d.ports)
-        return SideTrace(direction, isolated_by, tuple(allows), tuple(denies), allowed)
+        return SideTrace(direction, isolated_by, tuple(allows), tuple(denies), allowed,
+                         isolations)
 
     def _peer_matches(self, peer: Peer, other: Endpoint, subject: Endpoint) -> bool:
         if peer.kind == "cidr":

@@ -53,3 +53,5 @@ def verbose_option(f: F) -> F:
 
 
 from topogen.cli import analyze as _analyze  # noqa: E402,F401  (registers the command)
+from topogen.cli import explain as _explain  # noqa: E402,F401  (registers explain and connectivity)
+from topogen.cli import render as _render  # noqa: E402,F401

@@ -105,8 +105,11 @@ def parse_selector(raw: Any, what: str, obj: KubeObject, *, cilium: bool) -> Lab
 
 
 def _with_namespace(sel: LabelSelector, namespace: str) -> LabelSelector:
-    """A CNP peer selector without a namespace key means the policy's namespace."""
-    if NAMESPACE_KEY in sel.keys():
+    """A CNP peer selector without a namespace key means the policy's namespace.
+
+    Selectors on reserved identities (reserved:host ...) are left alone, as Cilium does.
+    """
+    if NAMESPACE_KEY in sel.keys() or any(k.startswith("reserved:") for k in sel.keys()):
         return sel
     return LabelSelector(tuple(sorted((*sel.match_labels, (NAMESPACE_KEY, namespace)))),
                          sel.match_expressions)
@@ -269,7 +272,9 @@ def _read_netpol(obj: KubeObject, ref: PolicyRef, rules: list[PolicyRule],
     subject = _with_namespace(subject, obj.namespace)
     types = as_list(spec.get("policyTypes"), "spec.policyTypes", obj)
     if not types:
-        types = ["Ingress"] + (["Egress"] if "egress" in spec else [])
+        # API defaulting: Ingress always, Egress only when there are egress rules
+        types = ["Ingress"] + (["Egress"] if as_list(spec.get("egress"), "spec.egress", obj)
+                               else [])
     for t in types:
         if t not in ("Ingress", "Egress"):
             raise InputError(f"{obj.where()}: spec.policyTypes has {t!r} "

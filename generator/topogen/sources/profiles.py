@@ -29,25 +29,31 @@ KUEUE_TAS_KEYS = (
 
 @dataclass(frozen=True)
 class Profile:
-    """How to recognise one job's pods and tell the coordinator from the workers."""
+    """How to recognise one job's pods and tell the coordinator from the workers.
+
+    A pod plays a role when it carries the job label and matches any of that
+    role's selectors (checked coordinator first). The same selectors become the
+    match conditions of the generated admission policies.
+    """
 
     name: str
     job_label: str
     role_label: str
-    coordinator: LabelSelector  # over pod labels, in addition to the job label existing
-    worker: LabelSelector
+    coordinator: tuple[LabelSelector, ...]
+    worker: tuple[LabelSelector, ...]
 
-    @property
-    def coordinator_keys(self) -> tuple[str, ...]:
-        """Pod label keys that, with this pod's values, select its job's coordinator."""
-        return (self.job_label, self.role_label)
+    def coordinator_affinity(self, job: str) -> LabelSelector:
+        """The selector a worker's pod affinity uses to find its job's coordinator."""
+        coord = self.coordinator[-1]
+        return LabelSelector(tuple(sorted({(self.job_label, job), *coord.match_labels})),
+                             coord.match_expressions)
 
     def role_of(self, labels: dict[str, str]) -> str | None:
         if self.job_label not in labels:
             return None
-        if self.coordinator.matches(labels):
+        if any(s.matches(labels) for s in self.coordinator):
             return "coordinator"
-        if self.worker.matches(labels):
+        if any(s.matches(labels) for s in self.worker):
             return "worker"
         return None
 
@@ -90,30 +96,10 @@ def profile_for(group: GroupConfig) -> Profile:
     if group.profile == "kubeflow-training-operator":
         coord, work = _with_case(coord), _with_case(work)
     if group.profile == "kubeflow-trainer" and group.coordinator_roles is None:
-        # Trainer v2: the launcher (MPI) or rank 0 of the node job coordinates
-        coordinator = LabelSelector((), (
-            Requirement(role, "In", ("launcher", "node")),))
-        return _TrainerProfile(group.profile, job, role, coordinator,
-                               LabelSelector((), (_in(role, work),)))
-    return Profile(group.profile, job, role, LabelSelector((), (_in(role, coord),)),
-                   LabelSelector((), (_in(role, work),)))
-
-
-@dataclass(frozen=True)
-class _TrainerProfile(Profile):
-    """Kubeflow Trainer v2: node pods of rank 0 coordinate unless a launcher exists."""
-
-    @property
-    def coordinator_keys(self) -> tuple[str, ...]:
-        return (self.job_label, self.role_label, COMPLETION_INDEX)
-
-    def role_of(self, labels: dict[str, str]) -> str | None:
-        if self.job_label not in labels:
-            return None
-        rjob = labels.get(self.role_label)
-        if rjob == "launcher":
-            return "coordinator"
-        if rjob == "node":
-            index = labels.get(COMPLETION_INDEX, labels.get(JS_INDEX, ""))
-            return "coordinator" if index == "0" else "worker"
-        return None
+        # Trainer v2: the MPI launcher, or rank 0 of the `node` job, coordinates
+        rank0 = LabelSelector(((COMPLETION_INDEX, "0"), (role, "node")))
+        others = LabelSelector(((role, "node"),), (Requirement(COMPLETION_INDEX, "NotIn", ("0",)),))
+        return Profile(group.profile, job, role,
+                       (LabelSelector((), (_in(role, ["launcher"]),)), rank0), (others,))
+    return Profile(group.profile, job, role, (LabelSelector((), (_in(role, coord),)),),
+                   (LabelSelector((), (_in(role, work),)),))

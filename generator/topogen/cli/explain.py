@@ -1,0 +1,36 @@
+"""`topogen explain`: one path's verdict and the rules behind it."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from topogen.cli import main
+from topogen.cli.connectivity import input_options, input_spec, label_overrides
+from topogen.connectivity import explain_path, explanation_text, load_inputs
+
+
+@main.command("explain")
+@click.option("--from", "src", required=True, metavar="NS/NAME", help="the sending workload")
+@click.option("--to", "dst", required=True, metavar="NS/NAME", help="the receiving workload")
+@click.option("--port", metavar="P/PROTO",
+              help="only this port: 8080/TCP, 8000-8100/UDP or a named port of --to")
+@input_options
+def explain_command(src: str, dst: str, port: str | None, config_path: str,
+                    cluster: str | None, policies: tuple[str, ...], workloads: tuple[str, ...],
+                    namespaces: tuple[str, ...], labels: tuple[str, ...]) -> None:
+    """Explain whether NS/NAME may open a connection to NS/NAME, and why (not).
+
+    Shows the sender's egress and the receiver's ingress: whether each is
+    isolated and by which policy rule, which allow and deny rules match, and the
+    result port by port. Workloads are NS/NAME (NS/NAME[replica] for kinds with
+    several pod templates).
+
+    Exit 0: the path (the port, if given) is allowed; 1: denied; 2: usage or
+    input error.
+    """
+    spec = input_spec(config_path, cluster, policies, workloads, namespaces)
+    ex = explain_path(load_inputs(spec), src, dst, port, label_overrides(labels))
+    click.echo(explanation_text(ex), nl=False)
+    sys.exit(0 if ex.allowed else 1)

@@ -1,0 +1,148 @@
+"""Text for the connectivity report (table, JSON, CSV) and for an explanation."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from topogen.analysis.reachability import RuleMatch, SideTrace
+from topogen.connectivity.core import ConnectivityReport
+from topogen.connectivity.endpoints import WorkloadEndpoint
+from topogen.connectivity.explain import Explanation, isolation_name, rule_name
+
+__all__ = ["connectivity_csv", "connectivity_json", "connectivity_table", "explanation_text"]
+
+
+def _allowed(ports: Sequence[str]) -> str:
+    return ", ".join(ports)
+
+
+def _table(rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def connectivity_table(report: ConnectivityReport) -> str:
+    rows = [("FROM", "TO", "ALLOWED")]
+    rows += [(p.src.id, p.dst.id, _allowed(p.allowed.describe())) for p in report.connected]
+    total, connected = len(report.pairs), len(report.connected)
+    out = _table(rows) if connected else "no allowed connections\n"
+    out += (
+        f"\n{connected} of {total} ordered pairs of {len(report.endpoints)} workloads have an "
+        f"allowed connection; {total - connected} have none (not listed)\n"
+    )
+    if report.excluded:
+        names = ", ".join(e.id for e in report.excluded)
+        out += f"left out (hostNetwork, out of scope): {names}\n"
+    return out
+
+
+def connectivity_csv(report: ConnectivityReport) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["from", "to", "allowed"])
+    for p in report.connected:
+        writer.writerow([p.src.id, p.dst.id, " ".join(p.allowed.describe())])
+    return buf.getvalue()
+
+
+def _workload_json(ep: WorkloadEndpoint) -> dict[str, Any]:
+    w = ep.workload
+    return {
+        "id": ep.id,
+        "kind": w.kind,
+        "namespace": w.namespace,
+        "name": w.name,
+        "replica": w.replica_name,
+        "labels": dict(ep.labels),
+        "namedPorts": [f"{n}={num}/{proto}" for n, num, proto in w.template.ports if n],
+    }
+
+
+def connectivity_json(report: ConnectivityReport) -> str:
+    data = {
+        "workloads": [_workload_json(e) for e in report.endpoints],
+        "excluded": [{"id": e.id, "reason": "hostNetwork"} for e in report.excluded],
+        "policies": [str(p) for p in report.policies],
+        "pairs": [
+            {
+                "from": p.src.id,
+                "to": p.dst.id,
+                "connected": p.connected,
+                "allowed": p.allowed.describe(),
+            }
+            for p in report.pairs
+        ],
+    }
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+# --- explain ---------------------------------------------------------------------
+
+
+def _endpoint_line(role: str, ep: WorkloadEndpoint) -> str:
+    w = ep.workload
+    labels = ", ".join(
+        f"{k}={v}" + (" (--label)" if k in ep.overridden else "") for k, v in ep.labels
+    )
+    named = ", ".join(f"{n}={num}/{p}" for n, num, p in w.template.ports if n)
+    extra = f"; named ports {named}" if named else ""
+    return f"{role} {ep.id} ({w.kind}; labels {labels or 'none'}{extra})"
+
+
+def _match_line(m: RuleMatch) -> str:
+    written = m.rule.ports
+    ports = "all ports" if written is None else ", ".join(str(r) for r in written) or "no ports"
+    resolved = str(m.ports)
+    if written is not None and ports != resolved:
+        ports = f"{ports} -> {resolved}"
+    return f"    {rule_name(m.rule)}: {m.peer} on {ports}"
+
+
+def _side_text(title: str, side: SideTrace, other: WorkloadEndpoint) -> list[str]:
+    lines = [title]
+    if side.isolated:
+        who = [isolation_name(i) for i in side.isolations] or [str(p) for p in side.isolated_by]
+        lines.append(f"  isolated (default deny) by {', '.join(who)}")
+    else:
+        lines.append("  not isolated: everything not denied is allowed")
+    lines.append(f"  allow rules matching {other.id}:" + ("" if side.allows else " none"))
+    lines += [_match_line(m) for m in side.allows]
+    lines.append("  deny rules matching:" + ("" if side.denies else " none"))
+    lines += [_match_line(m) for m in side.denies]
+    lines.append(f"  result: {side.allowed}")
+    return lines
+
+
+def explanation_text(ex: Explanation) -> str:
+    v = ex.verdict
+    lines = [_endpoint_line("from", ex.src), _endpoint_line("to  ", ex.dst)]
+    if ex.requested is not None:
+        lines.append(f"port {ex.requested_text} ({ex.requested})")
+    verdict = "ALLOWED" if ex.allowed else "DENIED"
+    lines += ["", f"verdict: {verdict}; the path allows {v.allowed}"]
+    if not ex.allowed:
+        lines += [f"  {d}" for d in ex.denials()]
+    lines.append("")
+    lines += _side_text(f"sender egress ({ex.src.id})", v.egress, ex.dst)
+    lines.append("")
+    lines += _side_text(f"receiver ingress ({ex.dst.id})", v.ingress, ex.src)
+    lines += ["", "per port:"]
+    rows = [("  PORTS", "EGRESS", "INGRESS", "RESULT")]
+    for pv in ex.ports:
+        rows.append(
+            (
+                f"  {pv.ports}",
+                pv.egress.describe(),
+                pv.ingress.describe(),
+                "allowed" if pv.allowed else "denied",
+            )
+        )
+    text = "\n".join(lines) + "\n" + _table(rows)
+    if ex.notes:
+        text += "\n" + "".join(f"note: {n}\n" for n in ex.notes)
+    return text

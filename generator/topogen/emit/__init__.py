@@ -1,0 +1,5 @@
+"""Emit: write the output tree atomically and deterministically (and, later, diff it)."""
+
+from topogen.emit.writer import GENERATED_HEADER, stream_objects, write_tree
+
+__all__ = ["GENERATED_HEADER", "stream_objects", "write_tree"]

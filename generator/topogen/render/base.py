@@ -1,0 +1,103 @@
+"""Template rendering with values entering only through serialising filters.
+
+Every value printed by a template must go through `toyaml`/`tojson`/`quote`
+(anything else raises), and every rendered stream is parsed back and checked
+to be Kubernetes objects before a backend returns it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+
+from topogen.errors import TopogenError
+
+__all__ = ["TEMPLATES_DIR", "RenderedFile", "render_documents", "render_text", "to_yaml"]
+
+TEMPLATES_DIR = Path(__file__).resolve().parents[3] / "templates"
+_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True)
+class RenderedFile:
+    """One file of the output tree. `objects` is set when it holds Kubernetes objects."""
+
+    path: str  # posix path relative to the output root
+    text: str  # body, without the generated header
+    objects: tuple[dict[str, Any], ...] = ()
+    header: bool = True  # JSON files cannot carry a comment header
+
+
+class _Serialized(str):
+    """Marks text produced by a serialising filter: the only thing templates may print."""
+
+
+def to_yaml(value: Any, indent: int = 0) -> str:
+    """Deterministic block YAML (sorted keys), indented for embedding under a key."""
+    text = yaml.dump(value, Dumper=_Dumper, sort_keys=True, default_flow_style=False,
+                     allow_unicode=True, width=10_000)
+    if text.endswith("...\n"):
+        text = text[:-4]
+    text = text.rstrip("\n")
+    if indent:
+        pad = " " * indent
+        text = "\n".join(pad + line if line else line for line in text.split("\n"))
+    return text
+
+
+def _f_yaml(value: Any, indent: int = 0) -> _Serialized:
+    return _Serialized(to_yaml(value, indent))
+
+
+def _f_json(value: Any) -> _Serialized:
+    """Inline JSON is valid YAML flow syntax: safe for any scalar, list or map."""
+    return _Serialized(json.dumps(value, sort_keys=True, ensure_ascii=False))
+
+
+def _finalize(value: Any) -> Any:
+    if isinstance(value, _Serialized):
+        return value
+    raise TopogenError(
+        f"template printed a raw value {value!r}; pass it through |toyaml or |tojson")
+
+
+@cache
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        finalize=_finalize,
+    )
+    env.filters["toyaml"] = _f_yaml
+    env.filters["tojson"] = _f_json
+    return env
+
+
+def render_text(template: str, **values: Any) -> str:
+    return _env().get_template(template).render(**values)
+
+
+def render_documents(template: str, **values: Any) -> tuple[str, tuple[dict[str, Any], ...]]:
+    """Render a template of Kubernetes objects; parse it back and check every document."""
+    text = render_text(template, **values)
+    try:
+        docs = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    except yaml.YAMLError as exc:
+        raise TopogenError(f"template {template} rendered invalid YAML: {exc}") from None
+    for d in docs:
+        if not isinstance(d, dict) or not d.get("apiVersion") or not d.get("kind") \
+                or not isinstance(d.get("metadata"), dict) or not d["metadata"].get("name"):
+            raise TopogenError(f"template {template} rendered a document that is not a "
+                               "Kubernetes object")
+    return text, tuple(docs)

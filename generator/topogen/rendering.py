@@ -1,0 +1,78 @@
+"""`topogen render`: analysis -> plan -> every backend's files for every cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from topogen.config import TopogenConfig
+from topogen.pipeline import AnalysisReport, analyze
+from topogen.render.base import RenderedFile
+from topogen.render.intent import AdmissionIntent, intent_for
+from topogen.render.kyverno import kyverno_policies
+from topogen.render.kyverno_tests import kyverno_test_files
+
+__all__ = ["RenderResult", "render"]
+
+Backend = Callable[[AdmissionIntent], list[RenderedFile]]
+
+
+@dataclass(frozen=True)
+class RenderResult:
+    files: tuple[RenderedFile, ...]
+    refused: tuple[str, ...]  # groups no domain can hold, with the reason
+    report: AnalysisReport
+
+
+def _engines() -> dict[str, tuple[Backend, Backend | None]]:
+    """engine name -> (policies, CLI tests). Optional engines load when present."""
+    engines: dict[str, tuple[Backend, Backend | None]] = {
+        "kyverno": (kyverno_policies, kyverno_test_files)}
+    try:
+        from topogen.render.kyverno_legacy import kyverno_legacy_policies
+    except ImportError:
+        pass
+    else:
+        engines["kyverno-legacy"] = (kyverno_legacy_policies, None)
+    return engines
+
+
+def _under(prefix: str, files: list[RenderedFile]) -> list[RenderedFile]:
+    return [replace(f, path=f"{prefix}/{f.path}") for f in files]
+
+
+def render(cfg: TopogenConfig, clusters: list[str] | None = None) -> RenderResult:
+    report = analyze(cfg, clusters)
+    engines = _engines()
+    files: list[RenderedFile] = []
+    refused: list[str] = []
+    for ca in report.clusters:
+        cluster = cfg.cluster(ca.cluster)
+        action = cfg.validation_action_for(cluster)
+        for plan in ca.plans:
+            if plan.refused:
+                refused.append(f"cluster {ca.cluster}: {plan.refused}")
+                continue
+            if not plan.enforceable:
+                continue
+            intent = intent_for(plan, action)
+            for engine in cfg.engines_for(cluster):
+                if engine not in engines:
+                    refused.append(f"cluster {ca.cluster}: engine {engine} is not available "
+                                   "in this topogen version")
+                    continue
+                policies, tests = engines[engine]
+                prefix = f"policies/{ca.cluster}/{engine}"
+                files += _under(prefix, policies(intent))
+                if tests is not None:
+                    files += _under(prefix, tests(intent))
+        files += _monitoring(ca, cfg)
+    return RenderResult(tuple(sorted(files, key=lambda f: f.path)), tuple(refused), report)
+
+
+def _monitoring(ca: object, cfg: TopogenConfig) -> list[RenderedFile]:
+    try:
+        from topogen.render.monitoring import render_monitoring
+    except ImportError:
+        return []
+    return list(render_monitoring(ca, cfg))  # type: ignore[arg-type]

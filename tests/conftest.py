@@ -1,0 +1,1 @@
+"""Shared pytest setup: this folder is on sys.path, so tests import `helpers`."""
