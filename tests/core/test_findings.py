@@ -252,3 +252,82 @@ def test_other_namespaces_are_not_part_of_the_group(tmp_path: Path) -> None:
                  workloads=[deployment("coord", COORD, namespace="elsewhere"),
                             workers()])
     assert all(f.roles == ("worker",) for f in report.findings)
+
+
+HOST_ZONES = """
+apiVersion: cilium.io/v2
+kind: CiliumClusterwideNetworkPolicy
+metadata: {name: hosts-zone-a}
+spec:
+  nodeSelector: {matchLabels: {topology.kubernetes.io/zone: zone-a}}
+  ingress: [{fromNodes: [{matchLabels: {topology.kubernetes.io/zone: zone-a}}]}]
+  egress: [{toNodes: [{matchLabels: {topology.kubernetes.io/zone: zone-a}}]}]
+---
+apiVersion: cilium.io/v2
+kind: CiliumClusterwideNetworkPolicy
+metadata: {name: hosts-zone-b}
+spec:
+  nodeSelector: {matchLabels: {topology.kubernetes.io/zone: zone-b}}
+  ingress: [{fromNodes: [{matchLabels: {topology.kubernetes.io/zone: zone-b}}]}]
+  egress: [{toNodes: [{matchLabels: {topology.kubernetes.io/zone: zone-b}}]}]
+"""
+
+
+def test_host_network_group_is_judged_by_host_policies(tmp_path: Path) -> None:
+    host_net = {"hostNetwork": True}
+    report = run(tmp_path, nodes=zone_split_nodes(), policies=HOST_ZONES + "---\n" + INTRA_ZONE,
+                 workloads=[deployment("coord", COORD, spec=host_net),
+                            workers(spec=host_net)])
+    f = one(report, FindingKind.HARD_BLOCK)
+    assert f.policies == ("ccnp hosts-zone-a", "ccnp hosts-zone-b")  # pod policies play no part
+    pinned = run(tmp_path, nodes=zone_split_nodes(), policies=HOST_ZONES,
+                 workloads=[deployment("coord", COORD, spec={
+                     **host_net, "tolerations": [GPU_TOLERATION], **PIN_A}),
+                     workers(spec={**host_net, **PIN_A})])
+    assert kinds(pinned) == {FindingKind.OK}
+
+
+PYTORCH = """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: bert, namespace: ml}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        spec:
+          containers: [{name: pytorch, image: img, resources: {limits: {nvidia.com/gpu: 1}}}]
+    Worker:
+      replicas: 3
+      template:
+        spec:
+          containers: [{name: pytorch, image: img, resources: {limits: {nvidia.com/gpu: 1}}}]
+"""
+CCNP_ZONES = """
+apiVersion: cilium.io/v2
+kind: CiliumClusterwideNetworkPolicy
+metadata: {name: same-zone}
+specs:
+  - endpointSelector: {matchLabels: {zone: zone-a}}
+    ingress: [{fromEndpoints: [{matchLabels: {zone: zone-a}}]}]
+  - endpointSelector: {matchLabels: {zone: zone-b}}
+    ingress: [{fromEndpoints: [{matchLabels: {zone: zone-b}}]}]
+  - endpointSelector: {matchLabels: {zone: zone-c}}
+    ingress: [{fromEndpoints: [{matchLabels: {zone: zone-c}}]}]
+"""
+
+
+def test_pytorchjob_on_three_zones_under_a_clusterwide_policy(tmp_path: Path) -> None:
+    nodes = [node_doc(f"gpu-{z}", f"zone-{z}", gpus=4) for z in "abc"]
+    (tmp_path / "workloads").mkdir()
+    report = run(tmp_path, nodes=nodes, policies=CCNP_ZONES, workloads=[],
+                 group={"profile": "kubeflow-training-operator", "groupLabel": None,
+                        "roleLabel": None, "coordinatorRoles": None, "workerRoles": None})
+    assert report.findings == ()  # no workloads yet: nothing to say
+    (tmp_path / "workloads" / "w.yaml").write_text(PYTORCH)
+    report = analyze(load_config(tmp_path / "topogen.yaml"))
+    f = one(report, FindingKind.HARD_BLOCK)
+    assert f.job == "bert" and f.policies == ("ccnp same-zone",)
+    assert f.zones == ("zone-a", "zone-b", "zone-c")
+    assert report.plans[0].domain == "zone-a"
