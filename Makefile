@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help demo test lint fmt tools clean
+.PHONY: help demo test lint fmt tools clean check-generated regenerate venv
 
 help:
 	@echo "make demo   analyze and render the bundled examples"
@@ -40,3 +40,14 @@ fmt: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache
+
+# The committed policies/ must equal a fresh render of the bundled example.
+check-generated: $(STAMP)
+	@rm -rf .check-render && mkdir .check-render && cp -r examples .check-render/
+	@$(BIN)/topogen render -c .check-render/examples/zone-split/topogen.yaml --out .check-render 2>/dev/null
+	@rm -rf .check-render/examples
+	@for d in $$(ls .check-render); do diff -r "$$d" ".check-render/$$d" || { echo "generated output drifted: run make regenerate" >&2; rm -rf .check-render; exit 1; }; done
+	@rm -rf .check-render && echo "generated output is up to date"
+
+regenerate: $(STAMP)
+	$(BIN)/topogen render -c examples/zone-split/topogen.yaml --out .

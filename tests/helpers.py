@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from topogen.analysis.reachability import PolicyIndex, PathVerdict, host_endpoint, pod_endpoint
 from topogen.analysis.ports import PortSet
+from topogen.analysis.reachability import PathVerdict, PolicyIndex, host_endpoint, pod_endpoint
 from topogen.model import Endpoint, Namespace, Node, PodTemplate, Taint, Toleration, Topology
 from topogen.sources.nodes import NO_ZONE_PREFIX
 from topogen.sources.objects import KubeObject, flatten
@@ -60,8 +60,12 @@ def ns(name: str, **labels: str) -> Namespace:
     return Namespace(name, {"kubernetes.io/metadata.name": name, **labels})
 
 
-def pod(namespace: str = "ml", idx: PolicyIndex | None = None,
-        ports: tuple[tuple[str, int, str], ...] = (), **labels: str) -> Endpoint:
+def pod(
+    namespace: str = "ml",
+    idx: PolicyIndex | None = None,
+    ports: tuple[tuple[str, int, str], ...] = (),
+    **labels: str,
+) -> Endpoint:
     namespaces = idx.namespaces if idx is not None else {}
     return pod_endpoint(labels, namespace, namespaces, ports)
 
@@ -85,8 +89,15 @@ def verdict(idx: PolicyIndex, src: Endpoint, dst: Endpoint) -> PathVerdict:
     return idx.verdict(src, dst)
 
 
-def node(name: str, zone: str | None = "zone-a", *, labels: Mapping[str, str] | None = None,
-         taints: Sequence[Taint] = (), unschedulable: bool = False, **allocatable: Any) -> Node:
+def node(
+    name: str,
+    zone: str | None = "zone-a",
+    *,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Taint] = (),
+    unschedulable: bool = False,
+    **allocatable: Any,
+) -> Node:
     """A Node; allocatable keys use `_` for `/` and `.` is spelt `__` (gpu=2 means nvidia.com/gpu)."""
     all_labels = dict(labels or {})
     if zone is not None:
@@ -94,27 +105,46 @@ def node(name: str, zone: str | None = "zone-a", *, labels: Mapping[str, str] | 
     alloc = {"cpu": Fraction(16), "memory": Fraction(64 * 2**30), "pods": Fraction(110)}
     for key, value in allocatable.items():
         alloc[GPU if key == "gpu" else key] = Fraction(value)
-    return Node(name, all_labels, tuple(taints), alloc, unschedulable, (),
-                zone if zone is not None else f"{NO_ZONE_PREFIX}{name}")
+    return Node(
+        name,
+        all_labels,
+        tuple(taints),
+        alloc,
+        unschedulable,
+        (),
+        zone if zone is not None else f"{NO_ZONE_PREFIX}{name}",
+    )
 
 
 def topology(*nodes: Node, gpu_node_selector: Mapping[str, str] | None = None) -> Topology:
     return Topology(tuple(nodes), ZONE, (GPU, "amd.com/gpu"), dict(gpu_node_selector or {}))
 
 
-def template(labels: Mapping[str, str] | None = None, *,
-             tolerations: Sequence[Toleration] = (), gpus: int = 0,
-             **kwargs: Any) -> PodTemplate:
+def template(
+    labels: Mapping[str, str] | None = None,
+    *,
+    tolerations: Sequence[Toleration] = (),
+    gpus: int = 0,
+    **kwargs: Any,
+) -> PodTemplate:
     requests: dict[str, Fraction] = {"cpu": Fraction(1)}
     if gpus:
         requests[GPU] = Fraction(gpus)
-    return PodTemplate(labels=dict(labels or {}), tolerations=tuple(tolerations),
-                       requests=requests, **kwargs)
+    return PodTemplate(
+        labels=dict(labels or {}), tolerations=tuple(tolerations), requests=requests, **kwargs
+    )
 
 
-def node_doc(name: str, zone: str | None = "zone-a", *, gpus: int = 0,
-             taints: Sequence[Mapping[str, str]] = (), labels: Mapping[str, str] | None = None,
-             unschedulable: bool = False, cpu: str = "16") -> dict[str, Any]:
+def node_doc(
+    name: str,
+    zone: str | None = "zone-a",
+    *,
+    gpus: int = 0,
+    taints: Sequence[Mapping[str, str]] = (),
+    labels: Mapping[str, str] | None = None,
+    unschedulable: bool = False,
+    cpu: str = "16",
+) -> dict[str, Any]:
     """A Node manifest (as `kubectl get node -o yaml` would give it)."""
     all_labels = {"kubernetes.io/hostname": name, **(labels or {})}
     if zone is not None:
@@ -127,45 +157,79 @@ def node_doc(name: str, zone: str | None = "zone-a", *, gpus: int = 0,
         spec["taints"] = [dict(t) for t in taints]
     if unschedulable:
         spec["unschedulable"] = True
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": all_labels},
-            "spec": spec, "status": {"allocatable": alloc}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": all_labels},
+        "spec": spec,
+        "status": {"allocatable": alloc},
+    }
 
 
 GPU_TAINT = {"key": GPU, "value": "present", "effect": "NoSchedule"}
 GPU_TOLERATION = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
 
 
-def config_doc(group: Mapping[str, Any] | None = None, *, network_policies: Sequence[str] = (
-        "policies/",), cluster: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def config_doc(
+    group: Mapping[str, Any] | None = None,
+    *,
+    network_policies: Sequence[str] = ("policies/",),
+    cluster: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """A topogen.yaml for the custom profile (app/role labels), overridable per key."""
     g: dict[str, Any] = {
-        "name": "ml-training", "profile": "custom", "namespaces": ["ml"],
-        "groupLabel": "app", "roleLabel": "role", "coordinatorRoles": ["coordinator"],
+        "name": "ml-training",
+        "profile": "custom",
+        "namespaces": ["ml"],
+        "groupLabel": "app",
+        "roleLabel": "role",
+        "coordinatorRoles": ["coordinator"],
         "workerRoles": ["worker"],
     }
     g.update(group or {})
-    c: dict[str, Any] = {"name": "lab", "nodes": ["nodes.yaml"],
-                         "networkPolicies": list(network_policies)}
+    c: dict[str, Any] = {
+        "name": "lab",
+        "nodes": ["nodes.yaml"],
+        "networkPolicies": list(network_policies),
+    }
     c.update(cluster or {})
-    return {"apiVersion": "topogen.io/v1alpha1", "kind": "TopogenConfig", "clusters": [c],
-            "workloads": ["workloads/"], "groups": [g]}
+    return {
+        "apiVersion": "topogen.io/v1alpha1",
+        "kind": "TopogenConfig",
+        "clusters": [c],
+        "workloads": ["workloads/"],
+        "groups": [g],
+    }
 
 
-def deployment(name: str, labels: Mapping[str, str], *, replicas: int = 1,
-               namespace: str = "ml", gpus: int = 0, spec: Mapping[str, Any] | None = None,
-               kind: str = "Deployment") -> dict[str, Any]:
+def deployment(
+    name: str,
+    labels: Mapping[str, str],
+    *,
+    replicas: int = 1,
+    namespace: str = "ml",
+    gpus: int = 0,
+    spec: Mapping[str, Any] | None = None,
+    kind: str = "Deployment",
+) -> dict[str, Any]:
     """A Deployment (or batch Job with kind="Job") whose pods carry `labels`."""
     resources: dict[str, Any] = {"requests": {"cpu": "1"}}
     if gpus:
         resources["requests"][GPU] = str(gpus)
         resources["limits"] = {GPU: str(gpus)}
-    pod_spec = {"containers": [{"name": "main", "image": "img", "resources": resources}],
-                **(spec or {})}
+    pod_spec = {
+        "containers": [{"name": "main", "image": "img", "resources": resources}],
+        **(spec or {}),
+    }
     body: dict[str, Any] = {"template": {"metadata": {"labels": dict(labels)}, "spec": pod_spec}}
     if kind == "Job":
         api, body["parallelism"] = "batch/v1", replicas
     else:
         api, body["replicas"] = "apps/v1", replicas
         body["selector"] = {"matchLabels": dict(labels)}
-    return {"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": namespace},
-            "spec": body}
+    return {
+        "apiVersion": api,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": body,
+    }

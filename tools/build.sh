@@ -22,18 +22,23 @@ set -euo pipefail
 # ---------------------------------------------------------------------------
 # Tool table, one line per tool:
 #   name | module whose version names the binary | package to build | ldflags
+#        [| module folder under tools/, when it is not tools/<name>/]
 # In ldflags, @VERSION@ is replaced by that module's version.
 # Adding a tool = one line here + a tools/<name>/ module (go.mod, go.sum,
-# tools.go blank-importing the package). Candidates, for later:
+# tools.go blank-importing the package). Several tools may share one module
+# (kube-apiserver and kube-scheduler both come from tools/kube/).
+# etcd is built from tools/etcd/main.go, a two-line main calling etcdmain.Main
+# (upstream's main package sits in a module whose replace lines point into
+# its own repository). Candidates, for later:
 #   gator          github.com/open-policy-agent/gatekeeper/v3  .../cmd/gator
 #   opa            github.com/open-policy-agent/opa  github.com/open-policy-agent/opa  -X github.com/open-policy-agent/opa/version.Version=@VERSION@
-#   etcd           go.etcd.io/etcd/server/v3  go.etcd.io/etcd/server/v3 (etcdmain)
-#   kube-apiserver, kube-scheduler  k8s.io/kubernetes  k8s.io/kubernetes/cmd/<name>
-#                  (k8s.io/kubernetes needs a replace for every k8s.io/* staging module)
 # ---------------------------------------------------------------------------
 TOOLS_TABLE='
 kyverno | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@
 promtool | github.com/prometheus/prometheus | github.com/prometheus/prometheus/cmd/promtool | -X github.com/prometheus/common/version.Version=@VERSION@
+etcd | go.etcd.io/etcd/server/v3 | topogen.local/tools/etcd |
+kube-apiserver | k8s.io/kubernetes | k8s.io/kubernetes/cmd/kube-apiserver | -X k8s.io/component-base/version.gitVersion=@VERSION@ -X k8s.io/component-base/version.gitTreeState=clean | kube
+kube-scheduler | k8s.io/kubernetes | k8s.io/kubernetes/cmd/kube-scheduler | -X k8s.io/component-base/version.gitVersion=@VERSION@ -X k8s.io/component-base/version.gitTreeState=clean | kube
 '
 
 tmp=
@@ -45,15 +50,16 @@ cache_root=${TOPOGEN_CACHE:-${HOME:?HOME is not set}/.cache/topogen}
 
 trim() { local s=$1; s=${s#"${s%%[![:space:]]*}"}; printf '%s' "${s%"${s##*[![:space:]]}"}"; }
 
-# lookup TOOL -> sets t_module t_package t_ldflags
+# lookup TOOL -> sets t_module t_package t_ldflags t_dir
 lookup() {
     local line name
     while IFS= read -r line; do
         [ -n "$(trim "$line")" ] || continue
-        IFS='|' read -r name t_module t_package t_ldflags <<<"$line"
+        IFS='|' read -r name t_module t_package t_ldflags t_dir <<<"$line"
         if [ "$(trim "$name")" = "$1" ]; then
             t_module=$(trim "$t_module"); t_package=$(trim "$t_package")
-            t_ldflags=$(trim "$t_ldflags")
+            t_ldflags=$(trim "$t_ldflags"); t_dir=$(trim "$t_dir")
+            t_dir=${t_dir:-$1}
             return 0
         fi
     done <<<"$TOOLS_TABLE"
@@ -97,7 +103,7 @@ choose_toolchain() {
 build_one() {
     local tool=$1 moddir gomod version out start secs size
     lookup "$tool" || die "unknown tool '$tool' (known: $(known_tools))"
-    moddir=$script_dir/$tool
+    moddir=$script_dir/$t_dir
     gomod=$moddir/go.mod
     [ -f "$gomod" ] && [ -f "$moddir/go.sum" ] || die "$moddir: missing go.mod or go.sum"
     version=$(required_version "$t_module" "$gomod")

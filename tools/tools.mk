@@ -2,15 +2,18 @@
 # Include from the top-level Makefile:   include tools/tools.mk
 # Then `make tools`, or depend on $(TOOLS_KYVERNO) in a test target.
 # Binaries live in $${TOPOGEN_CACHE:-$$HOME/.cache/topogen}/bin/<tool>-<version>;
-# .tools/bin/<tool> is a symlink to it. A cold kyverno build takes ~4 min on 2 cores.
+# .tools/bin/<tool> is a symlink to it. A cold kyverno build takes ~4 min on 2 cores;
+# the control plane for tests/live (etcd, kube-apiserver, kube-scheduler): see tools/README.md.
 
 TOOLS_DIR   := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 TOOLS_BIN   ?= .tools/bin
-TOOLS_LIST  ?= kyverno promtool
+TOOLS_LIST  ?= kyverno promtool etcd kube-apiserver kube-scheduler
 TOOLS_BUILD := $(TOOLS_DIR)/build.sh
 
 TOOLS_TARGETS := $(addprefix $(TOOLS_BIN)/,$(TOOLS_LIST))
 TOOLS_KYVERNO := $(TOOLS_BIN)/kyverno
+# Tools built from a shared module folder (the `| dir` column in build.sh).
+TOOLS_FROM_KUBE := $(filter $(addprefix $(TOOLS_BIN)/,kube-apiserver kube-scheduler),$(TOOLS_TARGETS))
 
 .PHONY: tools tools-clean tools-smoke
 
@@ -18,7 +21,10 @@ tools: $(TOOLS_TARGETS)
 
 # Re-run when the pin changes; build.sh itself skips a cached binary and
 # touches it, so an unchanged pin costs a few milliseconds.
-$(TOOLS_TARGETS): $(TOOLS_BIN)/%: $(TOOLS_DIR)/%/go.mod $(TOOLS_DIR)/%/go.sum
+$(filter-out $(TOOLS_FROM_KUBE),$(TOOLS_TARGETS)): $(TOOLS_BIN)/%: $(TOOLS_DIR)/%/go.mod $(TOOLS_DIR)/%/go.sum
+	$(TOOLS_BUILD) $*
+
+$(TOOLS_FROM_KUBE): $(TOOLS_BIN)/%: $(TOOLS_DIR)/kube/go.mod $(TOOLS_DIR)/kube/go.sum
 	$(TOOLS_BUILD) $*
 
 # Removes the links only; the cache outside the repo is kept.

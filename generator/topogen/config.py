@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from topogen.errors import InputError
 from topogen.sources.yamlio import display_path, load_yaml_text
@@ -53,6 +62,22 @@ class ClusterConfig(_Strict):
     validation_action: Literal["Audit", "Enforce"] | None = Field(None, alias="validationAction")
 
 
+_PORT = re.compile(r"^(\d{1,5})(?:-(\d{1,5}))?(?:/(TCP|UDP|SCTP))?$")
+
+
+def _check_port(p: Any) -> None:
+    """A port of groups[].ports: 1-65535, "LO-HI", optionally "/TCP", "/UDP" or "/SCTP"."""
+    if isinstance(p, int) and not isinstance(p, bool):
+        lo = hi = p
+    else:
+        m = _PORT.match(p) if isinstance(p, str) else None
+        if m is None:
+            raise ValueError(f"{p!r} is not a port: use 1-65535, LO-HI or PORT/PROTOCOL")
+        lo, hi = int(m[1]), int(m[2] or m[1])
+    if not 1 <= lo <= hi <= 65535:
+        raise ValueError(f"{p!r} is not a port range within 1-65535")
+
+
 class GroupConfig(_Strict):
     name: Name
     profile: Profile
@@ -62,11 +87,17 @@ class GroupConfig(_Strict):
     coordinator_roles: list[LabelValue] | None = Field(None, alias="coordinatorRoles")
     worker_roles: list[LabelValue] | None = Field(None, alias="workerRoles")
     identity_label: LabelKey | None = Field(None, alias="identityLabel")
-    ports: list[Annotated[int, Field(ge=1, le=65535)] | Annotated[
-        str, StringConstraints(pattern=r"^\d{1,5}(-\d{1,5})?(/(TCP|UDP|SCTP))?$")]] | None = None
+    ports: list[int | str] | None = None  # 29500, "29400-29500", "5353/UDP"
     colocate: Literal["zone", "domain"] = "zone"
     prefer_zones: list[str] = Field(default_factory=list, alias="preferZones")
     clusters: list[Name] | None = None  # default: every cluster
+
+    @field_validator("ports", mode="before")
+    @classmethod
+    def _valid_ports(cls, value: Any) -> Any:
+        for p in value if isinstance(value, list) else ():
+            _check_port(p)
+        return value
 
     @model_validator(mode="after")
     def _custom_needs_labels(self) -> GroupConfig:
@@ -81,8 +112,9 @@ class GroupConfig(_Strict):
 
 
 Duration = Annotated[str, StringConstraints(pattern=r"^\d+[smh]$")]
-MetricName = Annotated[str, StringConstraints(pattern=r"^[a-zA-Z_:][a-zA-Z0-9_:]*$",
-                                              max_length=200)]
+MetricName = Annotated[
+    str, StringConstraints(pattern=r"^[a-zA-Z_:][a-zA-Z0-9_:]*$", max_length=200)
+]
 
 
 class MonitoringMetrics(_Strict):
@@ -100,6 +132,13 @@ class MonitoringMetrics(_Strict):
 
 
 class MonitoringConfig(_Strict):
+    """`monitoring:` Prometheus rules and a Grafana dashboard per cluster (render/monitoring.py).
+
+    Alerts: idle (all pods Running, GPU utilisation under idleGpuUtilisationPercent and no
+    progress for idleFor), split across zones (splitFor), policy drops above
+    policyDropsPerSecond (dropsFor), Pending longer than pendingFor.
+    """
+
     enabled: bool = True
     idle_gpu_utilisation: float = Field(10.0, alias="idleGpuUtilisationPercent", ge=0, le=100)
     idle_for: Duration = Field("15m", alias="idleFor")
@@ -110,11 +149,12 @@ class MonitoringConfig(_Strict):
     # None: the job exports no step/epoch counter; idle is then Running + GPUs idle
     progress_metric: MetricName | None = Field("training_step_total", alias="progressMetric")
     policy_drops_per_second: float = Field(0.0, alias="policyDropsPerSecond", ge=0)
-    policy_drop_reasons: list[Annotated[str, StringConstraints(min_length=1, max_length=100)]] = \
+    policy_drop_reasons: list[Annotated[str, StringConstraints(min_length=1, max_length=100)]] = (
         Field(["POLICY_DENIED", "POLICY_DENY"], alias="policyDropReasons", min_length=1)
+    )
     namespace: Name = "monitoring"
     rule_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, alias="ruleLabels")
-    metrics: MonitoringMetrics = Field(default_factory=MonitoringMetrics)
+    metrics: MonitoringMetrics = Field(default_factory=lambda: MonitoringMetrics.model_validate({}))
 
 
 class TopogenConfig(_Strict):
@@ -123,9 +163,9 @@ class TopogenConfig(_Strict):
     clusters: list[ClusterConfig] = Field(min_length=1)
     workloads: list[str] = Field(default_factory=list)
     groups: list[GroupConfig] = Field(min_length=1)
-    engines: list[Engine] = Field(default_factory=lambda: ["kyverno"])
+    engines: list[Engine] = Field(default_factory=lambda: list[Engine](["kyverno"]))
     validation_action: Literal["Audit", "Enforce"] = Field("Audit", alias="validationAction")
-    monitoring: MonitoringConfig = Field(default_factory=MonitoringConfig)
+    monitoring: MonitoringConfig = Field(default_factory=lambda: MonitoringConfig.model_validate({}))
 
     # set by load_config, not by users
     base_dir: Path = Field(Path("."), exclude=True)
@@ -186,11 +226,17 @@ def parse_config(data: dict[str, Any], shown: str, base_dir: Path) -> TopogenCon
         cfg = TopogenConfig.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        where = ".".join(str(p) for p in err["loc"] if not _is_union_tag(p)) or "(top level)"
         if err["type"] == "extra_forbidden":
             msg = f"unknown key {where}"
         else:
-            msg = f"{where}: {err['msg']}"
+            msg = f"{where}: {err['msg'].removeprefix('Value error, ')}"
         more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
         raise InputError(msg + more, path=shown) from None
     return cfg.model_copy(update={"base_dir": base_dir, "path": shown})
+
+
+def _is_union_tag(part: int | str) -> bool:
+    """pydantic names union members in error locations (constrained-str, function-after[..])."""
+    return isinstance(part, str) and (part.startswith(("constrained-", "function-"))
+                                      or "[" in part or part in ("int", "str"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from fractions import Fraction
 
 __all__ = [
@@ -390,7 +390,7 @@ class Endpoint:
 # --- findings ---------------------------------------------------------------
 
 
-class FindingKind(str, Enum):
+class FindingKind(StrEnum):
     HARD_BLOCK = "HARD_BLOCK"
     CROSS_ZONE = "CROSS_ZONE"
     UNSCHEDULABLE = "UNSCHEDULABLE"

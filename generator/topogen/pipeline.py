@@ -41,8 +41,11 @@ class AnalysisReport:
         return tuple(p for c in self.clusters for p in c.plans)
 
 
-def analyze(cfg: TopogenConfig, clusters: list[str] | None = None,
-            workloads: tuple[Workload, ...] | None = None) -> AnalysisReport:
+def analyze(
+    cfg: TopogenConfig,
+    clusters: list[str] | None = None,
+    workloads: tuple[Workload, ...] | None = None,
+) -> AnalysisReport:
     """Analyze every (or the named) cluster of the config against its workloads."""
     loaded = load_workload_inputs(cfg)
     all_workloads = loaded.workloads if workloads is None else workloads
@@ -57,21 +60,27 @@ def analyze(cfg: TopogenConfig, clusters: list[str] | None = None,
         plans: list[GroupPlan] = []
         findings: list[Finding] = []
         for group in cfg.groups_for(cluster.name):
-            ctx = AnalysisContext(inputs.topology, index, namespaces, group,
-                                  domain_label=cluster.domain_label)
-            group_jobs = [analyze_job(cluster.name, j, ctx)
-                          for j in find_groups(group, all_workloads)]
+            ctx = AnalysisContext(
+                inputs.topology, index, namespaces, group, domain_label=cluster.domain_label
+            )
+            group_jobs = [
+                analyze_job(cluster.name, j, ctx) for j in find_groups(group, all_workloads)
+            ]
             if not group_jobs:
-                warnings.append(f"cluster {cluster.name}: no workloads of group {group.name} "
-                                f"found in namespaces {', '.join(group.namespaces)}")
+                warnings.append(
+                    f"cluster {cluster.name}: no workloads of group {group.name} "
+                    f"found in namespaces {', '.join(group.namespaces)}"
+                )
             plan = plan_group(cluster.name, group, group_jobs, ctx)
             fix = plan.describe_fix()
             for j in group_jobs:
-                findings.extend(replace(f, fix=fix) if f.kind is not FindingKind.OK else f
-                                for f in j.findings)
+                findings.extend(
+                    replace(f, fix=fix) if f.kind is not FindingKind.OK else f for f in j.findings
+                )
             jobs.extend(group_jobs)
             plans.append(plan)
-        results.append(ClusterAnalysis(cluster.name, inputs, tuple(jobs), tuple(plans),
-                                       tuple(findings)))
+        results.append(
+            ClusterAnalysis(cluster.name, inputs, tuple(jobs), tuple(plans), tuple(findings))
+        )
     skipped = loaded.skipped + tuple(s for c in results for s in c.inputs.skipped)
     return AnalysisReport(tuple(results), skipped, tuple(warnings))

@@ -48,9 +48,11 @@ class GroupPlan:
             return "none: no jobs of this group to plan for"
         tols = ", ".join(_tol(t) for t in self.tolerations) or "none needed"
         ident = f", identity {self.identity[0]}={self.identity[1]}" if self.identity else ""
-        return (f"confine to {self.domain} ({', '.join(self.zones)}): coordinator tolerates "
-                f"{tols}, node affinity {self.zone_label} in [{', '.join(self.zones)}]{ident}; "
-                f"workers require pod affinity to their coordinator on {self.topology_key}")
+        return (
+            f"confine to {self.domain} ({', '.join(self.zones)}): coordinator tolerates "
+            f"{tols}, node affinity {self.zone_label} in [{', '.join(self.zones)}]{ident}; "
+            f"workers require pod affinity to their coordinator on {self.topology_key}"
+        )
 
 
 def _tol(t: Toleration) -> str:
@@ -58,68 +60,85 @@ def _tol(t: Toleration) -> str:
     return f"{t.key}{value}:{t.effect}" if t.effect else f"{t.key}{value}"
 
 
-def plan_group(cluster: str, group: GroupConfig, jobs: Sequence[JobAnalysis],
-               ctx: AnalysisContext) -> GroupPlan:
+def plan_group(
+    cluster: str, group: GroupConfig, jobs: Sequence[JobAnalysis], ctx: AnalysisContext
+) -> GroupPlan:
     profile = profile_for(group)
-    key = ctx.topology.zone_label if group.colocate == "zone" or not ctx.domain_label \
+    key = (
+        ctx.topology.zone_label
+        if group.colocate == "zone" or not ctx.domain_label
         else ctx.domain_label
+    )
     planned = [j for j in jobs if not j.job.kueue_managed and j.members]
     kueue = tuple(sorted(j.job.key for j in jobs if j.job.kueue_managed))
     denied = _denied_zone_pairs(planned, ctx)
-    base = dict(cluster=cluster, group=group, profile=profile, zone_label=ctx.topology.zone_label,
-                topology_key=key, jobs=tuple(sorted(j.job.key for j in planned)),
-                kueue_jobs=kueue, denied_zone_pairs=denied)
+    def make(domain: str | None, zones: tuple[str, ...], tolerations: tuple[Toleration, ...],
+             identity: tuple[str, str] | None, refused: str | None) -> GroupPlan:
+        return GroupPlan(cluster=cluster, group=group, profile=profile,
+                         zone_label=ctx.topology.zone_label, domain=domain, zones=zones,
+                         tolerations=tolerations, identity=identity, topology_key=key,
+                         jobs=tuple(sorted(j.job.key for j in planned)), kueue_jobs=kueue,
+                         refused=refused, denied_zone_pairs=denied)
+
     if not planned:
-        return GroupPlan(domain=None, zones=(), tolerations=(), identity=None, refused=None,
-                         **base)  # type: ignore[arg-type]
+        return make(None, (), (), None, None)
     names = [d.name for d in planned[0].domains]
     good = [n for n in names if all(_by_name(j, n).ok for j in planned)]
     if not good:
         reasons = []
         for j in planned:
             bad = [d for d in j.domains if not d.ok]
-            detail = "; ".join(f"{d.name}: {d.problems[0] if d.problems else 'no capacity'}"
-                               for d in bad[:4])
+            detail = "; ".join(
+                f"{d.name}: {d.problems[0] if d.problems else 'no capacity'}" for d in bad[:4]
+            )
             need = j.domains[0].gpus_needed if j.domains else 0
-            reasons.append(f"job {j.job.namespace}/{j.job.job} needs {need} GPUs in one "
-                           f"domain: {detail or 'the cluster has no zones'}")
+            reasons.append(
+                f"job {j.job.namespace}/{j.job.job} needs {need} GPUs in one "
+                f"domain: {detail or 'the cluster has no zones'}"
+            )
         refused = f"group {group.name}: no domain can hold it: " + " | ".join(reasons)
-        return GroupPlan(domain=None, zones=(), tolerations=(), identity=None, refused=refused,
-                         **base)  # type: ignore[arg-type]
+        return make(None, (), (), None, refused)
     prefer = {z: i for i, z in enumerate(group.prefer_zones)}
 
     def score(name: str) -> tuple[int, int, float, str]:
         checks = [_by_name(j, name) for j in planned]
-        return (prefer.get(name, len(prefer)), -sum(c.already_eligible for c in checks),
-                -float(checks[0].gpus_free), name)
+        return (
+            prefer.get(name, len(prefer)),
+            -sum(c.already_eligible for c in checks),
+            -float(checks[0].gpus_free),
+            name,
+        )
 
     chosen = min(good, key=score)
     check = _by_name(planned[0], chosen)
     tolerations = tuple(sorted({t for j in planned for t in _by_name(j, chosen).tolerations}))
-    return GroupPlan(domain=chosen, zones=check.zones, tolerations=tolerations,
-                     identity=check.identity, refused=None, **base)  # type: ignore[arg-type]
+    return make(chosen, check.zones, tolerations, check.identity, None)
 
 
 def _by_name(job: JobAnalysis, name: str) -> DomainCheck:
     return next(d for d in job.domains if d.name == name)
 
 
-def _denied_zone_pairs(jobs: Sequence[JobAnalysis], ctx: AnalysisContext
-                       ) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+def _denied_zone_pairs(
+    jobs: Sequence[JobAnalysis], ctx: AnalysisContext
+) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
     """Zone pairs across which some job's internal traffic would be denied."""
     zones = [z for z in ctx.topology.zones if not z.startswith(NO_ZONE_PREFIX)]
     out: dict[tuple[str, str], set[PolicyRef]] = {}
     anywhere = (Toleration("", "Exists"),)  # traffic, not taints, is the question here
     for job in jobs:
         members = list(job.members)
-        pinned = {(i, z): pin(m, ctx.topology, [z], anywhere)
-                  for i, m in enumerate(members) for z in zones}
+        pinned = {
+            (i, z): pin(m, ctx.topology, [z], anywhere)
+            for i, m in enumerate(members)
+            for z in zones
+        }
         for za in zones:
             for zb in zones:
                 if za >= zb:
                     continue
                 for i, a in enumerate(members):
-                    for j, b in enumerate(members):
+                    for j in range(len(members)):
                         if i == j and a.replicas < 2:
                             continue
                         for src_zone, dst_zone in ((za, zb), (zb, za)):
@@ -129,4 +148,6 @@ def _denied_zone_pairs(jobs: Sequence[JobAnalysis], ctx: AnalysisContext
                             blocked = ctx.check_path(pa, src_zone, pb, dst_zone)
                             if blocked is not None:
                                 out.setdefault((za, zb), set()).update(blocked.policies)
-    return tuple((za, zb, tuple(sorted(str(p) for p in ps))) for (za, zb), ps in sorted(out.items()))
+    return tuple(
+        (za, zb, tuple(sorted(str(p) for p in ps))) for (za, zb), ps in sorted(out.items())
+    )

@@ -27,7 +27,8 @@ class RenderResult:
 def _engines() -> dict[str, tuple[Backend, Backend | None]]:
     """engine name -> (policies, CLI tests). Optional engines load when present."""
     engines: dict[str, tuple[Backend, Backend | None]] = {
-        "kyverno": (kyverno_policies, kyverno_test_files)}
+        "kyverno": (kyverno_policies, kyverno_test_files)
+    }
     try:
         from topogen.render.kyverno_legacy import kyverno_legacy_policies
     except ImportError:
@@ -58,8 +59,10 @@ def render(cfg: TopogenConfig, clusters: list[str] | None = None) -> RenderResul
             intent = intent_for(plan, action)
             for engine in cfg.engines_for(cluster):
                 if engine not in engines:
-                    refused.append(f"cluster {ca.cluster}: engine {engine} is not available "
-                                   "in this topogen version")
+                    refused.append(
+                        f"cluster {ca.cluster}: engine {engine} is not available "
+                        "in this topogen version"
+                    )
                     continue
                 policies, tests = engines[engine]
                 prefix = f"policies/{ca.cluster}/{engine}"

@@ -30,28 +30,45 @@ def _role_rows(report: AnalysisReport) -> list[dict[str, Any]]:
     rows = []
     for c in report.clusters:
         for ja in c.jobs:
-            ident_label = next((p.group.identity_label for p in c.plans
-                                if p.group.name == ja.job.config_group), None)
+            ident_label = next(
+                (p.group.identity_label for p in c.plans if p.group.name == ja.job.config_group),
+                None,
+            )
             for m in ja.members:
                 kind, value = m.identity(ident_label)
-                identity = {"none": "-", "stamped": f"{ident_label}=<zone>",
-                            "static": f"{ident_label}={value}"}[kind]
+                identity = {
+                    "none": "-",
+                    "stamped": f"{ident_label}=<zone>",
+                    "static": f"{ident_label}={value}",
+                }[kind]
                 mine = [f for f in ja.findings if m.role in f.roles]
                 worst = _worst(mine)
-                rows.append({
-                    "cluster": c.cluster, "group": ja.job.config_group,
-                    "job": f"{ja.job.namespace}/{ja.job.job}", "role": m.role,
-                    "workload": m.name, "replicas": m.replicas,
-                    "eligibleZones": list(m.placement.zones), "identity": identity,
-                    "verdict": worst.kind.value if worst else "OK",
-                    "reason": worst.message if worst else "",
-                })
+                rows.append(
+                    {
+                        "cluster": c.cluster,
+                        "group": ja.job.config_group,
+                        "job": f"{ja.job.namespace}/{ja.job.job}",
+                        "role": m.role,
+                        "workload": m.name,
+                        "replicas": m.replicas,
+                        "eligibleZones": list(m.placement.zones),
+                        "identity": identity,
+                        "verdict": worst.kind.value if worst else "OK",
+                        "reason": worst.message if worst else "",
+                    }
+                )
     return rows
 
 
 def _worst(findings: list[Finding]) -> Finding | None:
-    rank = {"HARD_BLOCK": 0, "UNSCHEDULABLE": 1, "IDENTITY_MISMATCH": 2, "CROSS_ZONE": 3,
-            "KUEUE_MANAGED": 4, "OK": 5}
+    rank = {
+        "HARD_BLOCK": 0,
+        "UNSCHEDULABLE": 1,
+        "IDENTITY_MISMATCH": 2,
+        "CROSS_ZONE": 3,
+        "KUEUE_MANAGED": 4,
+        "OK": 5,
+    }
     return min(findings, key=lambda f: rank[f.kind.value], default=None)
 
 
@@ -65,11 +82,19 @@ def analysis_json(report: AnalysisReport) -> str:
         },
         "findings": [finding_dict(f) for f in report.findings],
         "roles": _role_rows(report),
-        "plans": [{
-            "cluster": p.cluster, "group": p.group.name, "domain": p.domain,
-            "zones": list(p.zones), "refused": p.refused, "fix": p.describe_fix(),
-            "jobs": list(p.jobs), "kueueJobs": list(p.kueue_jobs),
-        } for p in report.plans],
+        "plans": [
+            {
+                "cluster": p.cluster,
+                "group": p.group.name,
+                "domain": p.domain,
+                "zones": list(p.zones),
+                "refused": p.refused,
+                "fix": p.describe_fix(),
+                "jobs": list(p.jobs),
+                "kueueJobs": list(p.kueue_jobs),
+            }
+            for p in report.plans
+        ],
         "warnings": list(report.warnings),
     }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
@@ -85,10 +110,23 @@ def _count(report: AnalysisReport) -> dict[str, int]:
 def analysis_table(report: AnalysisReport, width: int = 200) -> str:
     rows = _role_rows(report)
     header = ["CLUSTER", "GROUP", "JOB", "ROLE", "ELIGIBLE ZONES", "IDENTITY", "VERDICT", "REASON"]
-    table = [[r["cluster"], r["group"], r["job"], r["role"], ",".join(r["eligibleZones"]) or "-",
-              r["identity"], r["verdict"], r["reason"]] for r in rows]
-    widths = [max(len(h), *(len(row[i]) for row in table)) if table else len(h)
-              for i, h in enumerate(header)]
+    table = [
+        [
+            r["cluster"],
+            r["group"],
+            r["job"],
+            r["role"],
+            ",".join(r["eligibleZones"]) or "-",
+            r["identity"],
+            r["verdict"],
+            r["reason"],
+        ]
+        for r in rows
+    ]
+    widths = [
+        max(len(h), *(len(row[i]) for row in table)) if table else len(h)
+        for i, h in enumerate(header)
+    ]
     widths[-1] = 0
     lines = []
     for row in [header, *table]:
@@ -106,5 +144,7 @@ def analysis_table(report: AnalysisReport, width: int = 200) -> str:
         if f.fix:
             lines.append(f"  fix: {f.fix}")
     problems = sum(1 for f in report.findings if f.kind.is_problem)
-    lines.append(f"{problems} problem(s) in {len({(f.cluster, f.namespace, f.job) for f in report.findings})} job(s)")
+    lines.append(
+        f"{problems} problem(s) in {len({(f.cluster, f.namespace, f.job) for f in report.findings})} job(s)"
+    )
     return "\n".join(lines) + "\n"

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from helpers import node, template, topology
-
 from topogen.analysis.members import Member
 from topogen.analysis.placement import place
 from topogen.analysis.reachability import PolicyIndex
 from topogen.model import PodTemplate, Workload
 from topogen.sources.policies import PolicySet
 
-TOPO = topology(node("a1", "zone-a", labels={"gpu": "true"}),
-                node("a2", "zone-a", labels={"gpu": "true"}),
-                node("b1", "zone-b"))
+TOPO = topology(
+    node("a1", "zone-a", labels={"gpu": "true"}),
+    node("a2", "zone-a", labels={"gpu": "true"}),
+    node("b1", "zone-b"),
+)
 EMPTY = PolicyIndex(PolicySet((), (), ()), {})
 
 

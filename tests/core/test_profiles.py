@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from helpers import objects
 
+from helpers import objects
 from topogen.analysis.groups import find_groups
 from topogen.config import GroupConfig
 from topogen.model import TrainingGroup
@@ -91,8 +91,12 @@ MANIFESTS = {
 def _group(profile: str, **extra: Any) -> GroupConfig:
     data: dict[str, Any] = {"name": "g", "profile": profile, "namespaces": ["ml"], **extra}
     if profile == "custom":
-        data.update(groupLabel="app", roleLabel="role", coordinatorRoles=["coordinator"],
-                    workerRoles=["gpu-worker"])
+        data.update(
+            groupLabel="app",
+            roleLabel="role",
+            coordinatorRoles=["coordinator"],
+            workerRoles=["gpu-worker"],
+        )
     return GroupConfig.model_validate(data)
 
 
@@ -139,7 +143,9 @@ def test_kubeflow_replica_type_case_does_not_matter(value: str) -> None:
     """
     (job,) = _jobs("kubeflow-training-operator", text)
     assert {r.name: r.workloads[0].name for r in job.roles} == {
-        "coordinator": "bert-master-0", "worker": "bert-worker-0"}
+        "coordinator": "bert-master-0",
+        "worker": "bert-worker-0",
+    }
 
 
 def test_profile_labels_can_be_overridden() -> None:
@@ -149,8 +155,13 @@ def test_profile_labels_can_be_overridden() -> None:
 
 
 def test_profile_ignores_other_namespaces_and_other_profiles_pods() -> None:
-    assert _jobs("kubeflow-training-operator", MANIFESTS["kubeflow-training-operator"]
-                 .replace("namespace: ml", "namespace: other")) == []
+    assert (
+        _jobs(
+            "kubeflow-training-operator",
+            MANIFESTS["kubeflow-training-operator"].replace("namespace: ml", "namespace: other"),
+        )
+        == []
+    )
     assert _jobs("mpi-operator", MANIFESTS["volcano"]) == []
 
 
@@ -169,34 +180,53 @@ def test_non_workload_objects_are_skipped_and_listed() -> None:
     assert len(skipped) == 1 and "ConfigMap ml/cfg" in skipped[0]
 
 
-@pytest.mark.parametrize(("text", "kind", "replicas"), [
-    ("""
+@pytest.mark.parametrize(
+    ("text", "kind", "replicas"),
+    [
+        (
+            """
     apiVersion: apps/v1
     kind: StatefulSet
     metadata: {name: s, namespace: ml}
     spec: {replicas: 5, template: {metadata: {labels: {a: b}}, spec: {containers: []}}}
-    """, "StatefulSet", 5),
-    ("""
+    """,
+            "StatefulSet",
+            5,
+        ),
+        (
+            """
     apiVersion: batch/v1
     kind: CronJob
     metadata: {name: c, namespace: ml}
     spec:
       schedule: "* * * * *"
       jobTemplate: {spec: {parallelism: 2, template: {spec: {containers: []}}}}
-    """, "CronJob", 2),
-    ("""
+    """,
+            "CronJob",
+            2,
+        ),
+        (
+            """
     apiVersion: v1
     kind: Pod
     metadata: {name: p, namespace: ml, labels: {a: b}}
     spec: {containers: []}
-    """, "Pod", 1),
-    ("""
+    """,
+            "Pod",
+            1,
+        ),
+        (
+            """
     apiVersion: kubeflow.org/v1
     kind: TFJob
     metadata: {name: t, namespace: ml}
     spec: {tfReplicaSpecs: {Chief: {replicas: 1, template: {spec: {containers: []}}}}}
-    """, "TFJob", 1),
-])
+    """,
+            "TFJob",
+            1,
+        ),
+    ],
+)
 def test_other_workload_kinds_are_read(text: str, kind: str, replicas: int) -> None:
     skipped: list[str] = []
     (w,) = read_workloads(objects(text), skipped)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from helpers import allowed, host, index, ns, pod, tcp, verdict
 
 WORKER_ALLOWS_NOTHING = """
@@ -25,7 +26,8 @@ def test_no_policy_allows_everything() -> None:
 
 
 def test_sender_egress_allow_is_not_enough_receiver_ingress_must_allow_too() -> None:
-    idx = index("""
+    idx = index(
+        """
     apiVersion: cilium.io/v2
     kind: CiliumNetworkPolicy
     metadata: {name: coord-out, namespace: ml}
@@ -34,7 +36,9 @@ def test_sender_egress_allow_is_not_enough_receiver_ingress_must_allow_too() -> 
       egress:
         - toEndpoints: [{matchLabels: {role: worker}}]
     ---
-    """ + WORKER_ALLOWS_NOTHING)
+    """
+        + WORKER_ALLOWS_NOTHING
+    )
     v = verdict(idx, pod(role="coordinator"), pod(role="worker"))
     assert not v.permits(tcp(29500))
     assert v.egress.allowed.covers(tcp(29500))
@@ -399,8 +403,10 @@ def test_cnp_peer_namespace_expression_overrides_the_default() -> None:
 
 def test_cnp_namespace_label_selector_alone_stays_in_the_policy_namespace() -> None:
     namespaces = [ns("ml", team="ai"), ns("tools", team="ai")]
-    idx = index(FROM_COORDINATOR.format(
-        selector="{k8s:io.cilium.k8s.namespace.labels.team: ai}"), namespaces)
+    idx = index(
+        FROM_COORDINATOR.format(selector="{k8s:io.cilium.k8s.namespace.labels.team: ai}"),
+        namespaces,
+    )
     dst = pod("ml", idx, role="worker")
     assert allowed(idx, pod("ml", idx, role="coordinator"), dst)
     assert not allowed(idx, pod("tools", idx, role="coordinator"), dst)
@@ -444,14 +450,18 @@ def test_k8s_prefix_on_label_keys_is_the_same_key(prefix: str) -> None:
     assert not allowed(idx, pod(role="other"), pod(role="worker"))
 
 
-@pytest.mark.parametrize(("expr", "allowed_zones"), [
-    ("{key: zone, operator: In, values: [zone-a, zone-c]}", {"zone-a", "zone-c"}),
-    ("{key: zone, operator: NotIn, values: [zone-a]}", {"zone-b", "zone-c", None}),
-    ("{key: zone, operator: Exists}", {"zone-a", "zone-b", "zone-c"}),
-    ("{key: zone, operator: DoesNotExist}", {None}),
-])
-def test_match_expression_operators_in_peer_selectors(expr: str,
-                                                      allowed_zones: set[str | None]) -> None:
+@pytest.mark.parametrize(
+    ("expr", "allowed_zones"),
+    [
+        ("{key: zone, operator: In, values: [zone-a, zone-c]}", {"zone-a", "zone-c"}),
+        ("{key: zone, operator: NotIn, values: [zone-a]}", {"zone-b", "zone-c", None}),
+        ("{key: zone, operator: Exists}", {"zone-a", "zone-b", "zone-c"}),
+        ("{key: zone, operator: DoesNotExist}", {None}),
+    ],
+)
+def test_match_expression_operators_in_peer_selectors(
+    expr: str, allowed_zones: set[str | None]
+) -> None:
     idx = index(f"""
     apiVersion: cilium.io/v2
     kind: CiliumNetworkPolicy
@@ -480,13 +490,16 @@ def _entities(*names: str) -> str:
     """
 
 
-@pytest.mark.parametrize(("entity", "pods", "remote_hosts"), [
-    ("cluster", True, True),
-    ("all", True, True),
-    ("world", False, False),
-    ("host", False, False),
-    ("remote-node", False, True),
-])
+@pytest.mark.parametrize(
+    ("entity", "pods", "remote_hosts"),
+    [
+        ("cluster", True, True),
+        ("all", True, True),
+        ("world", False, False),
+        ("host", False, False),
+        ("remote-node", False, True),
+    ],
+)
 def test_entities_for_pod_and_host_peers(entity: str, pods: bool, remote_hosts: bool) -> None:
     idx = index(_entities(entity))
     dst = pod("ml", role="worker")
@@ -512,10 +525,13 @@ def test_host_entity_is_the_local_node_for_host_policies() -> None:
 # --- CIDR rules never match pod-to-pod traffic -------------------------------------------
 
 
-@pytest.mark.parametrize("peer", [
-    "fromCIDR: [10.0.0.0/8]",
-    "fromCIDRSet: [{cidr: 0.0.0.0/0}]",
-])
+@pytest.mark.parametrize(
+    "peer",
+    [
+        "fromCIDR: [10.0.0.0/8]",
+        "fromCIDRSet: [{cidr: 0.0.0.0/0}]",
+    ],
+)
 def test_cilium_cidr_ingress_never_matches_pods(peer: str) -> None:
     idx = index(f"""
     apiVersion: cilium.io/v2
@@ -583,7 +599,9 @@ def test_host_policy_from_nodes_uses_node_labels() -> None:
 
 
 def test_from_nodes_does_not_match_pods_and_pod_policies_do_not_select_hosts() -> None:
-    idx = index(HOST_POLICY + """
+    idx = index(
+        HOST_POLICY
+        + """
     ---
     apiVersion: cilium.io/v2
     kind: CiliumClusterwideNetworkPolicy
@@ -598,12 +616,15 @@ def test_from_nodes_does_not_match_pods_and_pod_policies_do_not_select_hosts() -
     spec:
       podSelector: {}
       policyTypes: [Ingress, Egress]
-    """)
+    """
+    )
     zone = "topology.kubernetes.io/zone"
     a1 = host("gpu-a1", gpu="true", **{zone: "zone-a"})
     a2 = host("gpu-a2", gpu="true", **{zone: "zone-a"})
     # a pod with the node's labels is still a pod: fromNodes does not match it
-    assert not allowed(idx, pod(gpu="true", **{zone: "zone-a"}), a1)
+    lookalike = verdict(idx, pod("other", gpu="true", **{zone: "zone-a"}), a1)
+    assert lookalike.ingress.isolated and not lookalike.ingress.allows
+    assert not lookalike.permits(tcp(29500))
     # endpointSelector {} and a NetworkPolicy podSelector {} select pods, never hosts
     v = verdict(idx, a1, a2)
     assert [str(p) for p in v.ingress.isolated_by] == ["ccnp gpu-hosts"]
@@ -688,7 +709,8 @@ def test_networkpolicy_policy_types_ignore_sections_they_do_not_name() -> None:
 
 def test_networkpolicy_namespace_and_pod_selector_in_one_peer_are_anded() -> None:
     namespaces = [ns("ml"), ns("tools", team="ai"), ns("web", team="web")]
-    idx = index("""
+    idx = index(
+        """
     apiVersion: networking.k8s.io/v1
     kind: NetworkPolicy
     metadata: {name: and, namespace: ml}
@@ -698,7 +720,9 @@ def test_networkpolicy_namespace_and_pod_selector_in_one_peer_are_anded() -> Non
         - from:
             - namespaceSelector: {matchLabels: {team: ai}}
               podSelector: {matchLabels: {role: coordinator}}
-    """, namespaces)
+    """,
+        namespaces,
+    )
     dst = pod("ml", idx, role="worker")
     assert allowed(idx, pod("tools", idx, role="coordinator"), dst)
     assert not allowed(idx, pod("tools", idx, role="other"), dst)
@@ -708,7 +732,8 @@ def test_networkpolicy_namespace_and_pod_selector_in_one_peer_are_anded() -> Non
 
 def test_networkpolicy_namespace_and_pod_selector_as_two_peers_are_ored() -> None:
     namespaces = [ns("ml"), ns("tools", team="ai"), ns("web", team="web")]
-    idx = index("""
+    idx = index(
+        """
     apiVersion: networking.k8s.io/v1
     kind: NetworkPolicy
     metadata: {name: or, namespace: ml}
@@ -718,7 +743,9 @@ def test_networkpolicy_namespace_and_pod_selector_as_two_peers_are_ored() -> Non
         - from:
             - namespaceSelector: {matchLabels: {team: ai}}
             - podSelector: {matchLabels: {role: coordinator}}
-    """, namespaces)
+    """,
+        namespaces,
+    )
     dst = pod("ml", idx, role="worker")
     assert allowed(idx, pod("tools", idx, role="other"), dst)  # namespace peer
     assert allowed(idx, pod("ml", idx, role="coordinator"), dst)  # pod peer, own namespace
@@ -767,3 +794,33 @@ def test_networkpolicy_ports_with_protocol_default_tcp() -> None:
     src, dst = pod(role="a"), pod(role="b")
     assert allowed(idx, src, dst, tcp(29500))
     assert not allowed(idx, src, dst, PortSet.of({"UDP": [(29500, 29500)]}))
+
+
+def test_icmp_only_rule_isolates_but_allows_no_tcp() -> None:
+    idx = index("""
+    apiVersion: cilium.io/v2
+    kind: CiliumNetworkPolicy
+    metadata: {name: ping, namespace: ml}
+    spec:
+      endpointSelector: {}
+      ingress:
+        - fromEndpoints: [{}]
+          icmps: [{fields: [{type: 8, family: IPv4}]}]
+    """)
+    v = verdict(idx, pod(role="coordinator"), pod(role="worker"))
+    assert v.ingress.isolated and v.ingress.allowed.empty
+
+
+def test_l4_only_deny_applies_to_every_peer() -> None:
+    idx = index("""
+    apiVersion: cilium.io/v2
+    kind: CiliumClusterwideNetworkPolicy
+    metadata: {name: no-ssh}
+    spec:
+      endpointSelector: {}
+      enableDefaultDeny: {ingress: false}
+      ingressDeny: [{toPorts: [{ports: [{port: "22", protocol: TCP}]}]}]
+    """)
+    assert not allowed(idx, pod("any", role="x"), pod(role="worker"), tcp(22))
+    assert not allowed(idx, host("n1"), pod(role="worker"), tcp(22))
+    assert allowed(idx, pod("any", role="x"), pod(role="worker"), tcp(29500))

@@ -65,8 +65,8 @@ def _admission_pods(config: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]
     cfg = load_config(config)
     pods, owners = [], {}
     for w in load_workload_inputs(cfg).workloads:
-        raw = _template_of(w.source, w.kind, w.name)
-        name = f"{w.name}-pod"
+        raw = _template_of(w.source, w.kind, w.name, w.replica_name)
+        name = f"{w.name}-{w.replica_name.lower() or 'pod'}"
         pod = {"apiVersion": "v1", "kind": "Pod",
                "metadata": {"name": name, "namespace": w.namespace,
                             "labels": dict(w.template.labels)},
@@ -76,15 +76,32 @@ def _admission_pods(config: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]
     return pods, owners
 
 
-def _template_of(source: str, kind: str, name: str) -> dict[str, Any]:
+def _template_of(source: str, kind: str, name: str, replica: str) -> dict[str, Any]:
     for doc in yaml.safe_load_all(Path(source).read_text()):
         if doc and doc.get("kind") == kind and doc["metadata"]["name"] == name:
-            return doc["spec"]["template"]
+            spec = doc["spec"]
+            if not replica:
+                return spec["template"]
+            field = next(k for k in spec if k.endswith("ReplicaSpecs"))
+            return spec[field][replica]["template"]
     raise AssertionError(f"{kind} {name} not in {source}")
 
 
-def _apply(kyverno: Path, policies: list[Path], pods: list[dict[str, Any]],
-           tmp: Path) -> list[dict[str, Any]]:
+def _relocated_config(example: Path, tmp: Path, workloads: str) -> Path:
+    """The example's config with absolute input paths and other workloads."""
+    data = yaml.safe_load((example / "topogen.yaml").read_text())
+    for c in data["clusters"]:
+        c["nodes"] = [str(example / p) for p in c["nodes"]]
+        c["networkPolicies"] = [str(example / p) for p in c.get("networkPolicies", [])]
+    data["workloads"] = [workloads]
+    path = tmp / "topogen.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _apply(
+    kyverno: Path, policies: list[Path], pods: list[dict[str, Any]], tmp: Path
+) -> list[dict[str, Any]]:
     res = tmp / "pods.yaml"
     res.write_text(yaml.safe_dump_all(pods, sort_keys=True))
     out = tmp / "mutated"
@@ -94,8 +111,13 @@ def _apply(kyverno: Path, policies: list[Path], pods: list[dict[str, Any]],
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     mutated = []
     for pod in pods:
-        docs = [d for d in yaml.safe_load_all((out / f"{pod['metadata']['name']}-mutated.yaml")
-                                              .read_text()) if d]
+        docs = [
+            d
+            for d in yaml.safe_load_all(
+                (out / f"{pod['metadata']['name']}-mutated.yaml").read_text()
+            )
+            if d
+        ]
         mutated.append(docs[-1])  # -o DIR appends one document per policy
     return mutated
 
@@ -108,44 +130,53 @@ def _digest(folder: Path) -> str:
     return h.hexdigest()
 
 
-def test_mutated_example_pods_are_no_longer_blocked(kyverno: Path, tmp_path: Path) -> None:
+EXAMPLES = ["zone-split", "pytorch-three-zone", "hostnetwork-mpi"]
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_mutated_example_pods_are_no_longer_blocked(kyverno: Path, tmp_path: Path,
+                                                     example: str) -> None:
     """Before workloads -> generated policies (real CLI) -> analyze: the conflict is gone."""
-    cilium_before = _digest(EXAMPLE / "cilium")
-    policies = _render(tmp_path)
-    mutating = sorted(policies.glob("topogen-*-coordinator.yaml")) + \
-        sorted(policies.glob("topogen-*-worker.yaml"))
-    pods, owners = _admission_pods(EXAMPLE / "topogen.yaml")
+    root = REPO / "examples" / example
+    policies_before = _digest(root / "cilium")
+    before = analyze(load_config(root / "topogen.yaml"))
+    assert FindingKind.HARD_BLOCK in {f.kind for f in before.findings}
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["render", "-c", str(root / "topogen.yaml"),
+                                       "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    mutating = sorted(out.glob("policies/*/kyverno/topogen-*-coordinator.yaml")) + \
+        sorted(out.glob("policies/*/kyverno/topogen-*-worker.yaml"))
+    assert mutating
+    pods, owners = _admission_pods(root / "topogen.yaml")
     mutated = _apply(kyverno, mutating, pods, tmp_path)
     assert mutated != pods
 
-    # the mutated pods, as Deployments/Jobs again with their replica counts
-    work = tmp_path / "work"
-    work.mkdir()
-    docs = [yaml.safe_load((EXAMPLE / "workloads" / "before" / "namespace.yaml").read_text())]
+    # the mutated pods, as Deployments again with their replica counts
+    docs: list[dict[str, Any]] = []
     for pod in mutated:
         w = owners[pod["metadata"]["name"]]
         docs.append({"apiVersion": "apps/v1", "kind": "Deployment",
-                     "metadata": {"name": w.name, "namespace": w.namespace},
+                     "metadata": {"name": pod["metadata"]["name"], "namespace": w.namespace},
                      "spec": {"replicas": w.replicas, "template": {
                          "metadata": {"labels": pod["metadata"]["labels"]},
                          "spec": pod["spec"]}}})
-    (work / "workloads.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=True))
-    cfg_text = (EXAMPLE / "topogen.yaml").read_text()
-    cfg_text = cfg_text.replace("[cluster/nodes.yaml]", f"[{EXAMPLE}/cluster/nodes.yaml]")
-    cfg_text = cfg_text.replace("[cilium/]", f"[{EXAMPLE}/cilium/]")
-    cfg_text = cfg_text.replace("[workloads/before/]", "[workloads.yaml]")
-    (work / "topogen.yaml").write_text(cfg_text)
-    report = analyze(load_config(work / "topogen.yaml"))
-    kinds = {f.kind for f in report.findings}
-    assert kinds == {FindingKind.OK}, [f.message for f in report.findings]
-    assert _digest(EXAMPLE / "cilium") == cilium_before
+    (tmp_path / "workloads.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=True))
+    report = analyze(load_config(_relocated_config(root, tmp_path, "workloads.yaml")))
+    bad = {FindingKind.HARD_BLOCK, FindingKind.UNSCHEDULABLE, FindingKind.IDENTITY_MISMATCH,
+           FindingKind.CROSS_ZONE}
+    assert not [f.message for f in report.findings if f.kind in bad]
+    assert _digest(root / "cilium") == policies_before
 
 
-def test_second_application_and_non_training_pods_change_nothing(kyverno: Path,
-                                                                  tmp_path: Path) -> None:
+def test_second_application_and_non_training_pods_change_nothing(
+    kyverno: Path, tmp_path: Path
+) -> None:
     policies = _render(tmp_path)
-    mutating = [policies / "topogen-ml-training-coordinator.yaml",
-                policies / "topogen-ml-training-worker.yaml"]
+    mutating = [
+        policies / "topogen-ml-training-coordinator.yaml",
+        policies / "topogen-ml-training-worker.yaml",
+    ]
     intent = intent_for(analyze(load_config(EXAMPLE / "topogen.yaml")).plans[0], "Audit")
     pods = sample_pods(intent)
     once = _apply(kyverno, mutating, pods, tmp_path)
@@ -159,8 +190,7 @@ def test_second_application_and_non_training_pods_change_nothing(kyverno: Path,
 
 
 @pytest.mark.parametrize("action", ["Audit", "Enforce"])
-def test_validation_reports_or_rejects_bad_pods(kyverno: Path, tmp_path: Path,
-                                                action: str) -> None:
+def test_validation_reports_or_rejects_bad_pods(kyverno: Path, tmp_path: Path, action: str) -> None:
     config = tmp_path / "topogen.yaml"
     text = (EXAMPLE / "topogen.yaml").read_text()
     text = text.replace("[cluster/nodes.yaml]", f"[{EXAMPLE}/cluster/nodes.yaml]")
@@ -172,17 +202,45 @@ def test_validation_reports_or_rejects_bad_pods(kyverno: Path, tmp_path: Path,
     doc = yaml.safe_load(policy.read_text())
     assert doc["spec"]["validationActions"] == (["Deny"] if action == "Enforce" else ["Audit"])
     bad = [
-        {"apiVersion": "v1", "kind": "Pod", "metadata": {
-            "name": "unpinned-coordinator", "namespace": "ml-demo",
-            "labels": {"app": "ml-training", "role": "coordinator"}},
-         "spec": {"containers": [{"name": "c", "image": "x"}]}},
-        {"apiVersion": "v1", "kind": "Pod", "metadata": {
-            "name": "spoofed-identity", "namespace": "ml-demo",
-            "labels": {"app": "ml-training", "role": "coordinator", "zone": "zone-b"}},
-         "spec": {"containers": [{"name": "c", "image": "x"}], "affinity": {"nodeAffinity": {
-             "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                 {"matchExpressions": [{"key": "topology.kubernetes.io/zone",
-                                        "operator": "In", "values": ["zone-a"]}]}]}}}}},
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "unpinned-coordinator",
+                "namespace": "ml-demo",
+                "labels": {"app": "ml-training", "role": "coordinator"},
+            },
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "spoofed-identity",
+                "namespace": "ml-demo",
+                "labels": {"app": "ml-training", "role": "coordinator", "zone": "zone-b"},
+            },
+            "spec": {
+                "containers": [{"name": "c", "image": "x"}],
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {
+                                            "key": "topology.kubernetes.io/zone",
+                                            "operator": "In",
+                                            "values": ["zone-a"],
+                                        }
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                },
+            },
+        },
     ]
     res = tmp_path / "bad.yaml"
     res.write_text(yaml.safe_dump_all(bad))
@@ -205,7 +263,8 @@ def test_render_refuses_a_group_no_domain_can_hold(tmp_path: Path) -> None:
     workers = (EXAMPLE / "workloads" / "before" / "workers.yaml").read_text()
     coordinator = (EXAMPLE / "workloads" / "before" / "coordinator.yaml").read_text()
     (tmp_path / "workloads.yaml").write_text(
-        coordinator + "---\n" + workers.replace("parallelism: 4", "parallelism: 8"))
+        coordinator + "---\n" + workers.replace("parallelism: 4", "parallelism: 8")
+    )
     out = tmp_path / "out"
     result = CliRunner().invoke(main, ["render", "-c", str(config), "--out", str(out)])
     assert result.exit_code == 1

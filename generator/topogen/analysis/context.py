@@ -38,8 +38,10 @@ class BlockedPath:
     policies: tuple[PolicyRef, ...]
 
     def describe(self) -> str:
-        return (f"{self.src_role} ({self.src_zone}) -> {self.dst_role} ({self.dst_zone}): "
-                + "; ".join(self.reasons))
+        return (
+            f"{self.src_role} ({self.src_zone}) -> {self.dst_role} ({self.dst_zone}): "
+            + "; ".join(self.reasons)
+        )
 
 
 @dataclass
@@ -93,13 +95,20 @@ class AnalysisContext:
         return out
 
     def check_path(self, a: Member, za: str, b: Member, zb: str) -> BlockedPath | None:
-        for src in a.endpoints(za, self.identity_label, self.index, self.namespaces,
-                               self.node_keys):
-            for dst in b.endpoints(zb, self.identity_label, self.index, self.namespaces,
-                                   self.node_keys):
+        for src in a.endpoints(
+            za, self.identity_label, self.index, self.namespaces, self.node_keys
+        ):
+            for dst in b.endpoints(
+                zb, self.identity_label, self.index, self.namespaces, self.node_keys
+            ):
                 verdict = self.index.verdict(src, dst)
                 if not verdict.permits(self.required):
-                    return BlockedPath(a.role, b.role, za, zb,
-                                       tuple(verdict.blockers(self.required)),
-                                       tuple(verdict.blocking_policies(self.required)))
+                    return BlockedPath(
+                        a.role,
+                        b.role,
+                        za,
+                        zb,
+                        tuple(verdict.blockers(self.required)),
+                        tuple(verdict.blocking_policies(self.required)),
+                    )
         return None

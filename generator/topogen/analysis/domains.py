@@ -34,8 +34,9 @@ class DomainCheck:
         return self.traffic_ok and self.capacity_ok
 
 
-def candidate_domains(topology: Topology, colocate: str,
-                      domain_label: str | None) -> list[tuple[str, tuple[str, ...]]]:
+def candidate_domains(
+    topology: Topology, colocate: str, domain_label: str | None
+) -> list[tuple[str, tuple[str, ...]]]:
     """(name, zones): single zones, or zones grouped by the cluster's domain label."""
     zones = [z for z in topology.zones if not z.startswith(NO_ZONE_PREFIX)]
     if colocate == "zone" or not domain_label:
@@ -49,17 +50,26 @@ def candidate_domains(topology: Topology, colocate: str,
 
 def gpu_taints(topology: Topology, zones: Sequence[str]) -> list[Taint]:
     wanted = set(zones)
-    return sorted({t for n in topology.nodes if n.zone in wanted and topology.is_gpu_node(n)
-                   for t in n.taints if t.effect in ("NoSchedule", "NoExecute")})
+    return sorted(
+        {
+            t
+            for n in topology.nodes
+            if n.zone in wanted and topology.is_gpu_node(n)
+            for t in n.taints
+            if t.effect in ("NoSchedule", "NoExecute")
+        }
+    )
 
 
 def tolerations_for(taints: Sequence[Taint]) -> tuple[Toleration, ...]:
-    return tuple(Toleration(t.key, "Equal" if t.value else "Exists", t.value, t.effect)
-                 for t in taints)
+    return tuple(
+        Toleration(t.key, "Equal" if t.value else "Exists", t.value, t.effect) for t in taints
+    )
 
 
-def check_domain(members: Sequence[Member], name: str, zones: tuple[str, ...],
-                 ctx: AnalysisContext) -> DomainCheck:
+def check_domain(
+    members: Sequence[Member], name: str, zones: tuple[str, ...], ctx: AnalysisContext
+) -> DomainCheck:
     topo = ctx.topology
     tolerations = tolerations_for(gpu_taints(topo, zones))
     identity = (ctx.identity_label, zones[0]) if ctx.identity_label and len(zones) == 1 else None
@@ -69,11 +79,17 @@ def check_domain(members: Sequence[Member], name: str, zones: tuple[str, ...],
     if coordinator is not None:
         job = coordinator.template.labels.get(ctx.profile.job_label, "")
         affinity = PodAffinityTerm(ctx.profile.coordinator_affinity(job), key)
-    fixed = [pin(m, topo, zones,
-                 tolerations if m.role == "coordinator" else (),
-                 identity,
-                 affinity if m.role == "worker" else None)
-             for m in members]
+    fixed = [
+        pin(
+            m,
+            topo,
+            zones,
+            tolerations if m.role == "coordinator" else (),
+            identity,
+            affinity if m.role == "worker" else None,
+        )
+        for m in members
+    ]
     problems: list[str] = []
     policies: set[str] = set()
     for m in fixed:
@@ -88,17 +104,39 @@ def check_domain(members: Sequence[Member], name: str, zones: tuple[str, ...],
                 problems.append(b.describe())
             for b in blocked:
                 policies.update(str(p) for p in b.policies)
-    demands = [PodDemand(m.role, m.replicas, m.template.requests,
-                         frozenset(n.name for n in m.placement.nodes)) for m in fixed]
+    demands = [
+        PodDemand(
+            m.role, m.replicas, m.template.requests, frozenset(n.name for n in m.placement.nodes)
+        )
+        for m in fixed
+    ]
     domain_nodes = [n for n in topo.nodes if n.zone in zones]
-    fits, short = pack(demands, domain_nodes, topo.gpu_resources) if not problems \
-        else (False, "")
+    fits, short = pack(demands, domain_nodes, topo.gpu_resources) if not problems else (False, "")
     if short:
         problems.append(f"{name}: {short}")
-    gpus_needed = sum((m.template.requests.get(g, Fraction(0)) * m.replicas
-                       for m in members for g in topo.gpu_resources), Fraction(0))
-    gpus_free = sum((n.allocatable.get(g, Fraction(0)) for n in domain_nodes
-                     for g in topo.gpu_resources), Fraction(0))
+    gpus_needed = sum(
+        (
+            m.template.requests.get(g, Fraction(0)) * m.replicas
+            for m in members
+            for g in topo.gpu_resources
+        ),
+        Fraction(0),
+    )
+    gpus_free = sum(
+        (n.allocatable.get(g, Fraction(0)) for n in domain_nodes for g in topo.gpu_resources),
+        Fraction(0),
+    )
     already = sum(1 for m in members if set(zones) & set(m.placement.zones))
-    return DomainCheck(name, zones, tolerations, identity, traffic_ok, fits,
-                       tuple(problems), tuple(sorted(policies)), gpus_free, gpus_needed, already)
+    return DomainCheck(
+        name,
+        zones,
+        tolerations,
+        identity,
+        traffic_ok,
+        fits,
+        tuple(problems),
+        tuple(sorted(policies)),
+        gpus_free,
+        gpus_needed,
+        already,
+    )

@@ -20,8 +20,7 @@ def is_kueue_managed(workload: Workload) -> bool:
 def find_groups(group: GroupConfig, workloads: Sequence[Workload]) -> list[TrainingGroup]:
     """Every job of this config group found among the workloads, sorted by namespace/job."""
     profile = profile_for(group)
-    jobs: dict[tuple[str, str], dict[str, list[Workload]]] = defaultdict(
-        lambda: defaultdict(list))
+    jobs: dict[tuple[str, str], dict[str, list[Workload]]] = defaultdict(lambda: defaultdict(list))
     for w in workloads:
         if w.namespace not in group.namespaces:
             continue
@@ -34,8 +33,9 @@ def find_groups(group: GroupConfig, workloads: Sequence[Workload]) -> list[Train
     for (namespace, job), roles in sorted(jobs.items()):
         built = []
         for role_name in ("coordinator", "worker"):
-            members = sorted(roles.get(role_name, ()), key=lambda w: (w.kind, w.name,
-                                                                       w.replica_name))
+            members = sorted(
+                roles.get(role_name, ()), key=lambda w: (w.kind, w.name, w.replica_name)
+            )
             if members:
                 value = members[0].template.labels.get(profile.role_label, role_name)
                 built.append(Role(role_name, value, tuple(members)))

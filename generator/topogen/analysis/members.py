@@ -49,8 +49,14 @@ class Member:
             return "static", self.template.labels[identity_label]
         return "stamped", None
 
-    def endpoints(self, zone: str, identity_label: str | None, index: PolicyIndex,
-                  namespaces: Mapping[str, Namespace], node_keys: set[str]) -> list[Endpoint]:
+    def endpoints(
+        self,
+        zone: str,
+        identity_label: str | None,
+        index: PolicyIndex,
+        namespaces: Mapping[str, Namespace],
+        node_keys: set[str],
+    ) -> list[Endpoint]:
         """The network identities this member's pods have when placed in `zone`."""
         if self.template.host_network:
             seen: dict[tuple[tuple[str, str], ...], Node] = {}
@@ -76,9 +82,14 @@ def members_of(job: TrainingGroup, topology: Topology) -> list[Member]:
     return out
 
 
-def pin(member: Member, topology: Topology, zones: Sequence[str],
-        tolerations: Sequence[Toleration] = (), identity: tuple[str, str] | None = None,
-        affinity: PodAffinityTerm | None = None) -> Member:
+def pin(
+    member: Member,
+    topology: Topology,
+    zones: Sequence[str],
+    tolerations: Sequence[Toleration] = (),
+    identity: tuple[str, str] | None = None,
+    affinity: PodAffinityTerm | None = None,
+) -> Member:
     """The member as topogen's mutation leaves it: pinned to `zones`, maybe more tolerant."""
     t = member.template
     labels = dict(t.labels)
@@ -88,10 +99,12 @@ def pin(member: Member, topology: Topology, zones: Sequence[str],
     terms = t.node_affinity or (NodeSelectorTerm(()),)
     pinned_terms = tuple(NodeSelectorTerm((*term.match_expressions, zone_term)) for term in terms)
     merged_tols = tuple(dict.fromkeys((*t.tolerations, *tolerations)))
-    pod_aff = t.pod_affinity if affinity is None else tuple(dict.fromkeys((*t.pod_affinity,
-                                                                          affinity)))
-    new_t = replace(t, labels=labels, node_affinity=pinned_terms, tolerations=merged_tols,
-                    pod_affinity=pod_aff)
+    pod_aff = (
+        t.pod_affinity if affinity is None else tuple(dict.fromkeys((*t.pod_affinity, affinity)))
+    )
+    new_t = replace(
+        t, labels=labels, node_affinity=pinned_terms, tolerations=merged_tols, pod_affinity=pod_aff
+    )
     return replace(member, template=new_t, placement=place(new_t, topology))
 
 
@@ -103,8 +116,9 @@ def _term_matches(term: PodAffinityTerm, owner: Member, other: Member) -> bool:
     return other.workload.namespace in namespaces and term.selector.matches(other.template.labels)
 
 
-def _links(members: Sequence[Member]) -> tuple[dict[str, dict[int, int]], dict[str, set[int]],
-                                                dict[str, set[int]]]:
+def _links(
+    members: Sequence[Member],
+) -> tuple[dict[str, dict[int, int]], dict[str, set[int]], dict[str, set[int]]]:
     """Union-find per topology key over members linked by required pod affinity."""
     parent: dict[str, dict[int, int]] = {}
     anchored: dict[str, set[int]] = {}
@@ -134,8 +148,9 @@ def _links(members: Sequence[Member]) -> tuple[dict[str, dict[int, int]], dict[s
     return resolved, anchored, anti
 
 
-def possible_zone_pairs(members: Sequence[Member], topology: Topology
-                        ) -> dict[tuple[int, int], list[tuple[str, str]]]:
+def possible_zone_pairs(
+    members: Sequence[Member], topology: Topology
+) -> dict[tuple[int, int], list[tuple[str, str]]]:
     """For each ordered pair of members (i, j) that talk, the zone pairs the scheduler may pick.
 
     i == j stands for two replicas of the same member.
@@ -146,8 +161,11 @@ def possible_zone_pairs(members: Sequence[Member], topology: Topology
     def values(i: int, zone: str, key: str) -> set[str]:
         hit = kvals.get((i, zone, key))
         if hit is None:
-            hit = {n.labels[key] for n in members[i].placement.nodes
-                   if n.zone == zone and key in n.labels}
+            hit = {
+                n.labels[key]
+                for n in members[i].placement.nodes
+                if n.zone == zone and key in n.labels
+            }
             kvals[(i, zone, key)] = hit
         return hit
 
@@ -166,8 +184,9 @@ def possible_zone_pairs(members: Sequence[Member], topology: Topology
                 for zb in b.placement.zones:
                     if any(not (values(i, za, k) & values(j, zb, k)) for k in linked):
                         continue
-                    if any(_must_differ_fails(values(i, za, k), values(j, zb, k))
-                           for k in anti_keys):
+                    if any(
+                        _must_differ_fails(values(i, za, k), values(j, zb, k)) for k in anti_keys
+                    ):
                         continue
                     pairs.append((za, zb))
             out[(i, j)] = pairs

@@ -25,15 +25,20 @@ class Placement:
         return tuple(sorted({n.zone for n in self.nodes}))
 
     def why_not(self, limit: int = 3) -> str:
-        parts = [f"{count} node{'s' if count > 1 else ''}: {reason}"
-                 for reason, count in sorted(self.excluded.items(), key=lambda kv: (-kv[1], kv[0]))]
+        parts = [
+            f"{count} node{'s' if count > 1 else ''}: {reason}"
+            for reason, count in sorted(self.excluded.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
         more = f" (+{len(parts) - limit} more)" if len(parts) > limit else ""
         return "; ".join(parts[:limit]) + more
 
 
 def untolerated(taints: Iterable[Taint], tolerations: Sequence[Toleration]) -> list[Taint]:
-    return [t for t in taints
-            if t.effect in _BLOCKING and not any(tol.tolerates(t) for tol in tolerations)]
+    return [
+        t
+        for t in taints
+        if t.effect in _BLOCKING and not any(tol.tolerates(t) for tol in tolerations)
+    ]
 
 
 def _node_labels(node: Node) -> Mapping[str, str]:
@@ -41,8 +46,7 @@ def _node_labels(node: Node) -> Mapping[str, str]:
     return {**node.labels, "metadata.name": node.name}
 
 
-def exclusion(template: PodTemplate, node: Node,
-              tolerations: Sequence[Toleration]) -> str | None:
+def exclusion(template: PodTemplate, node: Node, tolerations: Sequence[Toleration]) -> str | None:
     """Why the scheduler would not place this template on this node, or None."""
     if node.unschedulable and not any(t.tolerates(_UNSCHEDULABLE_TAINT) for t in tolerations):
         return "cordoned (unschedulable)"
@@ -60,17 +64,23 @@ def exclusion(template: PodTemplate, node: Node,
         if want <= 0:
             continue
         have = node.allocatable.get(resource)
-        if have is None and resource in ("cpu", "memory", "ephemeral-storage") \
-                and not node.allocatable:
+        if (
+            have is None
+            and resource in ("cpu", "memory", "ephemeral-storage")
+            and not node.allocatable
+        ):
             continue  # a node listed without allocatable: do not guess
         if (have or Fraction(0)) < want:
             return f"insufficient {resource} (needs {_fmt(want)}, has {_fmt(have or 0)})"
     return None
 
 
-def place(template: PodTemplate, topology: Topology,
-          extra_tolerations: Sequence[Toleration] = (),
-          zones: Iterable[str] | None = None) -> Placement:
+def place(
+    template: PodTemplate,
+    topology: Topology,
+    extra_tolerations: Sequence[Toleration] = (),
+    zones: Iterable[str] | None = None,
+) -> Placement:
     """The nodes this template can land on (optionally with extra tolerations, in some zones)."""
     tolerations = (*template.tolerations, *extra_tolerations)
     allowed_zones = set(zones) if zones is not None else None
@@ -98,16 +108,29 @@ class PodDemand:
     nodes: frozenset[str]
 
 
-def pack(demands: Sequence[PodDemand], nodes: Sequence[Node],
-         gpu_resources: Sequence[str]) -> tuple[bool, str]:
+def pack(
+    demands: Sequence[PodDemand], nodes: Sequence[Node], gpu_resources: Sequence[str]
+) -> tuple[bool, str]:
     """First-fit decreasing of every pod onto nodes; (fits, what is missing)."""
     free = {n.name: dict(n.allocatable) for n in nodes}
-    order = sorted(demands, key=lambda d: (
-        -sum(d.requests.get(g, 0) for g in gpu_resources), -d.requests.get("cpu", 0), d.role))
+    order = sorted(
+        demands,
+        key=lambda d: (
+            -sum(d.requests.get(g, 0) for g in gpu_resources),
+            -d.requests.get("cpu", 0),
+            d.role,
+        ),
+    )
     for d in order:
         for placed in range(d.count):
-            target = next((name for name in sorted(d.nodes)
-                           if name in free and _fits(d.requests, free[name])), None)
+            target = next(
+                (
+                    name
+                    for name in sorted(d.nodes)
+                    if name in free and _fits(d.requests, free[name])
+                ),
+                None,
+            )
             if target is None:
                 return False, _shortfall(d, d.count - placed, free, gpu_resources)
             for res, want in d.requests.items():
@@ -134,14 +157,20 @@ def _fits(requests: Mapping[str, Fraction], free: Mapping[str, Fraction]) -> boo
     return True
 
 
-def _shortfall(d: PodDemand, left: int, free: Mapping[str, Mapping[str, Fraction]],
-               gpu_resources: Sequence[str]) -> str:
+def _shortfall(
+    d: PodDemand,
+    left: int,
+    free: Mapping[str, Mapping[str, Fraction]],
+    gpu_resources: Sequence[str],
+) -> str:
     for g in gpu_resources:
         want = d.requests.get(g, 0)
         if want > 0:
             have = sum(free[n].get(g, 0) for n in d.nodes if n in free)
-            return (f"{left} more {d.role} pod(s) need {_fmt(want * left)} {g}, "
-                    f"only {_fmt(have)} free on the nodes they may use")
+            return (
+                f"{left} more {d.role} pod(s) need {_fmt(want * left)} {g}, "
+                f"only {_fmt(have)} free on the nodes they may use"
+            )
     return f"{left} more {d.role} pod(s) do not fit on the nodes they may use"
 
 

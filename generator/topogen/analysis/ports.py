@@ -41,8 +41,9 @@ class PortSet:
         return cls.of({p: [(1, 65535)] for p in PROTOCOLS})
 
     @classmethod
-    def from_ranges(cls, ranges: Iterable[PortRange],
-                    named: Mapping[tuple[str, str], int] | None = None) -> PortSet:
+    def from_ranges(
+        cls, ranges: Iterable[PortRange], named: Mapping[tuple[str, str], int] | None = None
+    ) -> PortSet:
         """Ranges to a set; named ports resolve through `named` ((name, proto) -> port)."""
         m: dict[str, list[tuple[int, int]]] = {}
         for r in ranges:

@@ -35,12 +35,18 @@ __all__ = [
 REMOTE_NODE_LABEL = "reserved:remote-node"
 
 
-def pod_endpoint(labels: Mapping[str, str], namespace: str,
-                 namespaces: Mapping[str, Namespace],
-                 ports: tuple[tuple[str, int, str], ...] = ()) -> Endpoint:
+def pod_endpoint(
+    labels: Mapping[str, str],
+    namespace: str,
+    namespaces: Mapping[str, Namespace],
+    ports: tuple[tuple[str, int, str], ...] = (),
+) -> Endpoint:
     """A pod's identity: its labels, its namespace and its namespace's labels (Cilium keys)."""
-    ns_labels = namespaces[namespace].labels if namespace in namespaces else {
-        "kubernetes.io/metadata.name": namespace}
+    ns_labels = (
+        namespaces[namespace].labels
+        if namespace in namespaces
+        else {"kubernetes.io/metadata.name": namespace}
+    )
     identity = dict(labels)
     identity[NAMESPACE_KEY] = namespace
     for k, v in ns_labels.items():
@@ -48,8 +54,9 @@ def pod_endpoint(labels: Mapping[str, str], namespace: str,
     return Endpoint(host=False, labels=identity, namespace=namespace, ports=ports)
 
 
-def host_endpoint(node_name: str, node_labels: Mapping[str, str],
-                  ports: tuple[tuple[str, int, str], ...] = ()) -> Endpoint:
+def host_endpoint(
+    node_name: str, node_labels: Mapping[str, str], ports: tuple[tuple[str, int, str], ...] = ()
+) -> Endpoint:
     """A node (and the hostNetwork pods on it)."""
     return Endpoint(host=True, labels=dict(node_labels), node=node_name, ports=ports)
 
@@ -62,8 +69,7 @@ class RuleMatch:
 
     def describe(self) -> str:
         r = self.rule
-        return (f"{r.policy} rule {r.index} {r.section}[{r.item}] "
-                f"({self.peer}) ports {self.ports}")
+        return f"{r.policy} rule {r.index} {r.section}[{r.item}] ({self.peer}) ports {self.ports}"
 
 
 @dataclass(frozen=True)
@@ -133,9 +139,18 @@ class PolicyIndex:
         self._isolations: dict[str, list[Isolation]] = {"ingress": [], "egress": []}
         for iso in policies.isolations:
             self._isolations[iso.direction].append(iso)
-        self._cache: dict[tuple[object, object], PathVerdict] = {}
-        self._subject_cache: dict[tuple[object, str], tuple[tuple[Isolation, ...],
-                                                            list[PolicyRule]]] = {}
+        self._cache: dict[tuple[int, int], PathVerdict] = {}
+        self._subject_cache: dict[
+            tuple[int, str], tuple[tuple[Isolation, ...], list[PolicyRule]]
+        ] = {}
+        # endpoint identities interned to small ints; the Endpoint is kept so its id() is stable
+        self._key_ids: dict[object, int] = {}
+        self._ep_ids: dict[int, tuple[Endpoint, int]] = {}
+        # one trace per (subject, direction, matched rule peers, destination ports): the port
+        # arithmetic runs once per distinct signature, not once per endpoint pair
+        self._sides: dict[tuple[object, ...], SideTrace] = {}
+        self._meets: dict[tuple[PortSet, PortSet], PortSet] = {}
+        self._peer_hits: dict[tuple[int, int], bool] = {}  # (id(peer), endpoint key)
 
     def node_label_keys(self) -> set[str]:
         """Node label keys any host-facing selector reads (for grouping similar nodes)."""
@@ -149,44 +164,98 @@ class PolicyIndex:
         return keys
 
     def verdict(self, src: Endpoint, dst: Endpoint) -> PathVerdict:
-        key = (_ep_key(src), _ep_key(dst))
-        hit = self._cache.get(key)
+        src_key, dst_key = self._key(src), self._key(dst)
+        hit = self._cache.get((src_key, dst_key))
         if hit is None:
-            egress = self._side(src, dst, "egress", dst)
-            ingress = self._side(dst, src, "ingress", dst)
-            hit = PathVerdict(egress, ingress, egress.allowed.intersect(ingress.allowed))
-            self._cache[key] = hit
+            egress = self._side(src, src_key, dst, "egress", dst)
+            ingress = self._side(dst, dst_key, src, "ingress", dst)
+            both = (egress.allowed, ingress.allowed)
+            allowed = self._meets.get(both)
+            if allowed is None:
+                allowed = self._meets[both] = egress.allowed.intersect(ingress.allowed)
+            hit = self._cache[(src_key, dst_key)] = PathVerdict(egress, ingress, allowed)
         return hit
 
-    def _subject_rules(self, subject: Endpoint,
-                       direction: str) -> tuple[tuple[Isolation, ...], list[PolicyRule]]:
-        key = (_ep_key(subject), direction)
+    def _key(self, ep: Endpoint) -> int:
+        known = self._ep_ids.get(id(ep))
+        if known is not None and known[0] is ep:
+            return known[1]
+        n = self._key_ids.setdefault(_ep_key(ep), len(self._key_ids))
+        self._ep_ids[id(ep)] = (ep, n)
+        return n
+
+    def _subject_rules(
+        self, subject: Endpoint, subject_key: int, direction: str
+    ) -> tuple[tuple[Isolation, ...], list[PolicyRule]]:
+        key = (subject_key, direction)
         hit = self._subject_cache.get(key)
         if hit is None:
-            isolations = sorted({i for i in self._isolations[direction]
-                                 if _selects(i.subject_host, i.subject, i.subject_namespace,
-                                             subject)}, key=lambda i: (i.policy, i.index))
-            rules = [r for r in self._by_direction[direction]
-                     if _selects(r.subject_host, r.subject, r.subject_namespace, subject)]
+            isolations = sorted(
+                {
+                    i
+                    for i in self._isolations[direction]
+                    if _selects(i.subject_host, i.subject, i.subject_namespace, subject)
+                },
+                key=lambda i: (i.policy, i.index),
+            )
+            rules = [
+                r
+                for r in self._by_direction[direction]
+                if _selects(r.subject_host, r.subject, r.subject_namespace, subject)
+            ]
             hit = (tuple(isolations), rules)
             self._subject_cache[key] = hit
         return hit
 
-    def _side(self, subject: Endpoint, peer: Endpoint, direction: str,
-              dst: Endpoint) -> SideTrace:
-        isolations, rules = self._subject_rules(subject, direction)
+    def _side(
+        self, subject: Endpoint, subject_key: int, peer: Endpoint, direction: str, dst: Endpoint
+    ) -> SideTrace:
+        isolations, rules = self._subject_rules(subject, subject_key, direction)
+        matched: list[tuple[PolicyRule, Peer]] = []
+        peer_key = self._key(peer)
+        hit_p: bool | None
+        for rule in rules:
+            for p in rule.peers:
+                if p.kind == "entities" and peer.host:  # depends on the subject's node
+                    hit_p = self._peer_matches(p, peer, subject)
+                else:
+                    hit_p = self._peer_hits.get((id(p), peer_key))
+                    if hit_p is None:
+                        hit_p = self._peer_hits[(id(p), peer_key)] = self._peer_matches(
+                            p, peer, subject
+                        )
+                if hit_p:
+                    matched.append((rule, p))
+                    break
+        key = (
+            subject_key,
+            direction,
+            tuple((id(r), id(p)) for r, p in matched),
+            dst.ports if matched else (),
+        )
+        hit = self._sides.get(key)
+        if hit is None:
+            hit = self._sides[key] = self._trace(direction, isolations, matched, dst)
+        return hit
+
+    def _trace(
+        self,
+        direction: str,
+        isolations: tuple[Isolation, ...],
+        matched: list[tuple[PolicyRule, Peer]],
+        dst: Endpoint,
+    ) -> SideTrace:
         isolated_by = tuple(sorted({i.policy for i in isolations}))
         named = {(name, proto): port for name, port, proto in dst.ports if name}
         allows: list[RuleMatch] = []
         denies: list[RuleMatch] = []
-        for rule in rules:
-            for p in rule.peers:
-                if not self._peer_matches(p, peer, subject):
-                    continue
-                ports = PortSet.everything() if rule.ports is None else \
-                    PortSet.from_ranges(rule.ports, named)
-                (denies if rule.deny else allows).append(RuleMatch(rule, p, ports))
-                break
+        for rule, p in matched:
+            ports = (
+                PortSet.everything()
+                if rule.ports is None
+                else PortSet.from_ranges(rule.ports, named)
+            )
+            (denies if rule.deny else allows).append(RuleMatch(rule, p, ports))
         allowed = PortSet.everything()
         if isolated_by:
             allowed = PortSet()
@@ -194,8 +263,7 @@ class PolicyIndex:
                 allowed = allowed.union(a.ports)
         for d in denies:
             allowed = allowed.minus(d.ports)
-        return SideTrace(direction, isolated_by, tuple(allows), tuple(denies), allowed,
-                         isolations)
+        return SideTrace(direction, isolated_by, tuple(allows), tuple(denies), allowed, isolations)
 
     def _peer_matches(self, peer: Peer, other: Endpoint, subject: Endpoint) -> bool:
         if peer.kind == "cidr":
@@ -218,13 +286,17 @@ class PolicyIndex:
             if peer.namespace_selector is not None or peer.namespace is not None:
                 return False
             keys = peer.selector.keys()
-            return bool(keys) and all(k.startswith("reserved:") for k in keys) and \
-                peer.selector.matches({REMOTE_NODE_LABEL: ""})
+            return (
+                bool(keys)
+                and all(k.startswith("reserved:") for k in keys)
+                and peer.selector.matches({REMOTE_NODE_LABEL: ""})
+            )
         if peer.namespace_selector is not None:
             ns = self.namespaces.get(other.namespace)
             ns_labels = ns.labels if ns else {"kubernetes.io/metadata.name": other.namespace}
-            return peer.namespace_selector.matches(ns_labels) and \
-                peer.selector.matches(other.labels)
+            return peer.namespace_selector.matches(ns_labels) and peer.selector.matches(
+                other.labels
+            )
         if peer.namespace is not None and other.namespace != peer.namespace:
             return False
         return peer.selector.matches(other.labels)
@@ -239,5 +311,10 @@ def _selects(host: bool, selector: LabelSelector, namespace: str | None, ep: End
 
 
 def _ep_key(ep: Endpoint) -> object:
-    return (ep.host, ep.namespace, ep.node if ep.host else "", tuple(sorted(ep.labels.items())),
-            ep.ports)
+    return (
+        ep.host,
+        ep.namespace,
+        ep.node if ep.host else "",
+        tuple(sorted(ep.labels.items())),
+        ep.ports,
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -28,6 +29,17 @@ class _Group(click.Group):
         except RecursionError:
             click.echo("topogen: error: input nested too deeply", err=True)
             sys.exit(2)
+        except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a bug: say so in one line, keep the trace on request
+            if os.environ.get("TOPOGEN_DEBUG"):
+                raise
+            click.echo(
+                f"topogen: internal error: {type(exc).__name__}: {exc} "
+                "(set TOPOGEN_DEBUG=1 for the traceback; please report it)",
+                err=True,
+            )
+            sys.exit(3)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -37,19 +49,30 @@ def main() -> None:
 
 
 def config_option(f: F) -> F:
-    return click.option("-c", "--config", "config_path", default="topogen.yaml",
-                        show_default=True, type=click.Path(dir_okay=False),
-                        help="the topogen.yaml to read")(f)
+    return click.option(
+        "-c",
+        "--config",
+        "config_path",
+        default="topogen.yaml",
+        show_default=True,
+        type=click.Path(dir_okay=False),
+        help="the topogen.yaml to read",
+    )(f)
 
 
 def cluster_option(f: F) -> F:
-    return click.option("--cluster", "clusters", multiple=True,
-                        help="only this cluster of topogen.yaml (repeatable)")(f)
+    return click.option(
+        "--cluster",
+        "clusters",
+        multiple=True,
+        help="only this cluster of topogen.yaml (repeatable)",
+    )(f)
 
 
 def verbose_option(f: F) -> F:
-    return click.option("-v", "--verbose", is_flag=True,
-                        help="also list skipped objects and warnings on stderr")(f)
+    return click.option(
+        "-v", "--verbose", is_flag=True, help="also list skipped objects and warnings on stderr"
+    )(f)
 
 
 from topogen.cli import analyze as _analyze  # noqa: E402,F401  (registers the command)

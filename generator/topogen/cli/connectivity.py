@@ -29,25 +29,51 @@ def input_options(f: F) -> F:
     """-c/--cluster or --policies/--workloads/--namespaces, and --label (shared with explain)."""
     options = [
         config_option,
-        click.option("--cluster", "cluster", metavar="NAME",
-                     help="with -c: the cluster whose networkPolicies to use (default: the first)"),
-        click.option("--policies", multiple=True, metavar="PATH",
-                     help="policy files or folders, instead of -c (repeatable)"),
-        click.option("--workloads", multiple=True, metavar="PATH",
-                     help="workload files or folders, instead of -c (repeatable)"),
-        click.option("--namespaces", multiple=True, metavar="PATH",
-                     help="Namespace objects, for namespaceSelector (repeatable)"),
-        click.option("--label", "labels", multiple=True, metavar="NS/NAME=KEY=VALUE",
-                     help="give a workload's pods a label its template lacks, e.g. an "
-                          "identity label stamped at binding (repeatable)"),
+        click.option(
+            "--cluster",
+            "cluster",
+            metavar="NAME",
+            help="with -c: the cluster whose networkPolicies to use (default: the first)",
+        ),
+        click.option(
+            "--policies",
+            multiple=True,
+            metavar="PATH",
+            help="policy files or folders, instead of -c (repeatable)",
+        ),
+        click.option(
+            "--workloads",
+            multiple=True,
+            metavar="PATH",
+            help="workload files or folders, instead of -c (repeatable)",
+        ),
+        click.option(
+            "--namespaces",
+            multiple=True,
+            metavar="PATH",
+            help="Namespace objects, for namespaceSelector (repeatable)",
+        ),
+        click.option(
+            "--label",
+            "labels",
+            multiple=True,
+            metavar="NS/NAME=KEY=VALUE",
+            help="give a workload's pods a label its template lacks, e.g. an "
+            "identity label stamped at binding (repeatable)",
+        ),
     ]
     for option in reversed(options):
         f = option(f)
     return f
 
 
-def input_spec(config_path: str, cluster: str | None, policies: tuple[str, ...],
-               workloads: tuple[str, ...], namespaces: tuple[str, ...]) -> InputSpec:
+def input_spec(
+    config_path: str,
+    cluster: str | None,
+    policies: tuple[str, ...],
+    workloads: tuple[str, ...],
+    namespaces: tuple[str, ...],
+) -> InputSpec:
     """-c wins when given; the default topogen.yaml only when no paths are."""
     source = click.get_current_context().get_parameter_source("config_path")
     paths = bool(policies or workloads or namespaces)
@@ -61,12 +87,24 @@ def label_overrides(labels: tuple[str, ...]) -> list[LabelOverride]:
 
 @main.command("connectivity")
 @input_options
-@click.option("-o", "--output", type=click.Choice(["table", "json", "csv"]), default="table",
-              show_default=True)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json", "csv"]),
+    default="table",
+    show_default=True,
+)
 @verbose_option
-def connectivity_command(config_path: str, cluster: str | None, policies: tuple[str, ...],
-                         workloads: tuple[str, ...], namespaces: tuple[str, ...],
-                         labels: tuple[str, ...], output: str, verbose: bool) -> None:
+def connectivity_command(
+    config_path: str,
+    cluster: str | None,
+    policies: tuple[str, ...],
+    workloads: tuple[str, ...],
+    namespaces: tuple[str, ...],
+    labels: tuple[str, ...],
+    output: str,
+    verbose: bool,
+) -> None:
     """List what each workload may open to each other workload.
 
     For every ordered pair of workloads (one endpoint per pod template; a

@@ -14,12 +14,23 @@ from topogen.connectivity import explain_path, explanation_text, load_inputs
 @main.command("explain")
 @click.option("--from", "src", required=True, metavar="NS/NAME", help="the sending workload")
 @click.option("--to", "dst", required=True, metavar="NS/NAME", help="the receiving workload")
-@click.option("--port", metavar="P/PROTO",
-              help="only this port: 8080/TCP, 8000-8100/UDP or a named port of --to")
+@click.option(
+    "--port",
+    metavar="P/PROTO",
+    help="only this port: 8080/TCP, 8000-8100/UDP or a named port of --to",
+)
 @input_options
-def explain_command(src: str, dst: str, port: str | None, config_path: str,
-                    cluster: str | None, policies: tuple[str, ...], workloads: tuple[str, ...],
-                    namespaces: tuple[str, ...], labels: tuple[str, ...]) -> None:
+def explain_command(
+    src: str,
+    dst: str,
+    port: str | None,
+    config_path: str,
+    cluster: str | None,
+    policies: tuple[str, ...],
+    workloads: tuple[str, ...],
+    namespaces: tuple[str, ...],
+    labels: tuple[str, ...],
+) -> None:
     """Explain whether NS/NAME may open a connection to NS/NAME, and why (not).
 
     Shows the sender's egress and the receiver's ingress: whether each is

@@ -23,13 +23,22 @@ def _shown_config(config: Path, out: Path) -> str:
 @main.command("render")
 @config_option
 @cluster_option
-@click.option("--out", "out_dir", type=click.Path(file_okay=False),
-              help="root of the output tree (default: the folder of topogen.yaml)")
-@click.option("--stdout", "to_stdout", is_flag=True,
-              help="print one YAML stream of Kubernetes objects instead of writing files")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    help="root of the output tree (default: the folder of topogen.yaml)",
+)
+@click.option(
+    "--stdout",
+    "to_stdout",
+    is_flag=True,
+    help="print one YAML stream of Kubernetes objects instead of writing files",
+)
 @verbose_option
-def render_command(config_path: str, clusters: tuple[str, ...], out_dir: str | None,
-                   to_stdout: bool, verbose: bool) -> None:
+def render_command(
+    config_path: str, clusters: tuple[str, ...], out_dir: str | None, to_stdout: bool, verbose: bool
+) -> None:
     """Render admission policies, CLI tests and signals for every training group.
 
     Exit 0: rendered; 1: a group no domain can hold (its policies are not

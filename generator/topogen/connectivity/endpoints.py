@@ -95,8 +95,8 @@ def build_endpoints(
     for w in ordered:
         wid = _base_id(w) if counts[_base_id(w)] == 1 else _kind_id(w)
         labels = tuple(sorted(w.template.labels.items()))
-        ep = pod_endpoint(dict(labels), w.namespace, namespaces, w.template.ports)
-        plain.append(WorkloadEndpoint(wid, w, ep, labels))
+        net = pod_endpoint(dict(labels), w.namespace, namespaces, w.template.ports)
+        plain.append(WorkloadEndpoint(wid, w, net, labels))
     by_id: dict[str, dict[str, str]] = {}
     for o in overrides:
         target = resolve(o.workload, plain, what="--label")

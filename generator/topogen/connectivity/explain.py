@@ -7,6 +7,7 @@ receiver's ingress say and because of which rule.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -192,9 +193,7 @@ def side_status(side: SideTrace, proto: str, port: int) -> SideStatus:
     allows = [a for a in side.allows if _contains(a.ports, proto, port)]
     if allows:
         return SideStatus(ALLOWED, tuple(dict.fromkeys(rule_name(a.rule) for a in allows)))
-    isolators = [isolation_name(i) for i in side.isolations] or [
-        str(p) for p in side.isolated_by
-    ]
+    isolators = [isolation_name(i) for i in side.isolations] or [str(p) for p in side.isolated_by]
     return SideStatus(DEFAULT_DENY, tuple(dict.fromkeys(isolators)))
 
 
@@ -215,7 +214,7 @@ def port_verdicts(verdict: PathVerdict, requested: PortSet | None) -> tuple[Port
     groups: dict[tuple[SideStatus, SideStatus], dict[str, list[tuple[int, int]]]] = {}
     for proto in PROTOCOLS:
         cuts = _cuts(sets, proto)
-        for lo, nxt in zip(cuts, cuts[1:], strict=False):
+        for lo, nxt in itertools.pairwise(cuts):
             key = (side_status(sides[0], proto, lo), side_status(sides[1], proto, lo))
             groups.setdefault(key, {}).setdefault(proto, []).append((lo, nxt - 1))
     out: list[PortVerdict] = []

@@ -64,21 +64,37 @@ def _workload_json(ep: WorkloadEndpoint) -> dict[str, Any]:
 
 
 def connectivity_json(report: ConnectivityReport) -> str:
-    data = {
+    """Sorted keys, one line per pair (the pairs list is long: N*N entries)."""
+    data: dict[str, Any] = {
         "workloads": [_workload_json(e) for e in report.endpoints],
         "excluded": [{"id": e.id, "reason": "hostNetwork"} for e in report.excluded],
         "policies": [str(p) for p in report.policies],
-        "pairs": [
+    }
+    pairs = [
+        json.dumps(
             {
                 "from": p.src.id,
                 "to": p.dst.id,
                 "connected": p.connected,
                 "allowed": p.allowed.describe(),
-            }
-            for p in report.pairs
-        ],
-    }
-    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+            },
+            sort_keys=True,
+        )
+        for p in report.pairs
+    ]
+    parts = [
+        f"  {json.dumps(k)}: " + _indent(json.dumps(data[k], indent=2, sort_keys=True))
+        for k in sorted(data)
+    ]
+    parts.insert(
+        sorted([*data, "pairs"]).index("pairs"),
+        '  "pairs": [' + ("\n    " + ",\n    ".join(pairs) + "\n  ]" if pairs else "]"),
+    )
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def _indent(text: str) -> str:
+    return text.replace("\n", "\n  ")
 
 
 # --- explain ---------------------------------------------------------------------

@@ -52,9 +52,7 @@ def load_inputs(spec: InputSpec) -> ConnectivityInputs:
     """Read the inputs `spec` names; InputError on a bad combination or bad files."""
     paths_given = bool(spec.policies or spec.workloads or spec.namespaces)
     if spec.config is not None and paths_given:
-        raise InputError(
-            "give either -c/--config or --policies/--workloads/--namespaces, not both"
-        )
+        raise InputError("give either -c/--config or --policies/--workloads/--namespaces, not both")
     if spec.config is not None:
         return _from_config(spec.config, spec.cluster)
     if spec.cluster is not None:

@@ -41,8 +41,14 @@ class _Serialized(str):
 
 def to_yaml(value: Any, indent: int = 0) -> str:
     """Deterministic block YAML (sorted keys), indented for embedding under a key."""
-    text = yaml.dump(value, Dumper=_Dumper, sort_keys=True, default_flow_style=False,
-                     allow_unicode=True, width=10_000)
+    text = yaml.dump(
+        value,
+        Dumper=_Dumper,
+        sort_keys=True,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=10_000,
+    )
     if text.endswith("...\n"):
         text = text[:-4]
     text = text.rstrip("\n")
@@ -65,7 +71,8 @@ def _finalize(value: Any) -> Any:
     if isinstance(value, _Serialized):
         return value
     raise TopogenError(
-        f"template printed a raw value {value!r}; pass it through |toyaml or |tojson")
+        f"template printed a raw value {value!r}; pass it through |toyaml or |tojson"
+    )
 
 
 @cache
@@ -96,8 +103,14 @@ def render_documents(template: str, **values: Any) -> tuple[str, tuple[dict[str,
     except yaml.YAMLError as exc:
         raise TopogenError(f"template {template} rendered invalid YAML: {exc}") from None
     for d in docs:
-        if not isinstance(d, dict) or not d.get("apiVersion") or not d.get("kind") \
-                or not isinstance(d.get("metadata"), dict) or not d["metadata"].get("name"):
-            raise TopogenError(f"template {template} rendered a document that is not a "
-                               "Kubernetes object")
+        if (
+            not isinstance(d, dict)
+            or not d.get("apiVersion")
+            or not d.get("kind")
+            or not isinstance(d.get("metadata"), dict)
+            or not d["metadata"].get("name")
+        ):
+            raise TopogenError(
+                f"template {template} rendered a document that is not a Kubernetes object"
+            )
     return text, tuple(docs)

@@ -52,17 +52,20 @@ def escape_pointer(key: str) -> str:
 
 
 def selector(sel: LabelSelector, labels: str = LABELS) -> str:
-    parts = [f"({lit(k)} in {labels} && {labels}[{lit(k)}] == {lit(v)})"
-             for k, v in sel.match_labels]
+    parts = [
+        f"({lit(k)} in {labels} && {labels}[{lit(k)}] == {lit(v)})" for k, v in sel.match_labels
+    ]
     for r in sel.match_expressions:
         k = lit(r.key)
         vals = lit(list(r.values))
-        parts.append({
-            "In": f"({k} in {labels} && {labels}[{k}] in {vals})",
-            "NotIn": f"(!({k} in {labels}) || !({labels}[{k}] in {vals}))",
-            "Exists": f"({k} in {labels})",
-            "DoesNotExist": f"!({k} in {labels})",
-        }[r.operator])
+        parts.append(
+            {
+                "In": f"({k} in {labels} && {labels}[{k}] in {vals})",
+                "NotIn": f"(!({k} in {labels}) || !({labels}[{k}] in {vals}))",
+                "Exists": f"({k} in {labels})",
+                "DoesNotExist": f"!({k} in {labels})",
+            }[r.operator]
+        )
     return " && ".join(parts) or "true"
 
 
@@ -71,15 +74,18 @@ def any_selector(sels: Sequence[LabelSelector]) -> str:
 
 
 def namespace_in(namespaces: Sequence[str]) -> str:
-    ns = ("(has(object.metadata.namespace) && object.metadata.namespace != '' ? "
-          "object.metadata.namespace : request.namespace)")
+    ns = (
+        "(has(object.metadata.namespace) && object.metadata.namespace != '' ? "
+        "object.metadata.namespace : request.namespace)"
+    )
     return f"{ns} in {lit(list(namespaces))}"
 
 
 def not_kueue(intent: AdmissionIntent) -> str:
     annotations = "(has(object.metadata.annotations) ? object.metadata.annotations : {})"
-    return " && ".join(f"!({lit(k)} in {LABELS}) && !({lit(k)} in {annotations})"
-                       for k in intent.skip_keys)
+    return " && ".join(
+        f"!({lit(k)} in {LABELS}) && !({lit(k)} in {annotations})" for k in intent.skip_keys
+    )
 
 
 def match_role(intent: AdmissionIntent, role: str | None) -> list[dict[str, str]]:
@@ -92,11 +98,20 @@ def match_role(intent: AdmissionIntent, role: str | None) -> list[dict[str, str]
     if role == "coordinator":
         conds.append({"name": "is-coordinator", "expression": any_selector(intent.coordinator)})
     elif role == "worker":
-        conds.append({"name": "is-worker", "expression": f"!{any_selector(intent.coordinator)}"
-                                                          f" && {any_selector(intent.worker)}"})
+        conds.append(
+            {
+                "name": "is-worker",
+                "expression": f"!{any_selector(intent.coordinator)}"
+                f" && {any_selector(intent.worker)}",
+            }
+        )
     else:
-        conds.append({"name": "has-role", "expression":
-                      f"{any_selector(intent.coordinator)} || {any_selector(intent.worker)}"})
+        conds.append(
+            {
+                "name": "has-role",
+                "expression": f"{any_selector(intent.coordinator)} || {any_selector(intent.worker)}",
+            }
+        )
     return conds
 
 
@@ -112,25 +127,31 @@ def toleration_dicts(tolerations: Sequence[Toleration]) -> list[dict[str, str]]:
 
 def _tolerates(t: str, w: str) -> str:
     """Does existing toleration `t` already tolerate the taint that wanted toleration `w` is for?"""
-    return (f"((!has({t}.effect) || {t}.effect == '' || {t}.effect == {w}.effect) && "
-            f"((has({t}.operator) && {t}.operator == 'Exists') ? "
-            f"(!has({t}.key) || {t}.key == '' || {t}.key == {w}.key) : "
-            f"((has({t}.key) ? {t}.key : '') == {w}.key && "
-            f"(has({t}.value) ? {t}.value : '') == ({w}.operator == 'Exists' ? '' : {w}.value) "
-            f"&& {w}.operator != 'Exists')))")
+    return (
+        f"((!has({t}.effect) || {t}.effect == '' || {t}.effect == {w}.effect) && "
+        f"((has({t}.operator) && {t}.operator == 'Exists') ? "
+        f"(!has({t}.key) || {t}.key == '' || {t}.key == {w}.key) : "
+        f"((has({t}.key) ? {t}.key : '') == {w}.key && "
+        f"(has({t}.value) ? {t}.value : '') == ({w}.operator == 'Exists' ? '' : {w}.value) "
+        f"&& {w}.operator != 'Exists')))"
+    )
 
 
 def missing_tolerations(tolerations: Sequence[Toleration]) -> str:
     wanted = lit(toleration_dicts(tolerations))
-    return (f"{wanted}.filter(w, !(has(object.spec.tolerations) && "
-            f"object.spec.tolerations.exists(t, {_tolerates('t', 'w')})))")
+    return (
+        f"{wanted}.filter(w, !(has(object.spec.tolerations) && "
+        f"object.spec.tolerations.exists(t, {_tolerates('t', 'w')})))"
+    )
 
 
 def mutation_tolerations_patch() -> str:
-    return ("size(variables.missingTolerations) == 0 ? [] : has(object.spec.tolerations) ? "
-            "variables.missingTolerations.map(w, JSONPatch{op: 'add', path: "
-            "'/spec/tolerations/-', value: w}) : [JSONPatch{op: 'add', path: "
-            "'/spec/tolerations', value: variables.missingTolerations}]")
+    return (
+        "size(variables.missingTolerations) == 0 ? [] : has(object.spec.tolerations) ? "
+        "variables.missingTolerations.map(w, JSONPatch{op: 'add', path: "
+        "'/spec/tolerations/-', value: w}) : [JSONPatch{op: 'add', path: "
+        "'/spec/tolerations', value: variables.missingTolerations}]"
+    )
 
 
 def zone_requirement(intent: AdmissionIntent) -> str:
@@ -146,10 +167,14 @@ def _pinned_term(intent: AdmissionIntent) -> str:
     exprs = "(has(t.matchExpressions) ? dyn(t.matchExpressions) : dyn([]))"
     with_zone = f"dyn({exprs} + [variables.zoneRequirement])"
     has_zone = f"(has(t.matchExpressions) && t.matchExpressions.exists(e, e.key == {zl}))"
-    keep = ("(has(t.matchFields) ? dyn({'matchExpressions': " + exprs + ", 'matchFields': "
-            "dyn(t.matchFields)}) : dyn({'matchExpressions': " + exprs + "}))")
-    add = ("(has(t.matchFields) ? dyn({'matchExpressions': " + with_zone + ", 'matchFields': "
-           "dyn(t.matchFields)}) : dyn({'matchExpressions': " + with_zone + "}))")
+    keep = (
+        "(has(t.matchFields) ? dyn({'matchExpressions': " + exprs + ", 'matchFields': "
+        "dyn(t.matchFields)}) : dyn({'matchExpressions': " + exprs + "}))"
+    )
+    add = (
+        "(has(t.matchFields) ? dyn({'matchExpressions': " + with_zone + ", 'matchFields': "
+        "dyn(t.matchFields)}) : dyn({'matchExpressions': " + with_zone + "}))"
+    )
     return f"({has_zone} ? {keep} : {add})"
 
 
@@ -175,25 +200,33 @@ def cel_map(entries: Sequence[tuple[str, str]]) -> str:
 def coordinator_term(intent: AdmissionIntent) -> str:
     sel = intent.coordinator_selector
     job = lit(intent.job_label)
-    labels = cel_map([(intent.job_label, f"object.metadata.labels[{job}]"),
-                      *((k, lit(v)) for k, v in sel.match_labels)])
-    exprs = [{"key": r.key, "operator": r.operator, "values": list(r.values)}
-             if r.values else {"key": r.key, "operator": r.operator}
-             for r in sel.match_expressions]
+    labels = cel_map(
+        [
+            (intent.job_label, f"object.metadata.labels[{job}]"),
+            *((k, lit(v)) for k, v in sel.match_labels),
+        ]
+    )
+    exprs = [
+        {"key": r.key, "operator": r.operator, "values": list(r.values)}
+        if r.values
+        else {"key": r.key, "operator": r.operator}
+        for r in sel.match_expressions
+    ]
     entries = [("matchLabels", labels)]
     if exprs:
         entries.append(("matchExpressions", lit(exprs)))
-    return cel_map([("labelSelector", cel_map(entries)),
-                    ("topologyKey", lit(intent.topology_key))])
+    return cel_map([("labelSelector", cel_map(entries)), ("topologyKey", lit(intent.topology_key))])
 
 
 def has_coordinator_term(intent: AdmissionIntent) -> str:
     job = lit(intent.job_label)
-    return (f"has(object.spec.affinity) && has(object.spec.affinity.podAffinity) && "
-            f"has({POD_REQ}) && {POD_REQ}.exists(t, t.topologyKey == {lit(intent.topology_key)}"
-            f" && has(t.labelSelector) && has(t.labelSelector.matchLabels) && "
-            f"{job} in t.labelSelector.matchLabels && "
-            f"t.labelSelector.matchLabels[{job}] == object.metadata.labels[{job}])")
+    return (
+        f"has(object.spec.affinity) && has(object.spec.affinity.podAffinity) && "
+        f"has({POD_REQ}) && {POD_REQ}.exists(t, t.topologyKey == {lit(intent.topology_key)}"
+        f" && has(t.labelSelector) && has(t.labelSelector.matchLabels) && "
+        f"{job} in t.labelSelector.matchLabels && "
+        f"t.labelSelector.matchLabels[{job}] == object.metadata.labels[{job}])"
+    )
 
 
 def mutation_pod_affinity_patch() -> str:
@@ -215,8 +248,10 @@ def mutation_identity_patch(intent: AdmissionIntent) -> str:
     assert intent.identity is not None
     key, zone = intent.identity
     path = "/metadata/labels/" + escape_pointer(key)
-    return (f"{lit(key)} in object.metadata.labels && object.metadata.labels[{lit(key)}] == "
-            f"{lit(zone)} ? [] : [JSONPatch{{op: 'add', path: {lit(path)}, value: {lit(zone)}}}]")
+    return (
+        f"{lit(key)} in object.metadata.labels && object.metadata.labels[{lit(key)}] == "
+        f"{lit(zone)} ? [] : [JSONPatch{{op: 'add', path: {lit(path)}, value: {lit(zone)}}}]"
+    )
 
 
 def mutation_affinity_patch(intent: AdmissionIntent) -> str:
@@ -229,25 +264,35 @@ def mutation_affinity_patch(intent: AdmissionIntent) -> str:
 def validation_variables(intent: AdmissionIntent) -> list[dict[str, str]]:
     zl = lit(intent.zone_label)
     zone_in = f"(e.key == {zl} && e.operator == 'In')"
-    has_req = (f"has(object.spec.affinity) && has(object.spec.affinity.nodeAffinity) && "
-               f"has({NODE_REQ}) && size({NODE_REQ}.nodeSelectorTerms) > 0")
+    has_req = (
+        f"has(object.spec.affinity) && has(object.spec.affinity.nodeAffinity) && "
+        f"has({NODE_REQ}) && size({NODE_REQ}.nodeSelectorTerms) > 0"
+    )
     return [
         {"name": "isCoordinator", "expression": any_selector(intent.coordinator)},
-        {"name": "selectorZone", "expression":
-            f"has(object.spec.nodeSelector) && {zl} in object.spec.nodeSelector ? "
-            f"[object.spec.nodeSelector[{zl}]] : []"},
+        {
+            "name": "selectorZone",
+            "expression": f"has(object.spec.nodeSelector) && {zl} in object.spec.nodeSelector ? "
+            f"[object.spec.nodeSelector[{zl}]] : []",
+        },
         {"name": "terms", "expression": f"{has_req} ? {NODE_REQ}.nodeSelectorTerms : []"},
-        {"name": "termsPinned", "expression":
-            f"size(variables.terms) > 0 && variables.terms.all(t, has(t.matchExpressions) && "
-            f"t.matchExpressions.exists(e, {zone_in}))"},
-        {"name": "pinned", "expression":
-            "size(variables.selectorZone) > 0 || variables.termsPinned"},
+        {
+            "name": "termsPinned",
+            "expression": f"size(variables.terms) > 0 && variables.terms.all(t, has(t.matchExpressions) && "
+            f"t.matchExpressions.exists(e, {zone_in}))",
+        },
+        {
+            "name": "pinned",
+            "expression": "size(variables.selectorZone) > 0 || variables.termsPinned",
+        },
         # may the pod land in zone z? (only meaningful when pinned)
-        {"name": "pinnedWithinDomain", "expression":
-            f"(size(variables.selectorZone) > 0 && variables.selectorZone[0] in "
+        {
+            "name": "pinnedWithinDomain",
+            "expression": f"(size(variables.selectorZone) > 0 && variables.selectorZone[0] in "
             f"{lit(list(intent.zones))}) || (variables.termsPinned && variables.terms.all(t, "
             f"t.matchExpressions.exists(e, {zone_in} && e.values.all(v, v in "
-            f"{lit(list(intent.zones))}))))"},
+            f"{lit(list(intent.zones))}))))",
+        },
         {"name": "hasCoordinatorTerm", "expression": has_coordinator_term(intent)},
     ]
 
@@ -255,48 +300,65 @@ def validation_variables(intent: AdmissionIntent) -> list[dict[str, str]]:
 def _may_land(zone: str, intent: AdmissionIntent) -> str:
     zl = lit(intent.zone_label)
     z = lit(zone)
-    return (f"((size(variables.selectorZone) > 0 && variables.selectorZone[0] == {z}) || "
-            f"(size(variables.selectorZone) == 0 && variables.termsPinned && "
-            f"variables.terms.exists(t, t.matchExpressions.exists(e, e.key == {zl} && "
-            f"e.operator == 'In' && {z} in e.values))))")
+    return (
+        f"((size(variables.selectorZone) > 0 && variables.selectorZone[0] == {z}) || "
+        f"(size(variables.selectorZone) == 0 && variables.termsPinned && "
+        f"variables.terms.exists(t, t.matchExpressions.exists(e, e.key == {zl} && "
+        f"e.operator == 'In' && {z} in e.values))))"
+    )
 
 
 def validations(intent: AdmissionIntent) -> list[dict[str, str]]:
     name = "object.metadata.name"
     pod = f"'pod ' + ({name} != '' ? {name} : 'being created') + "
     zones = ", ".join(intent.zones)
-    out = [{
-        "expression": "!variables.isCoordinator || variables.pinnedWithinDomain",
-        "messageExpression": pod + lit(
-            f": the coordinator of group {intent.group} must be pinned to "
-            f"{intent.zone_label} in [{zones}] (topogen co-location)"),
-        "reason": "Forbidden",
-    }, {
-        "expression": "variables.isCoordinator || variables.hasCoordinatorTerm",
-        "messageExpression": pod + lit(
-            f": a worker of group {intent.group} must require pod affinity to its coordinator "
-            f"on {intent.topology_key} (topogen co-location)"),
-        "reason": "Forbidden",
-    }]
+    out = [
+        {
+            "expression": "!variables.isCoordinator || variables.pinnedWithinDomain",
+            "messageExpression": pod
+            + lit(
+                f": the coordinator of group {intent.group} must be pinned to "
+                f"{intent.zone_label} in [{zones}] (topogen co-location)"
+            ),
+            "reason": "Forbidden",
+        },
+        {
+            "expression": "variables.isCoordinator || variables.hasCoordinatorTerm",
+            "messageExpression": pod
+            + lit(
+                f": a worker of group {intent.group} must require pod affinity to its coordinator "
+                f"on {intent.topology_key} (topogen co-location)"
+            ),
+            "reason": "Forbidden",
+        },
+    ]
     if intent.identity_label:
         il = lit(intent.identity_label)
         value = f"object.metadata.labels[{il}]"
-        out.append({
-            "expression": f"!({il} in {LABELS}) || (variables.pinned && "
-                          f"(size(variables.selectorZone) > 0 ? variables.selectorZone[0] == "
-                          f"{value} : variables.terms.all(t, t.matchExpressions.exists(e, "
-                          f"e.key == {lit(intent.zone_label)} && e.operator == 'In' && "
-                          f"e.values.all(v, v == {value})))))",
-            "messageExpression": pod + lit(f": identity label {intent.identity_label}=")
-            + f" + {value} + " + lit(" claims a zone the pod is not pinned to"),
-            "reason": "Forbidden",
-        })
+        out.append(
+            {
+                "expression": f"!({il} in {LABELS}) || (variables.pinned && "
+                f"(size(variables.selectorZone) > 0 ? variables.selectorZone[0] == "
+                f"{value} : variables.terms.all(t, t.matchExpressions.exists(e, "
+                f"e.key == {lit(intent.zone_label)} && e.operator == 'In' && "
+                f"e.values.all(v, v == {value})))))",
+                "messageExpression": pod
+                + lit(f": identity label {intent.identity_label}=")
+                + f" + {value} + "
+                + lit(" claims a zone the pod is not pinned to"),
+                "reason": "Forbidden",
+            }
+        )
     for za, zb, policies in intent.denied_zone_pairs:
-        out.append({
-            "expression": f"!({_may_land(za, intent)} && {_may_land(zb, intent)})",
-            "messageExpression": pod + lit(
-                f": node affinity spans {za} and {zb}, whose traffic is denied by "
-                f"{', '.join(policies)}"),
-            "reason": "Forbidden",
-        })
+        out.append(
+            {
+                "expression": f"!({_may_land(za, intent)} && {_may_land(zb, intent)})",
+                "messageExpression": pod
+                + lit(
+                    f": node affinity spans {za} and {zb}, whose traffic is denied by "
+                    f"{', '.join(policies)}"
+                ),
+                "reason": "Forbidden",
+            }
+        )
     return out

@@ -36,17 +36,20 @@ def validation_cases(intent: AdmissionIntent) -> list[dict[str, Any]]:
     bare_worker["metadata"]["name"] = "worker-without-affinity"
     pods += [unpinned, bare_worker]
     if intent.identity_label:
-        spoof = mutate(next(p for p in sample_pods(intent)
-                            if p["metadata"]["name"] == "coordinator"), intent)
+        spoof = mutate(
+            next(p for p in sample_pods(intent) if p["metadata"]["name"] == "coordinator"), intent
+        )
         spoof["metadata"]["name"] = "spoofed-identity"
         spoof["metadata"]["labels"][intent.identity_label] = "not-" + intent.zones[0]
         pods.append(spoof)
     for za, zb, _ in intent.denied_zone_pairs[:1]:
-        span = mutate(next(p for p in sample_pods(intent)
-                           if p["metadata"]["name"] == "coordinator"), intent)
+        span = mutate(
+            next(p for p in sample_pods(intent) if p["metadata"]["name"] == "coordinator"), intent
+        )
         span["metadata"]["name"] = "spans-denied-zones"
         terms = span["spec"]["affinity"]["nodeAffinity"][
-            "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]["nodeSelectorTerms"]
         terms[0]["matchExpressions"][-1]["values"] = [za, zb]
         if intent.identity_label:
             span["metadata"]["labels"].pop(intent.identity_label, None)
@@ -54,8 +57,9 @@ def validation_cases(intent: AdmissionIntent) -> list[dict[str, Any]]:
     return pods
 
 
-def _mutation_test(intent: AdmissionIntent, policy: str, role: str,
-                   folder: str) -> list[RenderedFile]:
+def _mutation_test(
+    intent: AdmissionIntent, policy: str, role: str, folder: str
+) -> list[RenderedFile]:
     pods = sample_pods(intent)
     changed, unchanged, skipped = [], [], []
     for pod in pods:
@@ -67,18 +71,44 @@ def _mutation_test(intent: AdmissionIntent, policy: str, role: str,
             unchanged.append(pod)
     results: list[dict[str, Any]] = []
     if changed:
-        results.append({"policy": policy, "isMutatingPolicy": True, "kind": "Pod",
-                        "resources": [_ref(p) for p in changed],
-                        "patchedResources": "patched.yaml", "result": "pass"})
+        results.append(
+            {
+                "policy": policy,
+                "isMutatingPolicy": True,
+                "kind": "Pod",
+                "resources": [_ref(p) for p in changed],
+                "patchedResources": "patched.yaml",
+                "result": "pass",
+            }
+        )
     if unchanged:
-        results.append({"policy": policy, "isMutatingPolicy": True, "kind": "Pod",
-                        "resources": [_ref(p) for p in unchanged], "result": "pass"})
+        results.append(
+            {
+                "policy": policy,
+                "isMutatingPolicy": True,
+                "kind": "Pod",
+                "resources": [_ref(p) for p in unchanged],
+                "result": "pass",
+            }
+        )
     if skipped:
-        results.append({"policy": policy, "isMutatingPolicy": True, "kind": "Pod",
-                        "resources": [_ref(p) for p in skipped], "result": "skip"})
-    test = {"apiVersion": "cli.kyverno.io/v1alpha1", "kind": "Test",
-            "metadata": {"name": policy}, "policies": [f"../../{policy}.yaml"],
-            "resources": ["resources.yaml"], "results": results}
+        results.append(
+            {
+                "policy": policy,
+                "isMutatingPolicy": True,
+                "kind": "Pod",
+                "resources": [_ref(p) for p in skipped],
+                "result": "skip",
+            }
+        )
+    test = {
+        "apiVersion": "cli.kyverno.io/v1alpha1",
+        "kind": "Test",
+        "metadata": {"name": policy},
+        "policies": [f"../../{policy}.yaml"],
+        "resources": ["resources.yaml"],
+        "results": results,
+    }
     return [
         RenderedFile(f"{folder}/kyverno-test.yaml", to_yaml(test) + "\n"),
         RenderedFile(f"{folder}/resources.yaml", _stream(pods)),
@@ -90,17 +120,35 @@ def _validation_test(intent: AdmissionIntent, policy: str, folder: str) -> list[
     pods = validation_cases(intent)
     groups: dict[str, list[str]] = {"pass": [], "fail": [], "skip": []}
     for pod in pods:
-        verdict = "skip" if role_of(pod, intent) is None else \
-            ("fail" if violations(pod, intent) else "pass")
+        verdict = (
+            "skip"
+            if role_of(pod, intent) is None
+            else ("fail" if violations(pod, intent) else "pass")
+        )
         groups[verdict].append(_ref(pod))
-    results = [{"policy": policy, "isValidatingPolicy": True, "kind": "Pod",
-                "resources": refs, "result": verdict}
-               for verdict, refs in groups.items() if refs]
-    test = {"apiVersion": "cli.kyverno.io/v1alpha1", "kind": "Test",
-            "metadata": {"name": policy}, "policies": [f"../../{policy}.yaml"],
-            "resources": ["resources.yaml"], "results": results}
-    return [RenderedFile(f"{folder}/kyverno-test.yaml", to_yaml(test) + "\n"),
-            RenderedFile(f"{folder}/resources.yaml", _stream(pods))]
+    results = [
+        {
+            "policy": policy,
+            "isValidatingPolicy": True,
+            "kind": "Pod",
+            "resources": refs,
+            "result": verdict,
+        }
+        for verdict, refs in groups.items()
+        if refs
+    ]
+    test = {
+        "apiVersion": "cli.kyverno.io/v1alpha1",
+        "kind": "Test",
+        "metadata": {"name": policy},
+        "policies": [f"../../{policy}.yaml"],
+        "resources": ["resources.yaml"],
+        "results": results,
+    }
+    return [
+        RenderedFile(f"{folder}/kyverno-test.yaml", to_yaml(test) + "\n"),
+        RenderedFile(f"{folder}/resources.yaml", _stream(pods)),
+    ]
 
 
 def kyverno_test_files(intent: AdmissionIntent) -> list[RenderedFile]:

@@ -45,8 +45,11 @@ def _tolerates(t: dict[str, Any], w: dict[str, Any]) -> bool:
         return False
     if t.get("operator") == "Exists":
         return not t.get("key") or t["key"] == w["key"]
-    return w["operator"] != "Exists" and t.get("key", "") == w["key"] \
+    return bool(
+        w["operator"] != "Exists"
+        and t.get("key", "") == w["key"]
         and t.get("value", "") == w.get("value", "")
+    )
 
 
 def _zone_req(intent: AdmissionIntent) -> dict[str, Any]:
@@ -59,7 +62,8 @@ def _pin_node_affinity(spec: dict[str, Any], intent: AdmissionIntent) -> None:
     req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
     if req is None:
         na["requiredDuringSchedulingIgnoredDuringExecution"] = {
-            "nodeSelectorTerms": [{"matchExpressions": [_zone_req(intent)]}]}
+            "nodeSelectorTerms": [{"matchExpressions": [_zone_req(intent)]}]
+        }
         return
     for term in req.get("nodeSelectorTerms") or []:
         exprs = term.get("matchExpressions") or []
@@ -70,21 +74,28 @@ def _pin_node_affinity(spec: dict[str, Any], intent: AdmissionIntent) -> None:
 def coordinator_term(pod: Pod, intent: AdmissionIntent) -> dict[str, Any]:
     sel = intent.coordinator_selector
     selector: dict[str, Any] = {
-        "matchLabels": {intent.job_label: _labels(pod)[intent.job_label], **dict(sel.match_labels)}}
+        "matchLabels": {intent.job_label: _labels(pod)[intent.job_label], **dict(sel.match_labels)}
+    }
     if sel.match_expressions:
         selector["matchExpressions"] = [
-            {"key": r.key, "operator": r.operator, "values": list(r.values)} if r.values
-            else {"key": r.key, "operator": r.operator} for r in sel.match_expressions]
+            {"key": r.key, "operator": r.operator, "values": list(r.values)}
+            if r.values
+            else {"key": r.key, "operator": r.operator}
+            for r in sel.match_expressions
+        ]
     return {"labelSelector": selector, "topologyKey": intent.topology_key}
 
 
 def _has_coordinator_term(pod: Pod, intent: AdmissionIntent) -> bool:
     job = _labels(pod).get(intent.job_label)
     terms = (((pod.get("spec") or {}).get("affinity") or {}).get("podAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution") or []
-    return any(t.get("topologyKey") == intent.topology_key and
-               ((t.get("labelSelector") or {}).get("matchLabels") or {}).get(intent.job_label)
-               == job for t in terms)
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or []
+    return any(
+        t.get("topologyKey") == intent.topology_key
+        and ((t.get("labelSelector") or {}).get("matchLabels") or {}).get(intent.job_label) == job
+        for t in terms
+    )
 
 
 def mutate(pod: Pod, intent: AdmissionIntent) -> Pod:
@@ -96,8 +107,11 @@ def mutate(pod: Pod, intent: AdmissionIntent) -> Pod:
     spec = out.setdefault("spec", {})
     if role == "coordinator":
         existing = spec.get("tolerations")
-        missing = [w for w in toleration_dicts(intent.tolerations)
-                   if not any(_tolerates(t, w) for t in existing or [])]
+        missing = [
+            w
+            for w in toleration_dicts(intent.tolerations)
+            if not any(_tolerates(t, w) for t in existing or [])
+        ]
         if missing:
             spec["tolerations"] = [*(existing or []), *missing]
     else:
@@ -117,14 +131,21 @@ def _pinned_zone_sets(pod: Pod, intent: AdmissionIntent) -> list[list[str]] | No
     selector = spec.get("nodeSelector") or {}
     if intent.zone_label in selector:
         return [[selector[intent.zone_label]]]
-    terms = (((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
+    terms = (
+        ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+        or {}
+    ).get("nodeSelectorTerms") or []
     if not terms:
         return None
     sets = []
     for t in terms:
-        reqs = [e for e in t.get("matchExpressions") or []
-                if e.get("key") == intent.zone_label and e.get("operator") == "In"]
+        reqs = [
+            e
+            for e in t.get("matchExpressions") or []
+            if e.get("key") == intent.zone_label and e.get("operator") == "In"
+        ]
         if not reqs:
             return None
         sets.append([v for e in reqs for v in e.get("values") or []])
@@ -169,10 +190,12 @@ def _labels_for(selectors: tuple[LabelSelector, ...]) -> dict[str, str]:
 
 
 def _pod(name: str, namespace: str, labels: dict[str, str], **spec: Any) -> Pod:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": {"containers": [{"name": "main", "image": "registry.example/train:1"}],
-                     **spec}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"containers": [{"name": "main", "image": "registry.example/train:1"}], **spec},
+    }
 
 
 def sample_pods(intent: AdmissionIntent) -> list[Pod]:
@@ -181,21 +204,44 @@ def sample_pods(intent: AdmissionIntent) -> list[Pod]:
     job = {intent.job_label: "sample-job"}
     coord = {**job, **_labels_for(intent.coordinator)}
     worker = {**job, **_labels_for(intent.worker)}
-    other_ns = next(n for n in ("other-namespace", "other-namespace-2")
-                    if n not in intent.namespaces)
+    other_ns = next(
+        n for n in ("other-namespace", "other-namespace-2") if n not in intent.namespaces
+    )
     gpu_tol = {"key": "example.com/spot", "operator": "Exists", "effect": "NoSchedule"}
-    user_term = {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In",
-                                       "values": ["amd64"]}]}
+    user_term = {
+        "matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]
+    }
     pods = [
         _pod("coordinator", ns, coord),
-        _pod("coordinator-with-constraints", ns, coord, tolerations=[gpu_tol],
-             affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                 "nodeSelectorTerms": [user_term]}}}),
+        _pod(
+            "coordinator-with-constraints",
+            ns,
+            coord,
+            tolerations=[gpu_tol],
+            affinity={
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [user_term]
+                    }
+                }
+            },
+        ),
         _pod("worker", ns, worker),
-        _pod("worker-with-affinity", ns, worker, affinity={"podAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"cache": "warm"}},
-                 "topologyKey": "kubernetes.io/hostname"}]}}),
+        _pod(
+            "worker-with-affinity",
+            ns,
+            worker,
+            affinity={
+                "podAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "labelSelector": {"matchLabels": {"cache": "warm"}},
+                            "topologyKey": "kubernetes.io/hostname",
+                        }
+                    ]
+                }
+            },
+        ),
         _pod("not-training", ns, {"app": "web"}),
         _pod("other-namespace", other_ns, coord),
         _pod("kueue-tas", ns, {**worker, "kueue.x-k8s.io/tas": "true"}),

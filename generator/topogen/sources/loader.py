@@ -8,14 +8,19 @@ from pathlib import Path
 from topogen.config import ClusterConfig, TopogenConfig
 from topogen.errors import InputError
 from topogen.model import Namespace, Topology, Workload
-from topogen.sources.nodes import read_nodes
+from topogen.sources.nodes import NO_ZONE_PREFIX, read_nodes
 from topogen.sources.objects import KubeObject, flatten
 from topogen.sources.policies import PolicySet, read_policies
 from topogen.sources.workloads import read_namespaces, read_workloads
 from topogen.sources.yamlio import display_path, expand_paths, iter_documents
 
-__all__ = ["ClusterInputs", "WorkloadInputs", "load_cluster_inputs", "load_workload_inputs",
-           "read_objects"]
+__all__ = [
+    "ClusterInputs",
+    "WorkloadInputs",
+    "load_cluster_inputs",
+    "load_workload_inputs",
+    "read_objects",
+]
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,7 @@ class ClusterInputs:
     policies: PolicySet
     namespaces: dict[str, Namespace]
     skipped: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # e.g. nodes without the zone label, once each
 
 
 @dataclass(frozen=True)
@@ -44,16 +50,23 @@ def load_cluster_inputs(cfg: TopogenConfig, cluster: ClusterConfig) -> ClusterIn
     nodes = read_nodes(node_objs, cluster.zone_label)
     if not nodes:
         shown = ", ".join(cluster.nodes)
-        raise InputError(f"no Node objects found in {shown}", path=cfg.path,
-                         hint="point clusters[].nodes at `kubectl get nodes -o yaml` output "
-                              "or a topogen snapshot")
+        raise InputError(
+            f"no Node objects found in {shown}",
+            path=cfg.path,
+            hint="point clusters[].nodes at `kubectl get nodes -o yaml` output "
+            "or a topogen snapshot",
+        )
     skipped = [f"{o.path}: {o.where()} is not a Node" for o in node_objs if o.kind != "Node"]
     # a snapshot may carry the policies too: read them from the node sources as well
-    policy_objs = read_objects(cluster.network_policies, base,
-                               f"clusters.{cluster.name}.networkPolicies")
+    policy_objs = read_objects(
+        cluster.network_policies, base, f"clusters.{cluster.name}.networkPolicies"
+    )
     seen = {(o.group, o.kind, o.namespace, o.name) for o in policy_objs}
-    policy_objs += [o for o in node_objs
-                    if o.kind != "Node" and (o.group, o.kind, o.namespace, o.name) not in seen]
+    policy_objs += [
+        o
+        for o in node_objs
+        if o.kind != "Node" and (o.group, o.kind, o.namespace, o.name) not in seen
+    ]
     policies = read_policies(policy_objs)
     ns_objs = read_objects(cluster.namespaces, base, f"clusters.{cluster.name}.namespaces")
     namespaces = {n.name: n for n in read_namespaces(ns_objs + node_objs + policy_objs)}
@@ -63,11 +76,18 @@ def load_cluster_inputs(cfg: TopogenConfig, cluster: ClusterConfig) -> ClusterIn
         gpu_resources=tuple(cluster.gpu_resources),
         gpu_node_selector=dict(cluster.gpu_node_selector),
     )
-    return ClusterInputs(cluster.name, topology, policies, namespaces, tuple(skipped))
+    warnings = tuple(
+        f"cluster {cluster.name}: node {n.name} has no {cluster.zone_label} label; it counts as "
+        "a zone of its own"
+        for n in topology.nodes
+        if n.zone.startswith(NO_ZONE_PREFIX)
+    )
+    return ClusterInputs(cluster.name, topology, policies, namespaces, tuple(skipped), warnings)
 
 
-def load_workload_inputs(cfg: TopogenConfig, paths: list[str] | None = None,
-                         base: Path | None = None) -> WorkloadInputs:
+def load_workload_inputs(
+    cfg: TopogenConfig, paths: list[str] | None = None, base: Path | None = None
+) -> WorkloadInputs:
     paths = cfg.workloads if paths is None else paths
     objs = read_objects(paths, base or cfg.base_dir, "workloads")
     skipped: list[str] = []

@@ -8,6 +8,7 @@ from topogen.errors import InputError
 from topogen.model import Node, Taint
 from topogen.sources.objects import (
     KubeObject,
+    as_bool,
     as_list,
     as_map,
     labels_of,
@@ -22,8 +23,11 @@ _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
 def read_nodes(objects: Iterable[KubeObject], zone_label: str) -> list[Node]:
-    return [node_from_object(o, zone_label) for o in objects
-            if o.kind == "Node" and o.api_version == "v1"]
+    return [
+        node_from_object(o, zone_label)
+        for o in objects
+        if o.kind == "Node" and o.api_version == "v1"
+    ]
 
 
 def node_from_object(obj: KubeObject, zone_label: str) -> Node:
@@ -35,8 +39,11 @@ def node_from_object(obj: KubeObject, zone_label: str) -> Node:
         t = string_map(raw, f"spec.taints[{i}]", obj)
         effect = t.get("effect", "")
         if "key" not in t or effect not in _EFFECTS:
-            raise InputError(f"{obj.where()}: spec.taints[{i}] needs a key and an effect "
-                             f"({', '.join(_EFFECTS)})", path=obj.path)
+            raise InputError(
+                f"{obj.where()}: spec.taints[{i}] needs a key and an effect "
+                f"({', '.join(_EFFECTS)})",
+                path=obj.path,
+            )
         taints.append(Taint(t["key"], t.get("value", ""), effect))
     allocatable = {
         str(k): parse_quantity(v, f"status.allocatable.{k}", obj)
@@ -51,7 +58,7 @@ def node_from_object(obj: KubeObject, zone_label: str) -> Node:
         labels=labels,
         taints=tuple(taints),
         allocatable=allocatable,
-        unschedulable=bool(spec.get("unschedulable", False)),
+        unschedulable=as_bool(spec.get("unschedulable"), "spec.unschedulable", obj),
         pod_cidrs=tuple(cidrs),
         zone=zone,
     )

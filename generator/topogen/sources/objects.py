@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -13,8 +14,10 @@ from topogen.sources.yamlio import Document
 
 __all__ = [
     "KubeObject",
+    "as_bool",
     "as_list",
     "as_map",
+    "as_str",
     "flatten",
     "labels_of",
     "parse_quantity",
@@ -52,16 +55,20 @@ def flatten(docs: Iterable[Document]) -> Iterator[KubeObject]:
             if key in seen:
                 first = seen[key]
                 also = f" (first in {first})" if first != obj.path else ""
-                raise InputError(f"duplicate object {obj.where()}{also}", path=obj.path,
-                                 hint="each object may appear once across all inputs")
+                raise InputError(
+                    f"duplicate object {obj.where()}{also}",
+                    path=obj.path,
+                    hint="each object may appear once across all inputs",
+                )
             seen[key] = obj.path
             yield obj
 
 
 def _expand(data: Any, path: str) -> Iterator[Mapping[str, Any]]:
     if not isinstance(data, dict):
-        raise InputError(f"expected a Kubernetes object (a mapping), got {type(data).__name__}",
-                         path=path)
+        raise InputError(
+            f"expected a Kubernetes object (a mapping), got {type(data).__name__}", path=path
+        )
     kind = data.get("kind")
     if isinstance(kind, str) and (kind == "List" or kind.endswith("List") or kind == SNAPSHOT_KIND):
         items = data.get("items") or []
@@ -95,8 +102,9 @@ def as_map(value: Any, what: str, obj: KubeObject) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise InputError(f"{obj.where()}: {what} must be a mapping, got {type(value).__name__}",
-                         path=obj.path)
+        raise InputError(
+            f"{obj.where()}: {what} must be a mapping, got {type(value).__name__}", path=obj.path
+        )
     return value
 
 
@@ -104,8 +112,9 @@ def as_list(value: Any, what: str, obj: KubeObject) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise InputError(f"{obj.where()}: {what} must be a list, got {type(value).__name__}",
-                         path=obj.path)
+        raise InputError(
+            f"{obj.where()}: {what} must be a list, got {type(value).__name__}", path=obj.path
+        )
     return value
 
 
@@ -118,24 +127,68 @@ def string_map(value: Any, what: str, obj: KubeObject) -> dict[str, str]:
         if val is None:
             val = ""
         if not isinstance(val, str):
-            shown = str(val).lower() if isinstance(val, bool) else repr(val)
+            shown = str(val).lower() if isinstance(val, bool) else _as_written(val)
             raise InputError(
                 f"{obj.where()}: {what}.{key} must be a string, got {type(val).__name__} {shown}",
-                path=obj.path, hint=f'quote it: {key}: "{shown}"')
+                path=obj.path,
+                hint=f'quote it: {key}: "{shown}"',
+            )
         out[key] = val
     return out
 
 
+def _as_written(val: Any) -> str:
+    """A scalar roughly as the YAML spelt it (2024-01-01, 1.5), anything else as repr."""
+    if isinstance(val, int | float | datetime.date):
+        return str(val)
+    return repr(val)
+
+
+def as_bool(value: Any, what: str, obj: KubeObject, default: bool = False) -> bool:
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise InputError(
+            f"{obj.where()}: {what} must be true or false, got {value!r}",
+            path=obj.path,
+            hint="write it unquoted",
+        )
+    return value
+
+
+def as_str(value: Any, what: str, obj: KubeObject) -> str:
+    """An optional string field ("" when absent)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InputError(f"{obj.where()}: {what} must be a string, got {value!r}", path=obj.path)
+    return value
+
+
 def labels_of(obj: KubeObject) -> dict[str, str]:
-    return string_map(as_map(obj.body.get("metadata"), "metadata", obj).get("labels"),
-                      "metadata.labels", obj)
+    return string_map(
+        as_map(obj.body.get("metadata"), "metadata", obj).get("labels"), "metadata.labels", obj
+    )
 
 
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[KMGTPE]i?|[mkunM]?)$")
-_SUFFIX = {
-    "": 1, "m": Fraction(1, 1000), "u": Fraction(1, 10**6), "n": Fraction(1, 10**9),
-    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+_SUFFIX: dict[str, Fraction | int] = {
+    "": 1,
+    "m": Fraction(1, 1000),
+    "u": Fraction(1, 10**6),
+    "n": Fraction(1, 10**9),
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
 }
 
 
@@ -153,8 +206,9 @@ def parse_quantity(value: Any, what: str, obj: KubeObject) -> Fraction:
     try:
         base = Fraction(number)
     except ValueError:
-        raise InputError(f"{obj.where()}: {what} is not a quantity: {text!r}",
-                         path=obj.path) from None
+        raise InputError(
+            f"{obj.where()}: {what} is not a quantity: {text!r}", path=obj.path
+        ) from None
     if suffix[:1] in ("e", "E"):
         return base * Fraction(10) ** int(suffix[1:])
-    return base * _SUFFIX[suffix]
+    return base * Fraction(_SUFFIX[suffix])

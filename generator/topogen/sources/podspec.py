@@ -8,23 +8,32 @@ from typing import Any
 
 from topogen.errors import InputError
 from topogen.model import (
-    LabelSelector,
     NodeSelectorRequirement,
     NodeSelectorTerm,
     PodAffinityTerm,
     PodTemplate,
     Toleration,
 )
-from topogen.sources.objects import KubeObject, as_list, as_map, parse_quantity, string_map
+from topogen.sources.objects import (
+    KubeObject,
+    as_bool,
+    as_list,
+    as_map,
+    as_str,
+    parse_quantity,
+    string_map,
+)
 from topogen.sources.policies import parse_selector
 
 __all__ = ["parse_pod_template"]
 
 _NODE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+_EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
-def parse_pod_template(raw: Any, what: str, obj: KubeObject,
-                       extra_labels: Mapping[str, str] | None = None) -> PodTemplate:
+def parse_pod_template(
+    raw: Any, what: str, obj: KubeObject, extra_labels: Mapping[str, str] | None = None
+) -> PodTemplate:
     """`raw` is a PodTemplateSpec (metadata + spec)."""
     tmpl = as_map(raw, what, obj)
     meta = as_map(tmpl.get("metadata"), f"{what}.metadata", obj)
@@ -36,8 +45,13 @@ def parse_pod_template(raw: Any, what: str, obj: KubeObject,
     return parse_pod_spec(spec, f"{what}.spec", obj, labels, annotations)
 
 
-def parse_pod_spec(spec: Mapping[str, Any], what: str, obj: KubeObject,
-                   labels: dict[str, str], annotations: dict[str, str]) -> PodTemplate:
+def parse_pod_spec(
+    spec: Mapping[str, Any],
+    what: str,
+    obj: KubeObject,
+    labels: dict[str, str],
+    annotations: dict[str, str],
+) -> PodTemplate:
     affinity = as_map(spec.get("affinity"), f"{what}.affinity", obj)
     requests, ports = _containers(spec, what, obj)
     return PodTemplate(
@@ -47,7 +61,7 @@ def parse_pod_spec(spec: Mapping[str, Any], what: str, obj: KubeObject,
         tolerations=_tolerations(spec, what, obj),
         pod_affinity=_pod_affinity(affinity, f"{what}.affinity", obj),
         requests=requests,
-        host_network=bool(spec.get("hostNetwork", False)),
+        host_network=as_bool(spec.get("hostNetwork"), f"{what}.hostNetwork", obj),
         ports=ports,
         annotations=annotations,
     )
@@ -59,26 +73,40 @@ def _tolerations(spec: Mapping[str, Any], what: str, obj: KubeObject) -> tuple[T
         t = as_map(raw, f"{what}.tolerations[{i}]", obj)
         op = t.get("operator", "Equal") or "Equal"
         if op not in ("Equal", "Exists"):
-            raise InputError(f"{obj.where()}: {what}.tolerations[{i}].operator must be Equal or "
-                             f"Exists, got {op!r}", path=obj.path)
+            raise InputError(
+                f"{obj.where()}: {what}.tolerations[{i}].operator must be Equal or "
+                f"Exists, got {op!r}",
+                path=obj.path,
+            )
+        tw = f"{what}.tolerations[{i}]"
         value = t.get("value", "")
         if value is not None and not isinstance(value, str):
-            raise InputError(f"{obj.where()}: {what}.tolerations[{i}].value must be a string",
-                             path=obj.path, hint="quote it")
-        out.append(Toleration(str(t.get("key") or ""), op, value or "", str(t.get("effect") or "")))
+            raise InputError(
+                f"{obj.where()}: {tw}.value must be a string", path=obj.path, hint="quote it"
+            )
+        effect = as_str(t.get("effect"), f"{tw}.effect", obj)
+        if effect not in _EFFECTS:
+            raise InputError(
+                f"{obj.where()}: {tw}.effect must be one of "
+                f"{', '.join(e for e in _EFFECTS if e)} or empty, got {effect!r}",
+                path=obj.path,
+            )
+        out.append(Toleration(as_str(t.get("key"), f"{tw}.key", obj), op, value or "", effect))
     return tuple(out)
 
 
-def _node_affinity(affinity: Mapping[str, Any], what: str,
-                   obj: KubeObject) -> tuple[NodeSelectorTerm, ...] | None:
+def _node_affinity(
+    affinity: Mapping[str, Any], what: str, obj: KubeObject
+) -> tuple[NodeSelectorTerm, ...] | None:
     na = as_map(affinity.get("nodeAffinity"), f"{what}.nodeAffinity", obj)
     req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
     if req is None:
         return None
     rw = f"{what}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
     terms = []
-    for i, raw in enumerate(as_list(as_map(req, rw, obj).get("nodeSelectorTerms"),
-                                    f"{rw}.nodeSelectorTerms", obj)):
+    for i, raw in enumerate(
+        as_list(as_map(req, rw, obj).get("nodeSelectorTerms"), f"{rw}.nodeSelectorTerms", obj)
+    ):
         tw = f"{rw}.nodeSelectorTerms[{i}]"
         term = as_map(raw, tw, obj)
         reqs = []
@@ -86,44 +114,67 @@ def _node_affinity(affinity: Mapping[str, Any], what: str,
             em = as_map(e, f"{tw}.matchExpressions[{j}]", obj)
             op, key = em.get("operator"), em.get("key")
             if op not in _NODE_OPERATORS or not isinstance(key, str):
-                raise InputError(f"{obj.where()}: {tw}.matchExpressions[{j}] needs a key and an "
-                                 f"operator in {', '.join(_NODE_OPERATORS)}", path=obj.path)
+                raise InputError(
+                    f"{obj.where()}: {tw}.matchExpressions[{j}] needs a key and an "
+                    f"operator in {', '.join(_NODE_OPERATORS)}",
+                    path=obj.path,
+                )
             values = as_list(em.get("values"), f"{tw}.matchExpressions[{j}].values", obj)
             if any(not isinstance(v, str) for v in values):
-                raise InputError(f"{obj.where()}: {tw}.matchExpressions[{j}].values must be "
-                                 "strings", path=obj.path, hint="quote numbers")
+                raise InputError(
+                    f"{obj.where()}: {tw}.matchExpressions[{j}].values must be strings",
+                    path=obj.path,
+                    hint="quote numbers",
+                )
             reqs.append(NodeSelectorRequirement(key, op, tuple(values)))
         if term.get("matchFields"):
             for j, e in enumerate(as_list(term.get("matchFields"), f"{tw}.matchFields", obj)):
-                em = as_map(e, f"{tw}.matchFields[{j}]", obj)
+                fw = f"{tw}.matchFields[{j}]"
+                em = as_map(e, fw, obj)
                 # metadata.name is the only supported field; model it as a pseudo label
-                reqs.append(NodeSelectorRequirement("metadata.name", str(em.get("operator")),
-                                                    tuple(str(v) for v in em.get("values") or ())))
+                values = as_list(em.get("values"), f"{fw}.values", obj)
+                if (
+                    em.get("key") != "metadata.name"
+                    or em.get("operator") not in ("In", "NotIn")
+                    or any(not isinstance(v, str) for v in values)
+                ):
+                    raise InputError(
+                        f"{obj.where()}: {fw} supports only key metadata.name with "
+                        "operator In or NotIn and string values",
+                        path=obj.path,
+                    )
+                reqs.append(NodeSelectorRequirement("metadata.name", em["operator"], tuple(values)))
         terms.append(NodeSelectorTerm(tuple(reqs)))
     return tuple(terms)
 
 
-def _pod_affinity(affinity: Mapping[str, Any], what: str, obj: KubeObject) -> tuple[PodAffinityTerm, ...]:
+def _pod_affinity(
+    affinity: Mapping[str, Any], what: str, obj: KubeObject
+) -> tuple[PodAffinityTerm, ...]:
     out = []
     for kind, anti in (("podAffinity", False), ("podAntiAffinity", True)):
         pa = as_map(affinity.get(kind), f"{what}.{kind}", obj)
         rw = f"{what}.{kind}.requiredDuringSchedulingIgnoredDuringExecution"
-        for i, raw in enumerate(as_list(pa.get("requiredDuringSchedulingIgnoredDuringExecution"),
-                                        rw, obj)):
+        for i, raw in enumerate(
+            as_list(pa.get("requiredDuringSchedulingIgnoredDuringExecution"), rw, obj)
+        ):
             term = as_map(raw, f"{rw}[{i}]", obj)
             key = term.get("topologyKey")
             if not isinstance(key, str) or not key:
                 raise InputError(f"{obj.where()}: {rw}[{i}] needs a topologyKey", path=obj.path)
-            sel = parse_selector(term.get("labelSelector"), f"{rw}[{i}].labelSelector", obj,
-                                 cilium=False)
-            namespaces = tuple(str(n) for n in as_list(term.get("namespaces"),
-                                                       f"{rw}[{i}].namespaces", obj))
+            sel = parse_selector(
+                term.get("labelSelector"), f"{rw}[{i}].labelSelector", obj, cilium=False
+            )
+            namespaces = tuple(
+                str(n) for n in as_list(term.get("namespaces"), f"{rw}[{i}].namespaces", obj)
+            )
             out.append(PodAffinityTerm(sel, key, namespaces, anti))
     return tuple(out)
 
 
-def _containers(spec: Mapping[str, Any], what: str,
-                obj: KubeObject) -> tuple[dict[str, Fraction], tuple[tuple[str, int, str], ...]]:
+def _containers(
+    spec: Mapping[str, Any], what: str, obj: KubeObject
+) -> tuple[dict[str, Fraction], tuple[tuple[str, int, str], ...]]:
     """Effective pod request: max(each init container, sum of containers)."""
     total: dict[str, Fraction] = {}
     ports: list[tuple[str, int, str]] = []
@@ -134,9 +185,21 @@ def _containers(spec: Mapping[str, Any], what: str,
             total[k] = total.get(k, Fraction(0)) + v
         for j, p in enumerate(as_list(cm.get("ports"), f"{what}.containers[{i}].ports", obj)):
             pm = as_map(p, f"{what}.containers[{i}].ports[{j}]", obj)
+            pw = f"{what}.containers[{i}].ports[{j}]"
             number = pm.get("containerPort")
-            if isinstance(number, int) and not isinstance(number, bool):
-                ports.append((str(pm.get("name") or ""), number, str(pm.get("protocol") or "TCP")))
+            if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= 65535:
+                raise InputError(
+                    f"{obj.where()}: {pw}.containerPort must be a port number "
+                    f"(1-65535), got {number!r}",
+                    path=obj.path,
+                )
+            ports.append(
+                (
+                    as_str(pm.get("name"), f"{pw}.name", obj),
+                    number,
+                    as_str(pm.get("protocol"), f"{pw}.protocol", obj) or "TCP",
+                )
+            )
     for i, c in enumerate(as_list(spec.get("initContainers"), f"{what}.initContainers", obj)):
         cm = as_map(c, f"{what}.initContainers[{i}]", obj)
         for k, v in _requests(cm, f"{what}.initContainers[{i}]", obj).items():

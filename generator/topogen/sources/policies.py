@@ -9,6 +9,7 @@ Normalisation done here, once, so the analysis sees one shape:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,8 +41,21 @@ CNP, CCNP, NP = "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "Networ
 POLICY_KINDS = {("cilium.io", CNP), ("cilium.io", CCNP), ("networking.k8s.io", NP)}
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
-_ENTITIES = ("all", "cluster", "host", "remote-node", "world", "world-ipv4", "world-ipv6",
-             "kube-apiserver", "ingress", "health", "init", "unmanaged")
+_PORT_NAME = re.compile(r"^(?=.*[a-zA-Z])[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?$")
+_ENTITIES = (
+    "all",
+    "cluster",
+    "host",
+    "remote-node",
+    "world",
+    "world-ipv4",
+    "world-ipv6",
+    "kube-apiserver",
+    "ingress",
+    "health",
+    "init",
+    "unmanaged",
+)
 
 
 @dataclass(frozen=True)
@@ -54,7 +68,7 @@ class PolicySet:
 def normalise_key(key: str) -> str:
     for prefix in ("k8s:", "any:"):
         if key.startswith(prefix):
-            return key[len(prefix):]
+            return key[len(prefix) :]
     return key
 
 
@@ -67,8 +81,11 @@ def read_policies(objects: Iterable[KubeObject]) -> PolicySet:
             continue
         ref = PolicyRef(obj.kind, obj.namespace if obj.kind != CCNP else "", obj.name, obj.path)
         if obj.kind in (CNP, NP) and not obj.namespace:
-            raise InputError(f"{obj.where()} has no metadata.namespace", path=obj.path,
-                             hint="namespaced policies need the namespace they apply in")
+            raise InputError(
+                f"{obj.where()} has no metadata.namespace",
+                path=obj.path,
+                hint="namespaced policies need the namespace they apply in",
+            )
         refs.append(ref)
         if obj.kind == NP:
             _read_netpol(obj, ref, rules, isolations)
@@ -85,21 +102,31 @@ def parse_selector(raw: Any, what: str, obj: KubeObject, *, cilium: bool) -> Lab
     data = as_map(raw, what, obj)
     labels = string_map(data.get("matchLabels"), f"{what}.matchLabels", obj)
     exprs = []
-    for i, expr in enumerate(as_list(data.get("matchExpressions"), f"{what}.matchExpressions", obj)):
+    for i, expr in enumerate(
+        as_list(data.get("matchExpressions"), f"{what}.matchExpressions", obj)
+    ):
         e = as_map(expr, f"{what}.matchExpressions[{i}]", obj)
         op, key = e.get("operator"), e.get("key")
         if op not in _OPERATORS or not isinstance(key, str):
-            raise InputError(f"{obj.where()}: {what}.matchExpressions[{i}] needs a key and an "
-                             f"operator in {', '.join(_OPERATORS)}, got {op!r}", path=obj.path)
+            raise InputError(
+                f"{obj.where()}: {what}.matchExpressions[{i}] needs a key and an "
+                f"operator in {', '.join(_OPERATORS)}, got {op!r}",
+                path=obj.path,
+            )
         values = as_list(e.get("values"), f"{what}.matchExpressions[{i}].values", obj)
         if any(not isinstance(v, str) for v in values):
-            raise InputError(f"{obj.where()}: {what}.matchExpressions[{i}].values must be "
-                             "strings", path=obj.path, hint="quote numbers and booleans")
+            raise InputError(
+                f"{obj.where()}: {what}.matchExpressions[{i}].values must be strings",
+                path=obj.path,
+                hint="quote numbers and booleans",
+            )
         if op in ("In", "NotIn") and not values:
-            raise InputError(f"{obj.where()}: {what}.matchExpressions[{i}] ({op}) needs values",
-                             path=obj.path)
-        exprs.append(Requirement(normalise_key(key) if cilium else key, op,
-                                 tuple(sorted(set(values)))))
+            raise InputError(
+                f"{obj.where()}: {what}.matchExpressions[{i}] ({op}) needs values", path=obj.path
+            )
+        exprs.append(
+            Requirement(normalise_key(key) if cilium else key, op, tuple(sorted(set(values))))
+        )
     pairs = tuple(sorted((normalise_key(k) if cilium else k, v) for k, v in labels.items()))
     return LabelSelector(pairs, tuple(sorted(exprs)))
 
@@ -109,10 +136,12 @@ def _with_namespace(sel: LabelSelector, namespace: str) -> LabelSelector:
 
     Selectors on reserved identities (reserved:host ...) are left alone, as Cilium does.
     """
-    if NAMESPACE_KEY in sel.keys() or any(k.startswith("reserved:") for k in sel.keys()):
+    keys = sel.keys()
+    if NAMESPACE_KEY in keys or any(k.startswith("reserved:") for k in keys):
         return sel
-    return LabelSelector(tuple(sorted((*sel.match_labels, (NAMESPACE_KEY, namespace)))),
-                         sel.match_expressions)
+    return LabelSelector(
+        tuple(sorted((*sel.match_labels, (NAMESPACE_KEY, namespace)))), sel.match_expressions
+    )
 
 
 # --- ports ------------------------------------------------------------------------
@@ -121,17 +150,32 @@ def _with_namespace(sel: LabelSelector, namespace: str) -> LabelSelector:
 def _port_range(raw: Any, protocol: str, end: Any, what: str, obj: KubeObject) -> PortRange:
     if raw is None or raw == "" or raw == 0 or raw == "0":
         return PortRange(protocol, 1, 65535)
-    if isinstance(raw, bool):
-        raise InputError(f"{obj.where()}: {what} is not a port: {raw}", path=obj.path)
-    text = str(raw)
-    if text.isdigit():
-        first = int(text)
-        last = int(end) if isinstance(end, int | str) and str(end).isdigit() else first
-        if not 1 <= first <= last <= 65535:
-            raise InputError(f"{obj.where()}: {what} is not a valid port range {first}-{last}",
-                             path=obj.path)
-        return PortRange(protocol, first, last)
-    return PortRange(protocol, 0, 0, name=text)
+    first = _port_number(raw)
+    if first is None:
+        if isinstance(raw, str) and _PORT_NAME.match(raw) and len(raw) <= 15 and end is None:
+            return PortRange(protocol, 0, 0, name=raw)
+        raise InputError(
+            f"{obj.where()}: {what}.port is not a port number or name: {raw!r}",
+            path=obj.path,
+            hint="1-65535, or a named container port",
+        )
+    last = first if end is None else _port_number(end)
+    if last is None or not 1 <= first <= last <= 65535:
+        shown = f"{first}-{end}" if end is not None else str(first)
+        raise InputError(
+            f"{obj.where()}: {what} is not a valid port range {shown}",
+            path=obj.path,
+            hint="ports are 1-65535 and endPort >= port",
+        )
+    return PortRange(protocol, first, last)
+
+
+def _port_number(raw: Any) -> int | None:
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.isdigit():
+        return int(raw)
+    return None
 
 
 def _protocols(raw: Any, default: str, what: str, obj: KubeObject) -> tuple[str, ...]:
@@ -145,7 +189,9 @@ def _protocols(raw: Any, default: str, what: str, obj: KubeObject) -> tuple[str,
     return (proto,)
 
 
-def _cilium_ports(item: Mapping[str, Any], what: str, obj: KubeObject) -> tuple[PortRange, ...] | None:
+def _cilium_ports(
+    item: Mapping[str, Any], what: str, obj: KubeObject
+) -> tuple[PortRange, ...] | None:
     to_ports = as_list(item.get("toPorts"), f"{what}.toPorts", obj)
     if not to_ports:
         # ICMP-only rules allow no TCP/UDP/SCTP traffic
@@ -164,7 +210,9 @@ def _cilium_ports(item: Mapping[str, Any], what: str, obj: KubeObject) -> tuple[
     return tuple(sorted(set(out)))
 
 
-def _netpol_ports(item: Mapping[str, Any], what: str, obj: KubeObject) -> tuple[PortRange, ...] | None:
+def _netpol_ports(
+    item: Mapping[str, Any], what: str, obj: KubeObject
+) -> tuple[PortRange, ...] | None:
     ports = as_list(item.get("ports"), f"{what}.ports", obj)
     if not ports:
         return None
@@ -172,16 +220,18 @@ def _netpol_ports(item: Mapping[str, Any], what: str, obj: KubeObject) -> tuple[
     for j, p in enumerate(ports):
         pm = as_map(p, f"{what}.ports[{j}]", obj)
         for proto in _protocols(pm.get("protocol"), "TCP", f"{what}.ports[{j}]", obj):
-            out.append(_port_range(pm.get("port"), proto, pm.get("endPort"),
-                                   f"{what}.ports[{j}]", obj))
+            out.append(
+                _port_range(pm.get("port"), proto, pm.get("endPort"), f"{what}.ports[{j}]", obj)
+            )
     return tuple(sorted(set(out)))
 
 
 # --- Cilium --------------------------------------------------------------------------
 
 
-def _read_cilium(obj: KubeObject, ref: PolicyRef, rules: list[PolicyRule],
-                 isolations: list[Isolation]) -> None:
+def _read_cilium(
+    obj: KubeObject, ref: PolicyRef, rules: list[PolicyRule], isolations: list[Isolation]
+) -> None:
     body = obj.body
     specs: list[tuple[str, Any]] = []
     if body.get("spec") is not None:
@@ -193,23 +243,32 @@ def _read_cilium(obj: KubeObject, ref: PolicyRef, rules: list[PolicyRule],
         _read_cilium_rule(obj, ref, index, what, as_map(raw, what, obj), rules, isolations)
 
 
-def _read_cilium_rule(obj: KubeObject, ref: PolicyRef, index: int, what: str,
-                      spec: Mapping[str, Any], rules: list[PolicyRule],
-                      isolations: list[Isolation]) -> None:
+def _read_cilium_rule(
+    obj: KubeObject,
+    ref: PolicyRef,
+    index: int,
+    what: str,
+    spec: Mapping[str, Any],
+    rules: list[PolicyRule],
+    isolations: list[Isolation],
+) -> None:
     namespaced = ref.kind == CNP
     if "nodeSelector" in spec:
         if namespaced:
-            raise InputError(f"{obj.where()}: {what}.nodeSelector is only valid in a "
-                             f"{CCNP}", path=obj.path)
+            raise InputError(
+                f"{obj.where()}: {what}.nodeSelector is only valid in a {CCNP}", path=obj.path
+            )
         subject = parse_selector(spec["nodeSelector"], f"{what}.nodeSelector", obj, cilium=False)
         host = True
     elif "endpointSelector" in spec:
-        subject = parse_selector(spec["endpointSelector"], f"{what}.endpointSelector", obj,
-                                 cilium=True)
+        subject = parse_selector(
+            spec["endpointSelector"], f"{what}.endpointSelector", obj, cilium=True
+        )
         host = False
     else:
-        raise InputError(f"{obj.where()}: {what} needs endpointSelector or nodeSelector",
-                         path=obj.path)
+        raise InputError(
+            f"{obj.where()}: {what} needs endpointSelector or nodeSelector", path=obj.path
+        )
     subject_ns = obj.namespace if namespaced else None
     default_deny = as_map(spec.get("enableDefaultDeny"), f"{what}.enableDefaultDeny", obj)
     for direction in ("ingress", "egress"):
@@ -221,15 +280,24 @@ def _read_cilium_rule(obj: KubeObject, ref: PolicyRef, index: int, what: str,
             for i, item in enumerate(items):
                 iw = f"{what}.{section}[{i}]"
                 im = as_map(item, iw, obj)
-                rules.append(PolicyRule(
-                    policy=ref, index=index, section=section, item=i, subject_host=host,
-                    subject=subject, subject_namespace=subject_ns,
-                    peers=_cilium_peers(im, direction, iw, obj, ref),
-                    ports=_cilium_ports(im, iw, obj)))
+                rules.append(
+                    PolicyRule(
+                        policy=ref,
+                        index=index,
+                        section=section,
+                        item=i,
+                        subject_host=host,
+                        subject=subject,
+                        subject_namespace=subject_ns,
+                        peers=_cilium_peers(im, direction, iw, obj, ref),
+                        ports=_cilium_ports(im, iw, obj),
+                    )
+                )
 
 
-def _cilium_peers(item: Mapping[str, Any], direction: str, what: str, obj: KubeObject,
-                  ref: PolicyRef) -> tuple[Peer, ...]:
+def _cilium_peers(
+    item: Mapping[str, Any], direction: str, what: str, obj: KubeObject, ref: PolicyRef
+) -> tuple[Peer, ...]:
     side = "from" if direction == "ingress" else "to"
     peers: list[Peer] = []
     for i, raw in enumerate(as_list(item.get(f"{side}Endpoints"), f"{what}.{side}Endpoints", obj)):
@@ -243,19 +311,35 @@ def _cilium_peers(item: Mapping[str, Any], direction: str, what: str, obj: KubeO
     entities = as_list(item.get(f"{side}Entities"), f"{what}.{side}Entities", obj)
     for e in entities:
         if e not in _ENTITIES:
-            raise InputError(f"{obj.where()}: {what}.{side}Entities has unknown entity {e!r}",
-                             path=obj.path, hint=f"known: {', '.join(_ENTITIES)}")
+            raise InputError(
+                f"{obj.where()}: {what}.{side}Entities has unknown entity {e!r}",
+                path=obj.path,
+                hint=f"known: {', '.join(_ENTITIES)}",
+            )
     if entities:
         ents = tuple(sorted(set(entities)))
         peers.append(Peer("entities", entities=ents, text=f"{side}Entities [{', '.join(ents)}]"))
-    for key in (f"{side}CIDR", f"{side}CIDRSet", f"{side}FQDNs", f"{side}Services",
-                f"{side}Groups"):
+    for key in (
+        f"{side}CIDR",
+        f"{side}CIDRSet",
+        f"{side}FQDNs",
+        f"{side}Services",
+        f"{side}Groups",
+    ):
         if item.get(key):
             peers.append(Peer("cidr", text=f"{key} (never matches pod-to-pod traffic)"))
     has_l4 = bool(item.get("toPorts") or item.get("icmps"))
-    named = (f"{side}Endpoints", f"{side}Nodes", f"{side}Entities", f"{side}CIDR",
-             f"{side}CIDRSet", f"{side}FQDNs", f"{side}Services", f"{side}Groups",
-             f"{side}Requires")
+    named = (
+        f"{side}Endpoints",
+        f"{side}Nodes",
+        f"{side}Entities",
+        f"{side}CIDR",
+        f"{side}CIDRSet",
+        f"{side}FQDNs",
+        f"{side}Services",
+        f"{side}Groups",
+        f"{side}Requires",
+    )
     if not any(k in item for k in named) and has_l4:
         # an L4-only rule applies to every peer
         peers.append(Peer("entities", entities=("all",), text="any peer (L4-only rule)"))
@@ -265,20 +349,24 @@ def _cilium_peers(item: Mapping[str, Any], direction: str, what: str, obj: KubeO
 # --- Kubernetes NetworkPolicy ---------------------------------------------------------
 
 
-def _read_netpol(obj: KubeObject, ref: PolicyRef, rules: list[PolicyRule],
-                 isolations: list[Isolation]) -> None:
+def _read_netpol(
+    obj: KubeObject, ref: PolicyRef, rules: list[PolicyRule], isolations: list[Isolation]
+) -> None:
     spec = as_map(obj.body.get("spec"), "spec", obj)
     subject = parse_selector(spec.get("podSelector"), "spec.podSelector", obj, cilium=False)
     subject = _with_namespace(subject, obj.namespace)
     types = as_list(spec.get("policyTypes"), "spec.policyTypes", obj)
     if not types:
         # API defaulting: Ingress always, Egress only when there are egress rules
-        types = ["Ingress"] + (["Egress"] if as_list(spec.get("egress"), "spec.egress", obj)
-                               else [])
+        types = ["Ingress"] + (
+            ["Egress"] if as_list(spec.get("egress"), "spec.egress", obj) else []
+        )
     for t in types:
         if t not in ("Ingress", "Egress"):
-            raise InputError(f"{obj.where()}: spec.policyTypes has {t!r} "
-                             "(expected Ingress or Egress)", path=obj.path)
+            raise InputError(
+                f"{obj.where()}: spec.policyTypes has {t!r} (expected Ingress or Egress)",
+                path=obj.path,
+            )
     for direction in ("ingress", "egress"):
         if direction.capitalize() not in types:
             continue
@@ -287,12 +375,21 @@ def _read_netpol(obj: KubeObject, ref: PolicyRef, rules: list[PolicyRule],
         for i, item in enumerate(as_list(spec.get(direction), f"spec.{direction}", obj)):
             iw = f"spec.{direction}[{i}]"
             im = as_map(item, iw, obj)
-            rules.append(PolicyRule(
-                policy=ref, index=0, section=direction, item=i, subject_host=False,
-                subject=subject, subject_namespace=obj.namespace,
-                peers=_netpol_peers(as_list(im.get(side), f"{iw}.{side}", obj), f"{iw}.{side}",
-                                    obj),
-                ports=_netpol_ports(im, iw, obj)))
+            rules.append(
+                PolicyRule(
+                    policy=ref,
+                    index=0,
+                    section=direction,
+                    item=i,
+                    subject_host=False,
+                    subject=subject,
+                    subject_namespace=obj.namespace,
+                    peers=_netpol_peers(
+                        as_list(im.get(side), f"{iw}.{side}", obj), f"{iw}.{side}", obj
+                    ),
+                    ports=_netpol_ports(im, iw, obj),
+                )
+            )
 
 
 def _netpol_peers(items: list[Any], what: str, obj: KubeObject) -> tuple[Peer, ...]:
@@ -306,17 +403,28 @@ def _netpol_peers(items: list[Any], what: str, obj: KubeObject) -> tuple[Peer, .
             peers.append(Peer("cidr", text="ipBlock (never matches pod-to-pod traffic)"))
             continue
         if "podSelector" not in p and "namespaceSelector" not in p:
-            raise InputError(f"{obj.where()}: {pw} needs podSelector, namespaceSelector or "
-                             "ipBlock", path=obj.path)
+            raise InputError(
+                f"{obj.where()}: {pw} needs podSelector, namespaceSelector or ipBlock",
+                path=obj.path,
+            )
         pod_sel = parse_selector(p.get("podSelector"), f"{pw}.podSelector", obj, cilium=False)
         if "namespaceSelector" in p:
-            ns_sel = parse_selector(p["namespaceSelector"], f"{pw}.namespaceSelector", obj,
-                                    cilium=False)
-            text = f"namespaceSelector {ns_sel} AND podSelector {pod_sel}" \
-                if "podSelector" in p else f"namespaceSelector {ns_sel}"
-            peers.append(Peer("endpoints", selector=pod_sel, namespace_selector=ns_sel,
-                              text=text))
+            ns_sel = parse_selector(
+                p["namespaceSelector"], f"{pw}.namespaceSelector", obj, cilium=False
+            )
+            text = (
+                f"namespaceSelector {ns_sel} AND podSelector {pod_sel}"
+                if "podSelector" in p
+                else f"namespaceSelector {ns_sel}"
+            )
+            peers.append(Peer("endpoints", selector=pod_sel, namespace_selector=ns_sel, text=text))
         else:
-            peers.append(Peer("endpoints", selector=pod_sel, namespace=obj.namespace,
-                              text=f"podSelector {pod_sel} in {obj.namespace}"))
+            peers.append(
+                Peer(
+                    "endpoints",
+                    selector=pod_sel,
+                    namespace=obj.namespace,
+                    text=f"podSelector {pod_sel} in {obj.namespace}",
+                )
+            )
     return tuple(peers)

@@ -45,8 +45,9 @@ class Profile:
     def coordinator_affinity(self, job: str) -> LabelSelector:
         """The selector a worker's pod affinity uses to find its job's coordinator."""
         coord = self.coordinator[-1]
-        return LabelSelector(tuple(sorted({(self.job_label, job), *coord.match_labels})),
-                             coord.match_expressions)
+        return LabelSelector(
+            tuple(sorted({(self.job_label, job), *coord.match_labels})), coord.match_expressions
+        )
 
     def role_of(self, labels: dict[str, str]) -> str | None:
         if self.job_label not in labels:
@@ -71,13 +72,25 @@ def _with_case(values: list[str]) -> list[str]:
 
 
 _DEFAULTS: dict[str, tuple[str, str, list[str], list[str]]] = {
-    "kubeflow-training-operator": (KF_JOB, KF_REPLICA, ["master", "chief", "launcher"],
-                                   ["worker", "ps"]),
+    "kubeflow-training-operator": (
+        KF_JOB,
+        KF_REPLICA,
+        ["master", "chief", "launcher"],
+        ["worker", "ps"],
+    ),
     "mpi-operator": (KF_JOB, KF_ROLE, ["launcher"], ["worker"]),
-    "jobset": (JS_NAME, JS_RJOB, ["leader", "launcher", "driver", "coordinator", "master"],
-               ["worker", "workers", "node"]),
-    "volcano": (VC_JOB, VC_TASK, ["master", "launcher", "chief", "coordinator"],
-                ["worker", "workers"]),
+    "jobset": (
+        JS_NAME,
+        JS_RJOB,
+        ["leader", "launcher", "driver", "coordinator", "master"],
+        ["worker", "workers", "node"],
+    ),
+    "volcano": (
+        VC_JOB,
+        VC_TASK,
+        ["master", "launcher", "chief", "coordinator"],
+        ["worker", "workers"],
+    ),
     "kubeflow-trainer": (JS_NAME, JS_RJOB, ["launcher"], ["node"]),
 }
 
@@ -99,7 +112,17 @@ def profile_for(group: GroupConfig) -> Profile:
         # Trainer v2: the MPI launcher, or rank 0 of the `node` job, coordinates
         rank0 = LabelSelector(((COMPLETION_INDEX, "0"), (role, "node")))
         others = LabelSelector(((role, "node"),), (Requirement(COMPLETION_INDEX, "NotIn", ("0",)),))
-        return Profile(group.profile, job, role,
-                       (LabelSelector((), (_in(role, ["launcher"]),)), rank0), (others,))
-    return Profile(group.profile, job, role, (LabelSelector((), (_in(role, coord),)),),
-                   (LabelSelector((), (_in(role, work),)),))
+        return Profile(
+            group.profile,
+            job,
+            role,
+            (LabelSelector((), (_in(role, ["launcher"]),)), rank0),
+            (others,),
+        )
+    return Profile(
+        group.profile,
+        job,
+        role,
+        (LabelSelector((), (_in(role, coord),)),),
+        (LabelSelector((), (_in(role, work),)),),
+    )

@@ -52,17 +52,32 @@ def _namespace(obj: KubeObject) -> str:
     return obj.namespace or "default"
 
 
-def _workload(obj: KubeObject, replica: str, replicas: Any, template: Any, what: str,
-              extra: dict[str, str] | None = None) -> Workload:
+def _workload(
+    obj: KubeObject,
+    replica: str,
+    replicas: Any,
+    template: Any,
+    what: str,
+    extra: dict[str, str] | None = None,
+) -> Workload:
     if replicas is None:
         replicas = 1
     if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
-        raise InputError(f"{obj.where()}: {what} replicas must be a non-negative integer",
-                         path=obj.path)
+        raise InputError(
+            f"{obj.where()}: {what} replicas must be a non-negative integer", path=obj.path
+        )
     if template is None:
         raise InputError(f"{obj.where()}: {what} has no pod template", path=obj.path)
-    return Workload(obj.kind, obj.api_version, _namespace(obj), obj.name, replica, replicas,
-                    parse_pod_template(template, what, obj, extra), obj.path)
+    return Workload(
+        obj.kind,
+        obj.api_version,
+        _namespace(obj),
+        obj.name,
+        replica,
+        replicas,
+        parse_pod_template(template, what, obj, extra),
+        obj.path,
+    )
 
 
 def _pod(obj: KubeObject) -> Iterator[Workload]:
@@ -86,10 +101,14 @@ def _controller(obj: KubeObject) -> Iterator[Workload]:
 
 def _cronjob(obj: KubeObject) -> Iterator[Workload]:
     spec = as_map(obj.body.get("spec"), "spec", obj)
-    job = as_map(as_map(spec.get("jobTemplate"), "spec.jobTemplate", obj).get("spec"),
-                 "spec.jobTemplate.spec", obj)
-    yield _workload(obj, "", job.get("parallelism", 1), job.get("template"),
-                    "spec.jobTemplate.spec.template")
+    job = as_map(
+        as_map(spec.get("jobTemplate"), "spec.jobTemplate", obj).get("spec"),
+        "spec.jobTemplate.spec",
+        obj,
+    )
+    yield _workload(
+        obj, "", job.get("parallelism", 1), job.get("template"), "spec.jobTemplate.spec.template"
+    )
 
 
 def _kubeflow(field: str, operator: str) -> _Reader:
@@ -100,14 +119,24 @@ def _kubeflow(field: str, operator: str) -> _Reader:
             raise InputError(f"{obj.where()}: spec.{field} is empty", path=obj.path)
         for rtype in sorted(replica_specs):
             rs = as_map(replica_specs[rtype], f"spec.{field}.{rtype}", obj)
-            extra = {KF_JOB: obj.name, KF_REPLICA: str(rtype).lower(),
-                     "training.kubeflow.org/operator-name": operator}
+            extra = {
+                KF_JOB: obj.name,
+                KF_REPLICA: str(rtype).lower(),
+                "training.kubeflow.org/operator-name": operator,
+            }
             if str(rtype).lower() in ("master", "chief", "launcher"):
                 extra[KF_ROLE] = "launcher" if operator == "mpi-operator" else "master"
             elif operator == "mpi-operator":
                 extra[KF_ROLE] = "worker"
-            yield _workload(obj, str(rtype), rs.get("replicas", 1), rs.get("template"),
-                            f"spec.{field}.{rtype}.template", extra)
+            yield _workload(
+                obj,
+                str(rtype),
+                rs.get("replicas", 1),
+                rs.get("template"),
+                f"spec.{field}.{rtype}.template",
+                extra,
+            )
+
     return read
 
 
@@ -117,16 +146,24 @@ def _jobset(obj: KubeObject) -> Iterator[Workload]:
         rw = f"spec.replicatedJobs[{i}]"
         r = as_map(rj, rw, obj)
         name = str(r.get("name") or "")
-        job = as_map(as_map(r.get("template"), f"{rw}.template", obj).get("spec"),
-                     f"{rw}.template.spec", obj)
+        job = as_map(
+            as_map(r.get("template"), f"{rw}.template", obj).get("spec"), f"{rw}.template.spec", obj
+        )
         replicas = r.get("replicas", 1)
         parallelism = job.get("parallelism", 1)
         if not isinstance(replicas, int) or not isinstance(parallelism, int):
-            raise InputError(f"{obj.where()}: {rw} replicas and parallelism must be integers",
-                             path=obj.path)
+            raise InputError(
+                f"{obj.where()}: {rw} replicas and parallelism must be integers", path=obj.path
+            )
         extra = {JS_NAME: obj.name, JS_RJOB: name}
-        yield _workload(obj, name, replicas * parallelism, job.get("template"),
-                        f"{rw}.template.spec.template", extra)
+        yield _workload(
+            obj,
+            name,
+            replicas * parallelism,
+            job.get("template"),
+            f"{rw}.template.spec.template",
+            extra,
+        )
 
 
 def _trainjob(obj: KubeObject) -> Iterator[Workload]:
@@ -135,14 +172,17 @@ def _trainjob(obj: KubeObject) -> Iterator[Workload]:
     trainer = as_map(spec.get("trainer"), "spec.trainer", obj)
     nodes = trainer.get("numNodes", 1)
     if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
-        raise InputError(f"{obj.where()}: spec.trainer.numNodes must be a positive integer",
-                         path=obj.path)
+        raise InputError(
+            f"{obj.where()}: spec.trainer.numNodes must be a positive integer", path=obj.path
+        )
     pod_spec: dict[str, Any] = {}
     overrides = spec.get("podTemplateOverrides", spec.get("podSpecOverrides"))
     for i, o in enumerate(as_list(overrides, "spec.podTemplateOverrides", obj)):
         om = as_map(o, f"spec.podTemplateOverrides[{i}]", obj)
-        targets = [as_map(t, "targetJobs", obj).get("name")
-                   for t in as_list(om.get("targetJobs"), "targetJobs", obj)]
+        targets = [
+            as_map(t, "targetJobs", obj).get("name")
+            for t in as_list(om.get("targetJobs"), "targetJobs", obj)
+        ]
         if targets and "node" not in targets:
             continue
         body = as_map(om.get("spec"), "spec", obj) if "spec" in om else om
@@ -153,11 +193,13 @@ def _trainjob(obj: KubeObject) -> Iterator[Workload]:
     pod_spec["containers"] = [{"name": "node", "resources": resources or {}}]
     template = {"metadata": {}, "spec": pod_spec}
     base = {JS_NAME: obj.name, JS_RJOB: "node"}
-    yield _workload(obj, "node-0", 1, template, "spec",
-                    {**base, JS_INDEX: "0", COMPLETION_INDEX: "0"})
+    yield _workload(
+        obj, "node-0", 1, template, "spec", {**base, JS_INDEX: "0", COMPLETION_INDEX: "0"}
+    )
     if nodes > 1:
-        yield _workload(obj, "node", nodes - 1, template, "spec",
-                        {**base, JS_INDEX: "0", COMPLETION_INDEX: "1"})
+        yield _workload(
+            obj, "node", nodes - 1, template, "spec", {**base, JS_INDEX: "0", COMPLETION_INDEX: "1"}
+        )
 
 
 def _volcano(obj: KubeObject) -> Iterator[Workload]:
@@ -165,8 +207,14 @@ def _volcano(obj: KubeObject) -> Iterator[Workload]:
     for i, t in enumerate(as_list(spec.get("tasks"), "spec.tasks", obj)):
         tm = as_map(t, f"spec.tasks[{i}]", obj)
         name = str(tm.get("name") or f"task{i}")
-        yield _workload(obj, name, tm.get("replicas", 1), tm.get("template"),
-                        f"spec.tasks[{i}].template", {VC_JOB: obj.name, VC_TASK: name})
+        yield _workload(
+            obj,
+            name,
+            tm.get("replicas", 1),
+            tm.get("template"),
+            f"spec.tasks[{i}].template",
+            {VC_JOB: obj.name, VC_TASK: name},
+        )
 
 
 WORKLOAD_KINDS: dict[tuple[str, str], _Reader] = {

@@ -33,8 +33,9 @@ class Document:
     index: int  # position of the document in its file
 
 
-def expand_paths(paths: Iterable[str | os.PathLike[str]], *, base: Path | None = None,
-                 what: str = "input") -> list[Path]:
+def expand_paths(
+    paths: Iterable[str | os.PathLike[str]], *, base: Path | None = None, what: str = "input"
+) -> list[Path]:
     """Files named directly, plus YAML files under named folders, sorted per folder."""
     out: list[Path] = []
     for raw in paths:
@@ -43,16 +44,21 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]], *, base: Path | None =
             path = base / path
         if path.is_dir():
             found = sorted(
-                p for p in path.rglob("*")
-                if p.is_file() and p.suffix in _YAML_SUFFIXES
+                p
+                for p in path.rglob("*")
+                if p.is_file()
+                and p.suffix in _YAML_SUFFIXES
                 and not any(part.startswith(".") for part in p.relative_to(path).parts)
             )
             out.extend(found)
         elif path.is_file():
             out.append(path)
         else:
-            raise InputError(f"{what} path does not exist", path=display_path(path),
-                             hint="check the path in topogen.yaml (relative paths start at its folder)")
+            raise InputError(
+                f"{what} path does not exist",
+                path=display_path(path),
+                hint="check the path in topogen.yaml (relative paths start at its folder)",
+            )
     seen: set[Path] = set()
     unique = []
     for p in out:
@@ -132,8 +138,10 @@ def _check_alias_expansion(doc: Any, path: str, index: int) -> None:
             if total > _MAX_EXPANDED_NODES and total > _MAX_EXPANSION * max(distinct, 1):
                 raise InputError(
                     f"document {index + 1} expands its YAML aliases to over "
-                    f"{_MAX_EXPANDED_NODES} nodes (an alias bomb?)", path=path,
-                    hint="write the document without anchors and aliases")
+                    f"{_MAX_EXPANDED_NODES} nodes (an alias bomb?)",
+                    path=path,
+                    hint="write the document without anchors and aliases",
+                )
             continue
         if key in sizes:
             continue
