@@ -29,9 +29,8 @@ set -euo pipefail
 # (kube-apiserver and kube-scheduler both come from tools/kube/).
 # etcd is built from tools/etcd/main.go, a two-line main calling etcdmain.Main
 # (upstream's main package sits in a module whose replace lines point into
-# its own repository). Candidates, for later:
-#   gator          github.com/open-policy-agent/gatekeeper/v3  .../cmd/gator
-#   opa            github.com/open-policy-agent/opa  github.com/open-policy-agent/opa  -X github.com/open-policy-agent/opa/version.Version=@VERSION@
+# its own repository). gator comes from tools/gatekeeper/ (the module is
+# Gatekeeper); opa needs no ldflags (its version is a constant in the source).
 # ---------------------------------------------------------------------------
 TOOLS_TABLE='
 kyverno | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@
@@ -39,6 +38,8 @@ promtool | github.com/prometheus/prometheus | github.com/prometheus/prometheus/c
 etcd | go.etcd.io/etcd/server/v3 | topogen.local/tools/etcd |
 kube-apiserver | k8s.io/kubernetes | k8s.io/kubernetes/cmd/kube-apiserver | -X k8s.io/component-base/version.gitVersion=@VERSION@ -X k8s.io/component-base/version.gitTreeState=clean | kube
 kube-scheduler | k8s.io/kubernetes | k8s.io/kubernetes/cmd/kube-scheduler | -X k8s.io/component-base/version.gitVersion=@VERSION@ -X k8s.io/component-base/version.gitTreeState=clean | kube
+gator | github.com/open-policy-agent/gatekeeper/v3 | github.com/open-policy-agent/gatekeeper/v3/cmd/gator | -X github.com/open-policy-agent/gatekeeper/v3/pkg/version.Version=@VERSION@ | gatekeeper
+opa | github.com/open-policy-agent/opa | github.com/open-policy-agent/opa |
 '
 
 tmp=

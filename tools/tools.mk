@@ -7,13 +7,16 @@
 
 TOOLS_DIR   := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 TOOLS_BIN   ?= .tools/bin
-TOOLS_LIST  ?= kyverno promtool etcd kube-apiserver kube-scheduler
+TOOLS_LIST  ?= kyverno promtool etcd kube-apiserver kube-scheduler gator opa
 TOOLS_BUILD := $(TOOLS_DIR)/build.sh
 
 TOOLS_TARGETS := $(addprefix $(TOOLS_BIN)/,$(TOOLS_LIST))
 TOOLS_KYVERNO := $(TOOLS_BIN)/kyverno
 # Tools built from a shared module folder (the `| dir` column in build.sh).
 TOOLS_FROM_KUBE := $(filter $(addprefix $(TOOLS_BIN)/,kube-apiserver kube-scheduler),$(TOOLS_TARGETS))
+TOOLS_FROM_GATEKEEPER := $(filter $(TOOLS_BIN)/gator,$(TOOLS_TARGETS))
+TOOLS_GATOR := $(TOOLS_BIN)/gator
+TOOLS_OPA   := $(TOOLS_BIN)/opa
 
 .PHONY: tools tools-clean tools-smoke
 
@@ -21,10 +24,14 @@ tools: $(TOOLS_TARGETS)
 
 # Re-run when the pin changes; build.sh itself skips a cached binary and
 # touches it, so an unchanged pin costs a few milliseconds.
-$(filter-out $(TOOLS_FROM_KUBE),$(TOOLS_TARGETS)): $(TOOLS_BIN)/%: $(TOOLS_DIR)/%/go.mod $(TOOLS_DIR)/%/go.sum
+$(filter-out $(TOOLS_FROM_KUBE) $(TOOLS_FROM_GATEKEEPER),$(TOOLS_TARGETS)): $(TOOLS_BIN)/%: $(TOOLS_DIR)/%/go.mod $(TOOLS_DIR)/%/go.sum
 	$(TOOLS_BUILD) $*
 
 $(TOOLS_FROM_KUBE): $(TOOLS_BIN)/%: $(TOOLS_DIR)/kube/go.mod $(TOOLS_DIR)/kube/go.sum
+	$(TOOLS_BUILD) $*
+
+# gator is built from tools/gatekeeper/ (the module is Gatekeeper's).
+$(TOOLS_FROM_GATEKEEPER): $(TOOLS_BIN)/%: $(TOOLS_DIR)/gatekeeper/go.mod $(TOOLS_DIR)/gatekeeper/go.sum
 	$(TOOLS_BUILD) $*
 
 # Removes the links only; the cache outside the repo is kept.

@@ -56,6 +56,7 @@ def analyze(
         inputs = load_cluster_inputs(cfg, cluster)
         namespaces = {**loaded.namespaces, **inputs.namespaces}
         index = PolicyIndex(inputs.policies, namespaces)
+        warnings.extend(inputs.warnings)
         jobs: list[JobAnalysis] = []
         plans: list[GroupPlan] = []
         findings: list[Finding] = []
@@ -72,11 +73,11 @@ def analyze(
                     f"found in namespaces {', '.join(group.namespaces)}"
                 )
             plan = plan_group(cluster.name, group, group_jobs, ctx)
+            if plan.note:
+                warnings.append(f"cluster {cluster.name}: {plan.note}")
             fix = plan.describe_fix()
             for j in group_jobs:
-                findings.extend(
-                    replace(f, fix=fix) if f.kind is not FindingKind.OK else f for f in j.findings
-                )
+                findings.extend(replace(f, fix=fix) if f.kind.is_problem else f for f in j.findings)
             jobs.extend(group_jobs)
             plans.append(plan)
         results.append(

@@ -7,7 +7,8 @@ a constraint the capacity cannot meet turns a network failure into an eternal Pe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from topogen.analysis.context import AnalysisContext
 from topogen.analysis.domains import DomainCheck
@@ -36,6 +37,7 @@ class GroupPlan:
     kueue_jobs: tuple[str, ...]
     refused: str | None
     denied_zone_pairs: tuple[tuple[str, str, tuple[str, ...]], ...]  # (zone, zone, policies)
+    note: str = ""  # e.g. the jobs fit one at a time but not all at once
 
     @property
     def enforceable(self) -> bool:
@@ -72,13 +74,29 @@ def plan_group(
     planned = [j for j in jobs if not j.job.kueue_managed and j.members]
     kueue = tuple(sorted(j.job.key for j in jobs if j.job.kueue_managed))
     denied = _denied_zone_pairs(planned, ctx)
-    def make(domain: str | None, zones: tuple[str, ...], tolerations: tuple[Toleration, ...],
-             identity: tuple[str, str] | None, refused: str | None) -> GroupPlan:
-        return GroupPlan(cluster=cluster, group=group, profile=profile,
-                         zone_label=ctx.topology.zone_label, domain=domain, zones=zones,
-                         tolerations=tolerations, identity=identity, topology_key=key,
-                         jobs=tuple(sorted(j.job.key for j in planned)), kueue_jobs=kueue,
-                         refused=refused, denied_zone_pairs=denied)
+
+    def make(
+        domain: str | None,
+        zones: tuple[str, ...],
+        tolerations: tuple[Toleration, ...],
+        identity: tuple[str, str] | None,
+        refused: str | None,
+    ) -> GroupPlan:
+        return GroupPlan(
+            cluster=cluster,
+            group=group,
+            profile=profile,
+            zone_label=ctx.topology.zone_label,
+            domain=domain,
+            zones=zones,
+            tolerations=tolerations,
+            identity=identity,
+            topology_key=key,
+            jobs=tuple(sorted(j.job.key for j in planned)),
+            kueue_jobs=kueue,
+            refused=refused,
+            denied_zone_pairs=denied,
+        )
 
     if not planned:
         return make(None, (), (), None, None)
@@ -91,7 +109,7 @@ def plan_group(
             detail = "; ".join(
                 f"{d.name}: {d.problems[0] if d.problems else 'no capacity'}" for d in bad[:4]
             )
-            need = j.domains[0].gpus_needed if j.domains else 0
+            need = _count(j.domains[0].gpus_needed) if j.domains else "0"
             reasons.append(
                 f"job {j.job.namespace}/{j.job.job} needs {need} GPUs in one "
                 f"domain: {detail or 'the cluster has no zones'}"
@@ -112,7 +130,20 @@ def plan_group(
     chosen = min(good, key=score)
     check = _by_name(planned[0], chosen)
     tolerations = tuple(sorted({t for j in planned for t in _by_name(j, chosen).tolerations}))
-    return make(chosen, check.zones, tolerations, check.identity, None)
+    plan = make(chosen, check.zones, tolerations, check.identity, None)
+    total = sum((_by_name(j, chosen).gpus_needed for j in planned), Fraction(0))
+    if len(planned) > 1 and total > check.gpus_free:
+        note = (
+            f"group {group.name}: its {len(planned)} jobs fit {chosen} one at a time but "
+            f"together need {_count(total)} GPUs of its {_count(check.gpus_free)}: "
+            "some will wait Pending until others finish"
+        )
+        plan = replace(plan, note=note)
+    return plan
+
+
+def _count(q: Fraction) -> str:
+    return str(q.numerator) if q.denominator == 1 else f"{float(q):g}"
 
 
 def _by_name(job: JobAnalysis, name: str) -> DomainCheck:

@@ -14,13 +14,15 @@ from topogen.cli import main
 Pair = tuple[str, str]
 
 
-def pod(ns: str, name: str, labels: dict[str, str], ports: tuple[tuple[str, int, str], ...] = ()
-        ) -> str:
+def pod(
+    ns: str, name: str, labels: dict[str, str], ports: tuple[tuple[str, int, str], ...] = ()
+) -> str:
     """A Pod as YAML (JSON is YAML): ports are (name, number, protocol)."""
     container: dict[str, Any] = {"name": "c", "image": "x"}
     if ports:
         container["ports"] = [
-            {"name": n, "containerPort": p, "protocol": proto} if n
+            {"name": n, "containerPort": p, "protocol": proto}
+            if n
             else {"containerPort": p, "protocol": proto}
             for n, p, proto in ports
         ]
@@ -34,8 +36,9 @@ def pod(ns: str, name: str, labels: dict[str, str], ports: tuple[tuple[str, int,
 
 
 def namespace(name: str, labels: dict[str, str]) -> str:
-    return json.dumps({"apiVersion": "v1", "kind": "Namespace",
-                       "metadata": {"name": name, "labels": labels}})
+    return json.dumps(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+    )
 
 
 def docs(*parts: str) -> str:
@@ -72,6 +75,11 @@ def run(args: list[str]) -> Result:
     return CliRunner().invoke(main, args, catch_exceptions=False)
 
 
+def run_error(args: list[str]) -> Result:
+    """A run expected to fail: exceptions become the result, stdout and stderr apart."""
+    return CliRunner().invoke(main, args)
+
+
 def write_case(tmp: Path, text: str) -> Path:
     path = tmp / "case.yaml"
     path.write_text(text, encoding="utf-8")
@@ -97,4 +105,4 @@ def verdict_block(output: str) -> str:
     """From the `verdict:` line to the next blank line."""
     start = output.index("verdict:")
     end = output.find("\n\n", start)
-    return output[start:end if end != -1 else None]
+    return output[start : end if end != -1 else None]

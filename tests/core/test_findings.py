@@ -466,3 +466,30 @@ def test_node_without_zone_label_is_reported_once_by_the_loader(tmp_path: Path) 
         "cluster lab: node cp-1 has no topology.kubernetes.io/zone label; it counts as a zone "
         "of its own",
     )
+
+
+def test_one_way_denial_is_a_hard_block_not_an_allowed_split(tmp_path: Path) -> None:
+    """Workers accept only their own zone; coordinators accept anyone. Every split is
+    denied in one direction (towards a worker) and allowed in the other: a HARD_BLOCK,
+    never a CROSS_ZONE whose message says the traffic is allowed."""
+    one_way = "---\n".join(
+        f"""
+    apiVersion: cilium.io/v2
+    kind: CiliumNetworkPolicy
+    metadata: {{name: workers-in-{z}, namespace: ml}}
+    spec:
+      endpointSelector: {{matchLabels: {{role: worker, zone: zone-{z}}}}}
+      ingress: [{{fromEndpoints: [{{matchLabels: {{zone: zone-{z}}}}}]}}]
+    """
+        for z in "ab"
+    )
+    coord = deployment("coord", COORD, spec={"tolerations": [GPU_TOLERATION]})
+    report = run(
+        tmp_path,
+        nodes=zone_split_nodes(gpus=2, b_gpus=2),
+        policies=one_way,
+        workloads=[coord, workers(replicas=2)],
+    )
+    block = one(report, FindingKind.HARD_BLOCK)
+    assert block.policies == ("cnp ml/workers-in-a", "cnp ml/workers-in-b")
+    assert FindingKind.CROSS_ZONE not in kinds(report), report.findings

@@ -166,6 +166,13 @@ def mutation_pods(case: Case) -> list[Pod]:
             "requiredDuringSchedulingIgnoredDuringExecution": [{
                 "labelSelector": {"matchLabels": {i.job_label: "another-job"}},
                 "topologyKey": i.topology_key}]}}),
+        pod(f"{k}-coord-preferred-only", ns, coord, affinity={"nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 1, "preference": GPU_CLASS}]}}),
+        pod(f"{k}-coord-node-selector-domain", ns, coord,
+            nodeSelector={i.zone_label: i.zones[-1], "kubernetes.io/arch": "amd64"}),
+        pod(f"{k}-worker-empty-affinity", ns, worker, affinity={}),
+        pod(f"{k}-worker-empty-job", ns, {**worker, i.job_label: ""}),
         pod(f"{k}-not-training", ns, {k2: v for k2, v in coord.items() if k2 != i.job_label}),
         pod(f"{k}-no-role", ns, case.non_role),
         pod(f"{k}-other-namespace", OTHER_NS, coord),

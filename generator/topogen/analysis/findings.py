@@ -89,7 +89,7 @@ def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAn
     if job.kueue_managed:
         # Kueue TAS, not the free scheduler, picks the domain: report, never plan
         policies = {str(p) for b in blocked for p in b.policies}
-        denied = (
+        note = (
             (
                 f"; across zones its traffic is denied ({', '.join(sorted(policies))}), so the "
                 "Kueue topology request must keep it in one zone"
@@ -103,7 +103,7 @@ def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAn
             {z for b in blocked for z in (b.src_zone, b.dst_zone)},
             policies,
             "placed by Kueue Topology Aware Scheduling (kueue.x-k8s.io/tas): topogen adds no "
-            f"affinity; make the Kueue topology match the network domains{denied}",
+            f"affinity; make the Kueue topology match the network domains{note}",
         )
         return JobAnalysis(cluster, job, tuple(members), tuple(findings), (), tuple(blocked))
     if blocked:
@@ -119,7 +119,13 @@ def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAn
             policies,
             f"a placement the scheduler may choose leaves the group's traffic denied: {shown}{more}",
         )
-    split = ctx.cross_zone_pairs(members) if placeable else []
+    # a split denied in either direction is a hard block, never an "allowed" split
+    denied = {frozenset({(b.src_role, b.src_zone), (b.dst_role, b.dst_zone)}) for b in blocked}
+    split = [
+        s
+        for s in (ctx.cross_zone_pairs(members) if placeable else [])
+        if frozenset({(s[0], s[2]), (s[1], s[3])}) not in denied
+    ]
     if split:
         roles = {r for s in split for r in s[:2]}
         zones = {z for s in split for z in s[2:]}

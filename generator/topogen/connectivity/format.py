@@ -113,9 +113,8 @@ def _endpoint_line(role: str, ep: WorkloadEndpoint) -> str:
 def _match_line(m: RuleMatch) -> str:
     written = m.rule.ports
     ports = "all ports" if written is None else ", ".join(str(r) for r in written) or "no ports"
-    resolved = str(m.ports)
-    if written is not None and ports != resolved:
-        ports = f"{ports} -> {resolved}"
+    if written is not None and any(r.name for r in written):
+        ports = f"{ports} -> {m.ports}"  # named ports, as resolved against the destination
     return f"    {rule_name(m.rule)}: {m.peer} on {ports}"
 
 

@@ -1,0 +1,128 @@
+"""Field-level comparison of two versions of one document, with deepdiff.
+
+Lists whose order carries no meaning (tolerations, selector values, match
+expressions, ...) are compared as sets; every other list (rules, validations,
+mutations, variables, containers, ...) as a list, where items that carry a
+`name` are matched by it, so a reordering is reported as such.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from deepdiff import DeepDiff
+from deepdiff.helper import CannotCompare
+
+from topogen.diff.model import FieldChange
+
+__all__ = ["UNORDERED_KEYS", "compare", "format_path"]
+
+# Lists, by the key that holds them, whose order the API ignores.
+UNORDERED_KEYS = frozenset(
+    {
+        "tolerations",
+        "taints",
+        "values",  # matchExpressions[].values
+        "matchExpressions",
+        "matchFields",
+        "nodeSelectorTerms",  # ORed
+        "validationActions",
+        "operations",
+        "apiGroups",
+        "apiVersions",
+        "resources",
+        "resourceNames",
+        "scopes",
+        "namespaces",
+        "kinds",
+        "finalizers",
+        "controllers",
+        "policyTypes",
+        "topologyKeys",
+        "matchLabelKeys",
+        "mismatchLabelKeys",
+    }
+)
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+def _unordered(level: Any) -> bool:
+    path = level.path(output_format="list")
+    return bool(path) and isinstance(path[-1], str) and path[-1] in UNORDERED_KEYS
+
+
+def _same_item(x: Any, y: Any, level: Any = None) -> bool:
+    """Items of an ordered list are the same item when they carry the same name."""
+    if isinstance(x, dict) and isinstance(y, dict):
+        nx, ny = x.get("name"), y.get("name")
+        if isinstance(nx, str) and isinstance(ny, str):
+            return nx == ny
+    raise CannotCompare() from None
+
+
+def compare(old: Any, new: Any) -> tuple[FieldChange, ...]:
+    """Every field that differs, by path; empty when the two mean the same."""
+    if old == new:
+        return ()
+    dd = DeepDiff(
+        old,
+        new,
+        ignore_order_func=_unordered,
+        iterable_compare_func=_same_item,
+        threshold_to_diff_deeper=0,
+        view="tree",
+    )
+    changes: dict[tuple[str, str], FieldChange] = {}
+    for report_type, levels in dd.items():
+        for level in levels:
+            change = _field_change(report_type, level, old, new)
+            if change is not None:
+                changes.setdefault((change.path, change.op), change)
+    return tuple(sorted(changes.values(), key=lambda c: (c.path, c.op)))
+
+
+def _field_change(report_type: str, level: Any, old: Any, new: Any) -> FieldChange | None:
+    if report_type in ("values_changed", "type_changes"):
+        path = format_path(level.path(output_format="list", use_t2=True), new)
+        return FieldChange(path, "changed", level.t1, level.t2)
+    if report_type in ("dictionary_item_added", "iterable_item_added", "set_item_added"):
+        return FieldChange(format_path(level.path(output_format="list", use_t2=True), new),
+                           "added", None, level.t2)
+    if report_type in ("dictionary_item_removed", "iterable_item_removed", "set_item_removed"):
+        return FieldChange(format_path(level.path(output_format="list"), old),
+                           "removed", level.t1, None)
+    if report_type == "iterable_item_moved":
+        parent = level.path(output_format="list", use_t2=True)[:-1]
+        return FieldChange(format_path(parent, new), "reordered")
+    return None  # repetition changes and the like: not produced with these options
+
+
+def format_path(path: list[Any], root: Any) -> str:
+    """spec.variables[name=zoneRequirement].expression, metadata.labels["topogen.io/group"]."""
+    out = ""
+    node = root
+    for part in path:
+        if isinstance(part, int):
+            item = node[part] if isinstance(node, list) and -len(node) <= part < len(node) else None
+            out += f"[{_item_label(item, part)}]"
+            node = item
+        else:
+            key = str(part)
+            out += (("." if out else "") + key) if _IDENT.match(key) else f"[{_quote(key)}]"
+            node = node.get(part) if isinstance(node, dict) else None
+    return out
+
+
+def _item_label(item: Any, index: int) -> str:
+    if isinstance(item, dict):
+        for field in ("name", "key"):
+            value = item.get(field)
+            if isinstance(value, str) and value:
+                return f"{field}={value}"
+    return str(index)
+
+
+def _quote(key: str) -> str:
+    return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -1,0 +1,147 @@
+"""The structures `topogen diff` computes: plain frozen data, no I/O, no formatting."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "AnalysisDelta",
+    "DiffReport",
+    "FieldChange",
+    "FindingChange",
+    "ObjectChange",
+    "ObjectKey",
+    "PlanChange",
+    "Tree",
+    "TreeEntry",
+]
+
+FieldOp = Literal["added", "removed", "changed", "reordered"]
+ObjectStatus = Literal["added", "removed", "changed"]
+FindingStatus = Literal["appears", "disappears", "changes"]
+
+
+@dataclass(frozen=True)
+class ObjectKey:
+    """What one document of a rendered tree is, independent of its file and formatting.
+
+    Kubernetes objects are keyed by apiVersion, kind, namespace and name within
+    their folder (a folder is one cluster and engine: the same policy rendered
+    for two clusters is two objects). `file` is set only for documents that are
+    not Kubernetes objects, or to tell apart two objects of one folder that
+    share an identity (a test's resources and their patched versions).
+    """
+
+    location: str  # the document's folder, relative to the tree root ("" for the root)
+    api_version: str = ""
+    kind: str = ""
+    namespace: str = ""
+    name: str = ""
+    file: str = ""
+
+    @property
+    def is_object(self) -> bool:
+        return bool(self.kind)
+
+    def sort_key(self) -> tuple[str, int, str, str, str, str]:
+        return (self.location, 0 if self.is_object else 1, self.kind, self.namespace, self.name,
+                self.file)
+
+    def describe(self) -> str:
+        """`MutatingPolicy topogen-x`, `Pod ml-demo/coordinator (patched.yaml)`, or a file path."""
+        if not self.is_object:
+            return f"{self.location}/{self.file}" if self.location else self.file
+        ns = f"{self.namespace}/" if self.namespace else ""
+        extra = f" ({self.file})" if self.file else ""
+        return f"{self.kind} {ns}{self.name}{extra}"
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    key: ObjectKey
+    path: str  # the file it was read from, relative to the tree root
+    data: Any  # the parsed document (or, for a file that is not YAML or JSON, its text)
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A rendered output tree, as parsed documents keyed by what they are."""
+
+    entries: Mapping[ObjectKey, TreeEntry]
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def tops(self) -> frozenset[str]:
+        return frozenset(e.path.split("/", 1)[0] for e in self.entries.values() if "/" in e.path)
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    path: str  # spec.variables[name=zoneRequirement].expression
+    op: FieldOp
+    old: Any = None
+    new: Any = None
+
+
+@dataclass(frozen=True)
+class ObjectChange:
+    key: ObjectKey
+    status: ObjectStatus
+    old_path: str | None
+    new_path: str | None
+    subject: str  # "coordinator of ml-training", or the object's kind and name
+    notes: tuple[str, ...]  # what the change means, in the terms of the domain
+    fields: tuple[FieldChange, ...] = ()
+
+
+@dataclass(frozen=True)
+class FindingChange:
+    status: FindingStatus
+    kind: str  # HARD_BLOCK, UNSCHEDULABLE, ...
+    problem: bool  # is the kind a problem (not OK or KUEUE_MANAGED)
+    cluster: str
+    group: str
+    namespace: str
+    job: str
+    headline: str  # "this change makes group X UNSCHEDULABLE"
+    message: str  # the finding's message (the new one, or the old one when it disappears)
+    old_message: str = ""  # for `changes`
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class PlanChange:
+    cluster: str
+    group: str
+    headline: str
+    old: str  # the plan, as `topogen analyze` describes its fix
+    new: str
+
+
+@dataclass(frozen=True)
+class AnalysisDelta:
+    findings: tuple[FindingChange, ...] = ()
+    plans: tuple[PlanChange, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.findings and not self.plans
+
+
+@dataclass(frozen=True)
+class DiffReport:
+    old_label: str
+    new_label: str
+    objects: tuple[ObjectChange, ...]
+    analysis: AnalysisDelta | None  # None: the old or the new inputs are not known
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """No difference at all: nothing for --check to fail on."""
+        return not self.objects and (self.analysis is None or self.analysis.empty)
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.objects if o.status == status)

@@ -1,0 +1,153 @@
+"""The effects around the pure `diff()`: rendering into temporary folders, reading a git ref.
+
+Each entry point returns a DiffReport; nothing here prints or picks an exit code.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from topogen.config import load_config
+from topogen.diff.core import diff
+from topogen.diff.model import DiffReport, Tree
+from topogen.diff.tree import KNOWN_TOPS, load_tree
+from topogen.emit.writer import GENERATED_HEADER, write_tree
+from topogen.errors import InputError, TopogenError
+from topogen.pipeline import AnalysisReport
+from topogen.rendering import render
+
+__all__ = ["RenderedSide", "diff_configs", "diff_dirs", "diff_rendered", "render_side"]
+
+
+@dataclass(frozen=True)
+class RenderedSide:
+    tree: Tree
+    analysis: AnalysisReport
+    refused: tuple[str, ...]
+
+
+def render_side(config_path: Path) -> RenderedSide:
+    """Render a config into a temporary folder and read the tree back."""
+    cfg = load_config(config_path)
+    result = render(cfg)
+    with tempfile.TemporaryDirectory(prefix="topogen-diff-") as tmp:
+        header = GENERATED_HEADER.format(config=config_path.name)
+        if result.files:
+            write_tree(result.files, Path(tmp), header)
+        tree = load_tree(Path(tmp))
+    return RenderedSide(tree, result.report, result.refused)
+
+
+def diff_dirs(old_dir: Path, new_dir: Path) -> DiffReport:
+    """Two rendered trees, as they are on disk."""
+    return diff(load_tree(old_dir), load_tree(new_dir), old_label=_shown(old_dir),
+                new_label=_shown(new_dir))
+
+
+def diff_rendered(config_path: Path, against: str | None = None,
+                  out_dir: Path | None = None) -> DiffReport:
+    """A fresh render of the config against the committed output (the folder it is written
+    to: `out_dir`, by default the config's folder), another folder, or the render at a git ref.
+    """
+    shown = _shown(config_path)
+    if against is not None and not Path(against).is_dir():
+        return _diff_against_ref(config_path, against)
+    new = render_side(config_path)
+    old_dir = Path(against) if against is not None else (out_dir or config_path.parent)
+    old = load_tree(old_dir, new.tree.tops | set(KNOWN_TOPS))
+    where = _shown(old_dir)
+    warnings = [f"new render: {r}" for r in new.refused]
+    if not _has_output(old_dir, new.tree.tops | set(KNOWN_TOPS)):
+        warnings.append(f"{where} holds no rendered output: everything is new")
+    return diff(old, new.tree, old_label=f"{where} (committed)",
+                new_label=f"{shown} (rendered now)", warnings=warnings)
+
+
+def diff_configs(old_config: Path, new_config: Path, *, old_label: str = "old",
+                 new_label: str = "new") -> DiffReport:
+    """Render two configs and compare output and analysis."""
+    old, new = render_side(old_config), render_side(new_config)
+    return diff(old.tree, new.tree, old_analysis=old.analysis, new_analysis=new.analysis,
+                old_label=old_label, new_label=new_label)
+
+
+def _has_output(root: Path, tops: set[str]) -> bool:
+    return any((root / t).is_dir() for t in tops)
+
+
+def _shown(path: Path) -> str:
+    if not path.is_absolute():
+        return path.as_posix()
+    try:
+        return Path(os.path.relpath(path)).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+# -- git ------------------------------------------------------------------------------------
+
+
+def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                              check=False, timeout=300)
+    except FileNotFoundError:
+        raise InputError("git is not installed: --against GIT_REF needs it") from None
+
+
+def _diff_against_ref(config_path: Path, ref: str) -> DiffReport:
+    here = config_path.resolve().parent
+    if not here.is_dir():
+        raise InputError("config file not found", path=_shown(config_path))
+    commit = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], here)
+    if commit.returncode != 0:
+        raise InputError(f"--against {ref}: neither a folder nor a git ref",
+                         hint="name a folder of rendered output, a branch, a tag or a commit")
+    top = Path(_git(["rev-parse", "--show-toplevel"], here).stdout.strip()).resolve()
+    try:
+        rel = config_path.resolve().relative_to(top)
+    except ValueError:
+        raise InputError("the config is not inside the git repository",
+                         path=_shown(config_path)) from None
+    new = render_side(config_path)
+    with tempfile.TemporaryDirectory(prefix="topogen-diff-ref-") as tmp:
+        _extract(commit.stdout.strip(), top, Path(tmp))
+        old_config = Path(tmp) / rel
+        if not old_config.is_file():
+            return diff(Tree({}), new.tree, old_label=ref, new_label=f"{_shown(config_path)}",
+                        warnings=[f"{rel.as_posix()} does not exist at {ref}: everything is new"])
+        try:
+            old = render_side(old_config)
+        except TopogenError as exc:
+            raise InputError(f"at {ref}: " + _unrooted(str(exc), Path(tmp))) from None
+    return diff(old.tree, new.tree, old_analysis=old.analysis, new_analysis=new.analysis,
+                old_label=ref, new_label=_shown(config_path))
+
+
+def _extract(commit: str, top: Path, dest: Path) -> None:
+    """The commit's files into dest (`git archive`: the repository is left as it is)."""
+    with subprocess.Popen(["git", "archive", "--format=tar", commit], cwd=top,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None
+        try:
+            with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+                tar.extractall(dest, filter="data")
+        except (tarfile.TarError, OSError) as exc:
+            proc.kill()
+            raise InputError(f"cannot read {commit[:12]} from git: {exc}") from None
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.returncode != 0:
+        raise InputError(f"git archive {commit[:12]} failed: {err.strip()}")
+
+
+def _unrooted(message: str, root: Path) -> str:
+    """An error message about a file of the temporary checkout, with the checkout's path cut."""
+    forms = {str(root), str(root.resolve()), os.path.relpath(root), os.path.relpath(root.resolve())}
+    for form in sorted(forms, key=len, reverse=True):
+        message = message.replace(form + os.sep, "").replace(form, "")
+    return message
