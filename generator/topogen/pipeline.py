@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 from topogen.analysis import AnalysisContext, JobAnalysis, PolicyIndex, analyze_job, find_groups
 from topogen.config import TopogenConfig
-from topogen.model import Finding, FindingKind, Workload
+from topogen.model import Finding, Workload
 from topogen.plan import GroupPlan, plan_group
 from topogen.sources.loader import ClusterInputs, load_cluster_inputs, load_workload_inputs
 
