@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 
 from topogen.config import TopogenConfig
 from topogen.pipeline import AnalysisReport, analyze
 from topogen.render.base import RenderedFile
+from topogen.render.gatekeeper import gatekeeper_policies, gatekeeper_test_files
 from topogen.render.intent import AdmissionIntent, intent_for
+from topogen.render.kustomize import kustomize_files
 from topogen.render.kyverno import kyverno_policies
 from topogen.render.kyverno_tests import kyverno_test_files
+from topogen.render.native import native_policies
 
 __all__ = ["RenderResult", "render"]
 
@@ -24,10 +28,16 @@ class RenderResult:
     report: AnalysisReport
 
 
-def _engines() -> dict[str, tuple[Backend, Backend | None]]:
-    """engine name -> (policies, CLI tests). Optional engines load when present."""
+def _engines(kubernetes_version: str = "1.35") -> dict[str, tuple[Backend, Backend | None]]:
+    """engine name -> (policies, CLI tests) for a cluster of that Kubernetes version.
+    Optional engines load when present."""
     engines: dict[str, tuple[Backend, Backend | None]] = {
-        "kyverno": (kyverno_policies, kyverno_test_files)
+        "kyverno": (kyverno_policies, kyverno_test_files),
+        "gatekeeper": (
+            partial(gatekeeper_policies, kubernetes_version=kubernetes_version),
+            gatekeeper_test_files,
+        ),
+        "native": (partial(native_policies, kubernetes_version=kubernetes_version), None),
     }
     try:
         from topogen.render.kyverno_legacy import kyverno_legacy_policies
@@ -44,12 +54,12 @@ def _under(prefix: str, files: list[RenderedFile]) -> list[RenderedFile]:
 
 def render(cfg: TopogenConfig, clusters: list[str] | None = None) -> RenderResult:
     report = analyze(cfg, clusters)
-    engines = _engines()
     files: list[RenderedFile] = []
     refused: list[str] = []
     for ca in report.clusters:
         cluster = cfg.cluster(ca.cluster)
         action = cfg.validation_action_for(cluster)
+        engines = _engines(cluster.kubernetes_version)
         for plan in ca.plans:
             if plan.refused:
                 refused.append(f"cluster {ca.cluster}: {plan.refused}")
@@ -70,6 +80,7 @@ def render(cfg: TopogenConfig, clusters: list[str] | None = None) -> RenderResul
                 if tests is not None:
                     files += _under(prefix, tests(intent))
         files += _monitoring(ca, cfg)
+    files += kustomize_files(files, report, cfg)
     return RenderResult(tuple(sorted(files, key=lambda f: f.path)), tuple(refused), report)
 
 

@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 from conn_kit import connectivity_map, run
 
+from topogen.analysis.reachability import PolicyIndex
+from topogen.connectivity import InputSpec, build_endpoints, load_inputs
+
 APPS = Path(__file__).parent / "apps"
 NAMES = sorted(p.name for p in APPS.iterdir() if (p / "expected.json").exists())
 
@@ -70,3 +73,28 @@ def test_app_explain_agrees_with_connectivity(name: str) -> None:
         assert result.exit_code == (0 if allowed else 1), result.output
         assert f"the path allows {allowed or 'nothing'}\n" in result.output
         assert want["connected"].get(f"{src} -> {dst}") == allowed
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_memoised_index_agrees_with_a_fresh_one(name: str) -> None:
+    """PolicyIndex caches per endpoint, per rule signature and per namespace: one shared
+    index over every pair must give what a fresh index gives for each pair alone."""
+    d = APPS / name
+    inputs = load_inputs(
+        InputSpec(
+            policies=(str(d / "policies.yaml"),),
+            workloads=(str(d / "workloads.yaml"),),
+            namespaces=(str(d / "namespaces.yaml"),),
+        )
+    )
+    endpoints, _ = build_endpoints(inputs.workloads, inputs.namespaces)
+    shared = PolicyIndex(inputs.policies, inputs.namespaces)
+    for src in reversed(endpoints):
+        for dst in endpoints:
+            fresh = PolicyIndex(inputs.policies, inputs.namespaces).verdict(
+                src.endpoint, dst.endpoint
+            )
+            got = shared.verdict(src.endpoint, dst.endpoint)
+            assert got.allowed == fresh.allowed, (src.id, dst.id)
+            assert got.egress.allows == fresh.egress.allows
+            assert got.ingress.denies == fresh.ingress.denies

@@ -36,8 +36,15 @@ def write_pods(path: Path, pods: Sequence[Pod]) -> Path:
     return path
 
 
-def apply(kyverno: Path, policies: Sequence[Path], resources: Path, *, out: Path | None = None,
-          report: bool = False, audit_warn: bool = False) -> Applied:
+def apply(
+    kyverno: Path,
+    policies: Sequence[Path],
+    resources: Path,
+    *,
+    out: Path | None = None,
+    report: bool = False,
+    audit_warn: bool = False,
+) -> Applied:
     args = [str(kyverno), "apply", *map(str, policies), "-r", str(resources), "--remove-color"]
     if out is not None:
         shutil.rmtree(out, ignore_errors=True)
@@ -49,8 +56,9 @@ def apply(kyverno: Path, policies: Sequence[Path], resources: Path, *, out: Path
         args.append("--audit-warn")
     proc = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
     if "error: 0" not in proc.stdout and not report:
-        raise AssertionError(f"kyverno apply reported errors:\n{proc.stdout[-4000:]}"
-                             f"\n{proc.stderr[-2000:]}")
+        raise AssertionError(
+            f"kyverno apply reported errors:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}"
+        )
     mutated = _read_out(out) if out is not None else {}
     results = _report(proc.stdout) if report else ()
     return Applied(proc.returncode, proc.stdout, proc.stderr, mutated, results)

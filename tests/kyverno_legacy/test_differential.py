@@ -57,18 +57,38 @@ def _write(folder: Path, files: list[RenderedFile]) -> dict[str, Path]:
     return out
 
 
-def _split_cel_validations(policy: dict[str, Any], folder: Path) -> list[Path]:
-    """One ValidatingPolicy per validation: the CLI reports only the first failing one."""
+def _split_cel_validations(policy: dict[str, Any], folder: Path) -> list[list[int]]:
+    """ValidatingPolicies with a share of the validations each (written to folder): the CLI
+    reports only the first failing validation. The first two (coordinator pinned, worker
+    affinity) share one: each passes every pod of the other role, so neither hides the
+    other. Returns the validation indexes of each policy (`<name>-checks-<n>`)."""
     folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for i, v in enumerate(policy["spec"]["validations"]):
+    count = len(policy["spec"]["validations"])
+    groups = [[0, 1], *([i] for i in range(2, count))]
+    for n, group in enumerate(groups):
         one = copy.deepcopy(policy)
-        one["metadata"]["name"] = f"{policy['metadata']['name']}-check-{i}"
-        one["spec"]["validations"] = [v]
-        path = folder / f"check-{i}.yaml"
+        one["metadata"]["name"] = f"{policy['metadata']['name']}-checks-{n}"
+        one["spec"]["validations"] = [policy["spec"]["validations"][i] for i in group]
+        path = folder / f"checks-{n}.yaml"
         path.write_text(yaml.safe_dump(one, sort_keys=False), encoding="utf-8")
-        paths.append(path)
-    return paths
+    return groups
+
+
+def _cel_checks(
+    results: list[dict[str, Any]], name: str, groups: list[list[int]], pods: list[str]
+) -> Checks:
+    by = verdicts(results)
+    out: Checks = {}
+    for pod in pods:
+        checks: list[str | None] = [None] * sum(len(g) for g in groups)
+        for n, group in enumerate(groups):
+            for r in by.get((f"{name}-checks-{n}", pod), []):
+                if r["result"] == "fail":
+                    checks[group[int(r["properties"].get("cel.validationIndex", 0))]] = str(
+                        r["message"]
+                    )
+        out[pod] = checks
+    return out
 
 
 def _admitted(mutated: dict[str, Pod], names: set[str]) -> list[Pod]:
@@ -93,8 +113,10 @@ def _run_case(kyverno: Path, case: Case, tmp: Path, pool: Executor) -> Run:
     raw = mutation_pods(case)
     pods_file = write_pods(tmp / "pods.yaml", raw)
 
-    first = [pool.submit(apply, kyverno, cel_mutating, pods_file, out=tmp / "out-cel"),
-             pool.submit(apply, kyverno, legacy_mutate, pods_file, out=tmp / "out-legacy")]
+    first = [
+        pool.submit(apply, kyverno, cel_mutating, pods_file, out=tmp / "out-cel"),
+        pool.submit(apply, kyverno, legacy_mutate, pods_file, out=tmp / "out-legacy"),
+    ]
     cel_out, legacy_out = (f.result().mutated for f in first)
 
     by_name = {p["metadata"]["name"]: p for p in raw}
@@ -102,17 +124,28 @@ def _run_case(kyverno: Path, case: Case, tmp: Path, pool: Executor) -> Run:
     validated = [*raw, *_admitted(cel_out, changed)]
     validated_file = write_pods(tmp / "validate.yaml", validated)
     cel_validating = next(f for f in cel_files if f.objects[0]["kind"] == "ValidatingPolicy")
-    checks = _split_cel_validations(cel_validating.objects[0], tmp / "cel-checks")
+    groups = _split_cel_validations(cel_validating.objects[0], tmp / "cel-checks")
+    checks = sorted((tmp / "cel-checks").glob("checks-*.yaml"))
     legacy_validate = legacy_paths[f"ClusterPolicy/{case.intent.name}-validate"]
     second = [
         # a second application, to what the first one changed (the rest is the same input)
-        pool.submit(apply, kyverno, cel_mutating, write_pods(
-            tmp / "cel-1.yaml", [cel_out[n] for n in sorted(changed)]), out=tmp / "out-cel-2"),
-        pool.submit(apply, kyverno, legacy_mutate, write_pods(
-            tmp / "legacy-1.yaml", [legacy_out[n] for n in sorted(changed)]),
-                    out=tmp / "out-legacy-2"),
-        pool.submit(apply, kyverno, [legacy_validate], validated_file, report=True,
-                    audit_warn=True),
+        pool.submit(
+            apply,
+            kyverno,
+            cel_mutating,
+            write_pods(tmp / "cel-1.yaml", [cel_out[n] for n in sorted(changed)]),
+            out=tmp / "out-cel-2",
+        ),
+        pool.submit(
+            apply,
+            kyverno,
+            legacy_mutate,
+            write_pods(tmp / "legacy-1.yaml", [legacy_out[n] for n in sorted(changed)]),
+            out=tmp / "out-legacy-2",
+        ),
+        pool.submit(
+            apply, kyverno, [legacy_validate], validated_file, report=True, audit_warn=True
+        ),
         *(pool.submit(apply, kyverno, [c], validated_file, report=True) for c in checks),
     ]
     cel_again, legacy_again = (f.result().mutated for f in second[:2])
@@ -120,20 +153,36 @@ def _run_case(kyverno: Path, case: Case, tmp: Path, pool: Executor) -> Run:
     cel_results = [r for f in second[3:] for r in f.result().results]
 
     names = [p["metadata"]["name"] for p in validated]
-    cel_v = verdicts(cel_results)
     cel_name = cel_validating.objects[0]["metadata"]["name"]
-    cel_checks = {n: [_failure(cel_v.get((f"{cel_name}-check-{i}", n), []))
-                      for i in range(len(checks))] for n in names}
+    cel_checks = _cel_checks(cel_results, cel_name, groups, names)
     legacy_v = verdicts(legacy_report.results)
     rules = [r["name"] for r in legacy_files[1].objects[0]["spec"]["rules"]]
-    legacy_checks = {n: [_failure([r for r in legacy_v.get((f"{case.intent.name}-validate", n),
-                                                            []) if r.get("rule") == rule])
-                         for rule in rules] for n in names}
-    return Run(case, by_name, cel_out, legacy_out, cel_again,
-               legacy_again, {p["metadata"]["name"]: p for p in validated}, cel_checks,
-               legacy_checks, tuple(r for r in legacy_report.results
-                                    if r["result"] in ("fail", "warn")),
-               legacy_report.returncode)
+    legacy_checks = {
+        n: [
+            _failure(
+                [
+                    r
+                    for r in legacy_v.get((f"{case.intent.name}-validate", n), [])
+                    if r.get("rule") == rule
+                ]
+            )
+            for rule in rules
+        ]
+        for n in names
+    }
+    return Run(
+        case,
+        by_name,
+        cel_out,
+        legacy_out,
+        cel_again,
+        legacy_again,
+        {p["metadata"]["name"]: p for p in validated},
+        cel_checks,
+        legacy_checks,
+        tuple(r for r in legacy_report.results if r["result"] in ("fail", "warn")),
+        legacy_report.returncode,
+    )
 
 
 def _failure(results: list[dict[str, Any]]) -> str | None:
@@ -147,10 +196,13 @@ def _failure(results: list[dict[str, Any]]) -> str | None:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     kyverno = require_tool("kyverno")
     root = tmp_path_factory.mktemp("kyverno-legacy")
-    with ThreadPoolExecutor(max_workers=12) as pool, \
-            ThreadPoolExecutor(max_workers=len(CASES)) as cases_pool:
-        futures = {c.key: cases_pool.submit(_run_case, kyverno, c, root / c.key, pool)
-                   for c in CASES}
+    with (
+        ThreadPoolExecutor(max_workers=12) as pool,
+        ThreadPoolExecutor(max_workers=len(CASES)) as cases_pool,
+    ):
+        futures = {
+            c.key: cases_pool.submit(_run_case, kyverno, c, root / c.key, pool) for c in CASES
+        }
         return {k: f.result() for k, f in futures.items()}
 
 
@@ -185,39 +237,55 @@ def test_pods_outside_the_group_are_untouched(runs: dict[str, Run], key: str) ->
 def test_mutation_adds_what_the_intent_asks(runs: dict[str, Run], key: str) -> None:
     """The engines agree; this pins down that what they agree on is right."""
     run, intent = runs[key], runs[key].case.intent
-    zone_term = {"matchExpressions": [{"key": intent.zone_label, "operator": "In",
-                                       "values": list(intent.zones)}]}
+    zone_term = {
+        "matchExpressions": [
+            {"key": intent.zone_label, "operator": "In", "values": list(intent.zones)}
+        ]
+    }
     k = run.case.key
     for name in [f"{k}-coord-0", f"{k}-worker-0"]:
         pod = run.legacy[name]
         assert pod["spec"]["affinity"]["nodeAffinity"] == {
-            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [zone_term]}}
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [zone_term]}
+        }
         if intent.identity:
             assert pod["metadata"]["labels"][intent.identity[0]] == intent.identity[1]
     assert run.legacy[f"{k}-coord-0"]["spec"]["tolerations"] == cel.toleration_dicts(
-        intent.tolerations)
+        intent.tolerations
+    )
     worker = run.legacy[f"{k}-worker-0"]
     [term] = worker["spec"]["affinity"]["podAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"]
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
     sel = intent.coordinator_selector
     assert term["topologyKey"] == intent.topology_key
     assert term["labelSelector"]["matchLabels"] == {
-        intent.job_label: worker["metadata"]["labels"][intent.job_label], **dict(sel.match_labels)}
-    # user constraints kept; an equivalent term, or tolerating everything, adds nothing
-    constrained = run.legacy[f"{k}-coord-constrained"]["spec"]
-    assert constrained["tolerations"][0]["key"] == "team.example.com/dedicated"
-    assert constrained["affinity"]["podAntiAffinity"] == run.pods[f"{k}-coord-constrained"][
-        "spec"]["affinity"]["podAntiAffinity"]
-    terms = constrained["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert [t["matchExpressions"][-1] for t in terms] == [zone_term["matchExpressions"][0]] * 3
-    assert "matchFields" in terms[1]
-    assert run.legacy[f"{k}-coord-tolerates-all"]["spec"]["tolerations"] == [
-        {"operator": "Exists"}]
+        intent.job_label: worker["metadata"]["labels"][intent.job_label],
+        **dict(sel.match_labels),
+    }
+    # an equivalent term adds nothing, another job's term is no equivalent
     equivalent = run.legacy[f"{k}-worker-equivalent-term"]["spec"]["affinity"]["podAffinity"]
     assert len(equivalent["requiredDuringSchedulingIgnoredDuringExecution"]) == 1
     other_job = run.legacy[f"{k}-worker-other-job-term"]["spec"]["affinity"]["podAffinity"]
     assert len(other_job["requiredDuringSchedulingIgnoredDuringExecution"]) == 2
+    if not run.case.shapes:
+        return
+    # user constraints kept; tolerations covering the taints add nothing
+    constrained = run.legacy[f"{k}-coord-constrained"]["spec"]
+    assert constrained["tolerations"][0]["key"] == "team.example.com/dedicated"
+    assert (
+        constrained["affinity"]["podAntiAffinity"]
+        == run.pods[f"{k}-coord-constrained"]["spec"]["affinity"]["podAntiAffinity"]
+    )
+    terms = constrained["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    assert [t["matchExpressions"][-1] for t in terms] == [zone_term["matchExpressions"][0]] * 3
+    assert "matchFields" in terms[1]
+    assert run.legacy[f"{k}-coord-tolerates-all"]["spec"]["tolerations"] == [{"operator": "Exists"}]
+    for name, added in [("near-miss", cel.toleration_dicts(intent.tolerations)), ("covered", [])]:
+        before = run.pods[f"{k}-coord-{name}"]["spec"]["tolerations"]
+        assert run.legacy[f"{k}-coord-{name}"]["spec"]["tolerations"] == before + added
 
 
 # --- validation --------------------------------------------------------------------------
@@ -229,6 +297,7 @@ def test_validation_verdicts_are_identical(runs: dict[str, Run], key: str) -> No
     assert len(cel.validations(run.case.intent)) == len(next(iter(run.legacy_checks.values())))
     for name in run.validated:
         assert run.legacy_checks[name] == run.cel_checks[name], name
+        assert not all(run.legacy_checks[name][:2]), name  # roles exclusive: see the split
 
 
 def _failing(checks: Checks) -> set[str]:
@@ -241,27 +310,37 @@ def test_validation_reports_the_bad_pods(runs: dict[str, Run], key: str) -> None
     roles = {n for n in run.pods if n not in untouched_names(run.case)}
     # before admission every role pod is missing something, but the already mutated one
     # and the worker whose own affinity term already is the coordinator's
-    expected_raw = roles - {f"{k}-coord-mutated", f"{k}-worker-equivalent-term",
-                            f"{k}-coord-node-selector-domain"}
+    expected_raw = roles - {
+        f"{k}-coord-mutated",
+        f"{k}-worker-equivalent-term",
+        f"{k}-coord-node-selector-domain",
+    }
     # after admission only those whose own constraints stay wrong: a span across a denied
     # pair (the zone term is kept), a nodeSelector zone that disagrees with the identity
     # set, an identity claim nothing overwrites when the domain has several zones
-    expected_admitted = {f"{k}-coord-span-{n}-admitted"
-                         for n in range(len(intent.denied_zone_pairs))}
+    expected_admitted = {
+        f"{k}-coord-span-{n}-admitted" for n in range(len(intent.denied_zone_pairs))
+    }
     if intent.identity:
         expected_admitted.add(f"{k}-coord-node-selector-admitted")
     elif intent.identity_label:
-        expected_admitted |= {f"{k}-coord-spoofed-admitted", f"{k}-worker-spoofed-admitted"}
-    assert _failing(run.legacy_checks) == expected_raw | expected_admitted
-    assert _failing(run.cel_checks) == expected_raw | expected_admitted
+        expected_admitted |= {
+            f"{k}-coord-spoofed-admitted",
+            f"{k}-worker-spoofed-admitted",
+            f"{k}-coord-identity-empty-admitted",
+        }
+    expected = (expected_raw | expected_admitted) & set(run.validated)
+    assert _failing(run.legacy_checks) == expected
+    assert _failing(run.cel_checks) == expected
     for name in untouched_names(run.case):
         assert not any(run.legacy_checks[name])
     if intent.identity_label:
         spoofed = run.legacy_checks[f"{k}-coord-spoofed"][2]
         assert spoofed is not None and "claims a zone" in spoofed
     for n, (za, zb, policies) in enumerate(intent.denied_zone_pairs):
-        message = run.legacy_checks[f"{k}-coord-span-{n}-admitted"][-len(
-            intent.denied_zone_pairs) + n]
+        message = run.legacy_checks[f"{k}-coord-span-{n}-admitted"][
+            -len(intent.denied_zone_pairs) + n
+        ]
         assert message is not None and f"spans {za} and {zb}" in message
         assert all(p in message for p in policies)
 

@@ -149,8 +149,12 @@ class PolicyIndex:
         # one trace per (subject, direction, matched rule peers, destination ports): the port
         # arithmetic runs once per distinct signature, not once per endpoint pair
         self._sides: dict[tuple[object, ...], SideTrace] = {}
-        self._meets: dict[tuple[PortSet, PortSet], PortSet] = {}
+        self._portsets: dict[PortSet, PortSet] = {}  # equal sides share one allowed PortSet
+        self._meets: dict[tuple[int, int], PortSet] = {}  # (id(egress), id(ingress) allowed)
         self._peer_hits: dict[tuple[int, int], bool] = {}  # (id(peer), endpoint key)
+        # per (subject, direction, namespace of the other end): the rules and peers that can
+        # match there (peers pinned to other namespaces dropped), so a pair checks only those
+        self._candidates: dict[tuple[int, str, str], list[tuple[PolicyRule, list[Peer]]]] = {}
 
     def node_label_keys(self) -> set[str]:
         """Node label keys any host-facing selector reads (for grouping similar nodes)."""
@@ -167,9 +171,9 @@ class PolicyIndex:
         src_key, dst_key = self._key(src), self._key(dst)
         hit = self._cache.get((src_key, dst_key))
         if hit is None:
-            egress = self._side(src, src_key, dst, "egress", dst)
-            ingress = self._side(dst, dst_key, src, "ingress", dst)
-            both = (egress.allowed, ingress.allowed)
+            egress = self._side(src, src_key, dst, dst_key, "egress", dst)
+            ingress = self._side(dst, dst_key, src, src_key, "ingress", dst)
+            both = (id(egress.allowed), id(ingress.allowed))  # interned in _trace
             allowed = self._meets.get(both)
             if allowed is None:
                 allowed = self._meets[both] = egress.allowed.intersect(ingress.allowed)
@@ -208,14 +212,28 @@ class PolicyIndex:
         return hit
 
     def _side(
-        self, subject: Endpoint, subject_key: int, peer: Endpoint, direction: str, dst: Endpoint
+        self,
+        subject: Endpoint,
+        subject_key: int,
+        peer: Endpoint,
+        peer_key: int,
+        direction: str,
+        dst: Endpoint,
     ) -> SideTrace:
         isolations, rules = self._subject_rules(subject, subject_key, direction)
+        cand_key = (subject_key, direction, peer.namespace)
+        candidates = self._candidates.get(cand_key)
+        if candidates is None:
+            candidates = self._candidates[cand_key] = [
+                (r, ps)
+                for r in rules
+                if (ps := [p for p in r.peers if _may_match_namespace(p, peer.namespace)])
+            ]
         matched: list[tuple[PolicyRule, Peer]] = []
-        peer_key = self._key(peer)
+        signature: list[int] = []
         hit_p: bool | None
-        for rule in rules:
-            for p in rule.peers:
+        for rule, peers in candidates:
+            for p in peers:
                 if p.kind == "entities" and peer.host:  # depends on the subject's node
                     hit_p = self._peer_matches(p, peer, subject)
                 else:
@@ -226,13 +244,9 @@ class PolicyIndex:
                         )
                 if hit_p:
                     matched.append((rule, p))
+                    signature += (id(rule), id(p))
                     break
-        key = (
-            subject_key,
-            direction,
-            tuple((id(r), id(p)) for r, p in matched),
-            dst.ports if matched else (),
-        )
+        key = (subject_key, direction, tuple(signature), dst.ports if matched else ())
         hit = self._sides.get(key)
         if hit is None:
             hit = self._sides[key] = self._trace(direction, isolations, matched, dst)
@@ -263,6 +277,7 @@ class PolicyIndex:
                 allowed = allowed.union(a.ports)
         for d in denies:
             allowed = allowed.minus(d.ports)
+        allowed = self._portsets.setdefault(allowed, allowed)
         return SideTrace(direction, isolated_by, tuple(allows), tuple(denies), allowed, isolations)
 
     def _peer_matches(self, peer: Peer, other: Endpoint, subject: Endpoint) -> bool:
@@ -300,6 +315,18 @@ class PolicyIndex:
         if peer.namespace is not None and other.namespace != peer.namespace:
             return False
         return peer.selector.matches(other.labels)
+
+
+def _may_match_namespace(peer: Peer, namespace: str) -> bool:
+    """False when the peer can only match pods of other namespaces (hosts have namespace "")."""
+    if peer.kind != "endpoints" or peer.namespace_selector is not None:
+        return True
+    if peer.namespace is not None:
+        return peer.namespace == namespace
+    for key, value in peer.selector.match_labels:
+        if key == NAMESPACE_KEY:
+            return value == namespace
+    return True
 
 
 def _selects(host: bool, selector: LabelSelector, namespace: str | None, ep: Endpoint) -> bool:

@@ -82,15 +82,10 @@ def connectivity_json(report: ConnectivityReport) -> str:
         )
         for p in report.pairs
     ]
-    parts = [
-        f"  {json.dumps(k)}: " + _indent(json.dumps(data[k], indent=2, sort_keys=True))
-        for k in sorted(data)
-    ]
-    parts.insert(
-        sorted([*data, "pairs"]).index("pairs"),
-        '  "pairs": [' + ("\n    " + ",\n    ".join(pairs) + "\n  ]" if pairs else "]"),
-    )
-    return "{\n" + ",\n".join(parts) + "\n}\n"
+    members = {k: _indent(json.dumps(v, indent=2, sort_keys=True)) for k, v in data.items()}
+    members["pairs"] = "[\n    " + ",\n    ".join(pairs) + "\n  ]" if pairs else "[]"
+    body = ",\n".join(f"  {json.dumps(k)}: {members[k]}" for k in sorted(members))
+    return "{\n" + body + "\n}\n"
 
 
 def _indent(text: str) -> str:

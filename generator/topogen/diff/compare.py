@@ -85,18 +85,40 @@ def compare(old: Any, new: Any) -> tuple[FieldChange, ...]:
 
 def _field_change(report_type: str, level: Any, old: Any, new: Any) -> FieldChange | None:
     if report_type in ("values_changed", "type_changes"):
-        path = format_path(level.path(output_format="list", use_t2=True), new)
-        return FieldChange(path, "changed", level.t1, level.t2)
+        return FieldChange(
+            format_path(_path(level, new_side=True), new), "changed", level.t1, level.t2
+        )
     if report_type in ("dictionary_item_added", "iterable_item_added", "set_item_added"):
-        return FieldChange(format_path(level.path(output_format="list", use_t2=True), new),
-                           "added", None, level.t2)
+        return FieldChange(format_path(_path(level, new_side=True), new), "added", None, level.t2)
     if report_type in ("dictionary_item_removed", "iterable_item_removed", "set_item_removed"):
-        return FieldChange(format_path(level.path(output_format="list"), old),
-                           "removed", level.t1, None)
+        return FieldChange(
+            format_path(_path(level, new_side=False), old), "removed", level.t1, None
+        )
     if report_type == "iterable_item_moved":
-        parent = level.path(output_format="list", use_t2=True)[:-1]
-        return FieldChange(format_path(parent, new), "reordered")
+        return FieldChange(format_path(_path(level, new_side=True)[:-1], new), "reordered")
     return None  # repetition changes and the like: not produced with these options
+
+
+def _path(level: Any, *, new_side: bool) -> list[Any]:
+    """The keys and indices from the root to a change, in the old or the new document.
+
+    Read from each step's child relation: deepdiff's own `path()` mixes the old and
+    the new index when items matched by name moved.
+    """
+    node = level
+    while node.up is not None:
+        node = node.up
+    out: list[Any] = []
+    while node.down is not None:
+        first, second = (
+            (node.t2_child_rel, node.t1_child_rel)
+            if new_side
+            else (node.t1_child_rel, node.t2_child_rel)
+        )
+        rel = first if first is not None else second
+        out.append(rel.param)
+        node = node.down
+    return out
 
 
 def format_path(path: list[Any], root: Any) -> str:

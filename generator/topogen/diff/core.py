@@ -21,6 +21,8 @@ def diff(
     new_analysis: AnalysisReport | None = None,
     old_label: str = "old",
     new_label: str = "new",
+    old_what: str = "",
+    new_what: str = "",
     warnings: Iterable[str] = (),
 ) -> DiffReport:
     """What differs between two rendered trees, and what it means.
@@ -40,19 +42,36 @@ def diff(
         else None
     )
     notes = [*warnings, *(f"old: {w}" for w in old.warnings), *(f"new: {w}" for w in new.warnings)]
-    return DiffReport(old_label, new_label, tuple(changes), delta, tuple(dict.fromkeys(notes)))
+    return DiffReport(
+        old_label,
+        new_label,
+        tuple(changes),
+        delta,
+        tuple(dict.fromkeys(notes)),
+        old_what,
+        new_what,
+    )
 
 
 def _object_change(b: TreeEntry | None, a: TreeEntry | None) -> ObjectChange | None:
     if a is not None and b is None:
-        return ObjectChange(a.key, "added", None, a.path, subject(a.data, a.key.describe()),
-                            added_notes(a.data))
+        return ObjectChange(
+            a.key, "added", None, a.path, subject(a.data, a.key.describe()), added_notes(a.data)
+        )
     if b is not None and a is None:
-        return ObjectChange(b.key, "removed", b.path, None, subject(b.data, b.key.describe()),
-                            removed_notes(b.data))
+        return ObjectChange(
+            b.key, "removed", b.path, None, subject(b.data, b.key.describe()), removed_notes(b.data)
+        )
     assert a is not None and b is not None
     fields = compare(b.data, a.data)
     if not fields:
         return None
-    return ObjectChange(a.key, "changed", b.path, a.path, subject(a.data, a.key.describe()),
-                        changed_notes(b.data, a.data), fields)
+    return ObjectChange(
+        a.key,
+        "changed",
+        b.path,
+        a.path,
+        subject(a.data, a.key.describe()),
+        changed_notes(b.data, a.data),
+        fields,
+    )

@@ -15,8 +15,9 @@ FindingKey = tuple[str, str, str, str, str]  # cluster, group, namespace, job, k
 
 
 def analysis_delta(old: AnalysisReport, new: AnalysisReport) -> AnalysisDelta:
-    return AnalysisDelta(_finding_changes(old.findings, new.findings),
-                         _plan_changes(old.plans, new.plans))
+    return AnalysisDelta(
+        _finding_changes(old.findings, new.findings), _plan_changes(old.plans, new.plans)
+    )
 
 
 def _by_key(findings: Iterable[Finding]) -> dict[FindingKey, Finding]:
@@ -39,8 +40,20 @@ def _finding_changes(old: Iterable[Finding], new: Iterable[Finding]) -> tuple[Fi
         elif a is not None and b is not None and a.message != b.message:
             out.append(_change("changes", a, _changes(a), old_message=b.message))
     order = {"appears": 0, "changes": 1, "disappears": 2}
-    return tuple(sorted(out, key=lambda c: (not c.problem, order[c.status], c.cluster, c.group,
-                                            c.namespace, c.job, c.kind)))
+    return tuple(
+        sorted(
+            out,
+            key=lambda c: (
+                not c.problem,
+                order[c.status],
+                c.cluster,
+                c.group,
+                c.namespace,
+                c.job,
+                c.kind,
+            ),
+        )
+    )
 
 
 def _change(status: str, f: Finding, headline: str, old_message: str = "") -> FindingChange:
@@ -104,11 +117,16 @@ def _plan_headline(b: GroupPlan | None, a: GroupPlan | None) -> str:
     if b is None:
         return f"group {name} is new: confined to {_where(a)}"
     if b.refused or not b.enforceable:
-        return f"group {name} can be enforced again: confined to {_where(a)}" if b.refused else (
-            f"group {name} has jobs to plan for: confined to {_where(a)}")
+        return (
+            f"group {name} can be enforced again: confined to {_where(a)}"
+            if b.refused
+            else (f"group {name} has jobs to plan for: confined to {_where(a)}")
+        )
     if b.domain == a.domain and b.zones != a.zones:
-        return (f"domain {a.domain} of group {name} now spans [{', '.join(a.zones)}] "
-                f"(was [{', '.join(b.zones)}])")
+        return (
+            f"domain {a.domain} of group {name} now spans [{', '.join(a.zones)}] "
+            f"(was [{', '.join(b.zones)}])"
+        )
     if b.domain != a.domain:
         return f"group {name} moves from {_where(b)} to {_where(a)}"
     return ""

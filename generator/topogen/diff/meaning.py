@@ -2,7 +2,8 @@
 
 Two sources, both engine-neutral:
 - the intent summary topogen writes into its policies' annotations
-  (topogen.io/zones, topogen.io/tolerations, topogen.io/identity);
+  (topogen.io/zones, topogen.io/tolerations, topogen.io/identity,
+  topogen.io/denied-zone-pairs);
 - Kubernetes shapes found anywhere in an object: tolerations lists, label and
   node selector requirements (key, operator, values), nodeSelector maps, and
   the validation action fields of Kyverno, ValidatingAdmissionPolicy and
@@ -18,6 +19,7 @@ from typing import Any
 __all__ = ["added_notes", "changed_notes", "removed_notes", "subject"]
 
 ZONES, TOLERATIONS, IDENTITY = "topogen.io/zones", "topogen.io/tolerations", "topogen.io/identity"
+DENIED = "topogen.io/denied-zone-pairs"
 _ROLE_NAMES = {"validate": "validation", "worker": "workers", "mutate": "mutation"}
 
 
@@ -65,6 +67,9 @@ def _intent_summary(obj: Any, verb: str) -> tuple[str, ...]:
         parts.append(f"tolerations {_list(tols)}" if tols else "no tolerations")
     if isinstance(ann.get(IDENTITY), str):
         parts.append(f"identity {ann[IDENTITY]}" if ann[IDENTITY] else "no identity label")
+    if isinstance(ann.get(DENIED), str) and ann[DENIED]:
+        pairs = ", ".join(_pair(p) for p in _split(ann[DENIED]))
+        parts.append(f"rejects pods spanning {pairs}")
     actions = _actions(obj)
     if actions:
         parts.append(f"validation {'/'.join(sorted(actions))}")
@@ -73,6 +78,10 @@ def _intent_summary(obj: Any, verb: str) -> tuple[str, ...]:
 
 def _split(value: str) -> list[str]:
     return sorted({v.strip() for v in value.split(",") if v.strip()})
+
+
+def _pair(pair: str) -> str:
+    return " and ".join(pair.split("/", 1))
 
 
 def _list(values: list[str] | tuple[str, ...]) -> str:
@@ -92,6 +101,13 @@ def _annotation_notes(old: dict[str, Any], new: dict[str, Any]) -> Iterator[str]
             yield f"toleration {t} added"
         for t in sorted(before - after):
             yield f"toleration {t} removed"
+    od, nd = old.get(DENIED), new.get(DENIED)
+    if isinstance(od, str) or isinstance(nd, str):
+        before, after = set(_split(od or "")), set(_split(nd or ""))
+        for pair in sorted(after - before):
+            yield f"now rejects pods spanning {_pair(pair)} (their traffic is denied)"
+        for pair in sorted(before - after):
+            yield f"no longer rejects pods spanning {_pair(pair)}"
     oi, ni = old.get(IDENTITY), new.get(IDENTITY)
     if isinstance(oi, str) and isinstance(ni, str) and oi != ni:
         if oi and ni:
@@ -103,10 +119,19 @@ def _annotation_notes(old: dict[str, Any], new: dict[str, Any]) -> Iterator[str]
 
 
 # Validation action fields: (field, value) -> the action as topogen's config names it.
-_ACTION_FIELDS = ("validationActions", "validationFailureAction", "failureAction",
-                  "enforcementAction")
-_ACTIONS = {"deny": "Enforce", "enforce": "Enforce", "audit": "Audit", "warn": "Warn",
-            "dryrun": "Audit"}
+_ACTION_FIELDS = (
+    "validationActions",
+    "validationFailureAction",
+    "failureAction",
+    "enforcementAction",
+)
+_ACTIONS = {
+    "deny": "Enforce",
+    "enforce": "Enforce",
+    "audit": "Audit",
+    "warn": "Warn",
+    "dryrun": "Audit",
+}
 
 
 def _actions(obj: Any) -> frozenset[str]:
@@ -163,8 +188,12 @@ def _toleration_notes(old: Any, new: Any) -> Iterator[str]:
 
 
 def _context(path: str) -> str:
-    for marker, words in (("podAntiAffinity", "pod anti-affinity"), ("podAffinity", "pod affinity"),
-                          ("nodeAffinity", "node affinity"), ("nodeSelectorTerms", "node affinity")):
+    for marker, words in (
+        ("podAntiAffinity", "pod anti-affinity"),
+        ("podAffinity", "pod affinity"),
+        ("nodeAffinity", "node affinity"),
+        ("nodeSelectorTerms", "node affinity"),
+    ):
         if marker in path:
             return words
     return "selector"
@@ -178,7 +207,8 @@ def _requirements(obj: Any) -> dict[tuple[str, str, str], frozenset[str]]:
             continue
         for req in value:
             if isinstance(req, dict) and isinstance(req.get("key"), str):
-                values = req.get("values") if isinstance(req.get("values"), list) else []
+                raw = req.get("values")
+                values: list[Any] = raw if isinstance(raw, list) else []
                 slot = out.setdefault((_context(path), req["key"], str(req.get("operator"))), set())
                 slot.update(str(v) for v in values)
     return {k: frozenset(v) for k, v in out.items()}

@@ -46,13 +46,19 @@ class ObjectKey:
         return bool(self.kind)
 
     def sort_key(self) -> tuple[str, int, str, str, str, str]:
-        return (self.location, 0 if self.is_object else 1, self.kind, self.namespace, self.name,
-                self.file)
+        return (
+            self.location,
+            0 if self.is_object else 1,
+            self.kind,
+            self.namespace,
+            self.name,
+            self.file,
+        )
 
     def describe(self) -> str:
         """`MutatingPolicy topogen-x`, `Pod ml-demo/coordinator (patched.yaml)`, or a file path."""
         if not self.is_object:
-            return f"{self.location}/{self.file}" if self.location else self.file
+            return self.file
         ns = f"{self.namespace}/" if self.namespace else ""
         extra = f" ({self.file})" if self.file else ""
         return f"{self.kind} {ns}{self.name}{extra}"
@@ -132,11 +138,13 @@ class AnalysisDelta:
 
 @dataclass(frozen=True)
 class DiffReport:
-    old_label: str
+    old_label: str  # a folder, a config or a git ref, as the user named it
     new_label: str
     objects: tuple[ObjectChange, ...]
     analysis: AnalysisDelta | None  # None: the old or the new inputs are not known
     warnings: tuple[str, ...] = ()
+    old_what: str = ""  # "committed output", "rendered at a git ref", ...
+    new_what: str = ""
 
     @property
     def empty(self) -> bool:

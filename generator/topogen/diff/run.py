@@ -9,19 +9,24 @@ import os
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from topogen.config import load_config
 from topogen.diff.core import diff
 from topogen.diff.model import DiffReport, Tree
-from topogen.diff.tree import KNOWN_TOPS, load_tree
+from topogen.diff.tree import KNOWN_TOPS, generated_tops, load_tree
 from topogen.emit.writer import GENERATED_HEADER, write_tree
 from topogen.errors import InputError, TopogenError
 from topogen.pipeline import AnalysisReport
 from topogen.rendering import render
 
 __all__ = ["RenderedSide", "diff_configs", "diff_dirs", "diff_rendered", "render_side"]
+
+
+FRESH = "rendered now"
+AT_REF = "inputs at this git ref, rendered now"
 
 
 @dataclass(frozen=True)
@@ -45,12 +50,19 @@ def render_side(config_path: Path) -> RenderedSide:
 
 def diff_dirs(old_dir: Path, new_dir: Path) -> DiffReport:
     """Two rendered trees, as they are on disk."""
-    return diff(load_tree(old_dir), load_tree(new_dir), old_label=_shown(old_dir),
-                new_label=_shown(new_dir))
+    return diff(
+        load_tree(old_dir),
+        load_tree(new_dir),
+        old_label=_shown(old_dir),
+        new_label=_shown(new_dir),
+        old_what="rendered tree",
+        new_what="rendered tree",
+    )
 
 
-def diff_rendered(config_path: Path, against: str | None = None,
-                  out_dir: Path | None = None) -> DiffReport:
+def diff_rendered(
+    config_path: Path, against: str | None = None, out_dir: Path | None = None
+) -> DiffReport:
     """A fresh render of the config against the committed output (the folder it is written
     to: `out_dir`, by default the config's folder), another folder, or the render at a git ref.
     """
@@ -59,24 +71,43 @@ def diff_rendered(config_path: Path, against: str | None = None,
         return _diff_against_ref(config_path, against)
     new = render_side(config_path)
     old_dir = Path(against) if against is not None else (out_dir or config_path.parent)
-    old = load_tree(old_dir, new.tree.tops | set(KNOWN_TOPS))
+    if not old_dir.is_dir():
+        raise InputError("no such folder", path=_shown(old_dir))
+    tops = new.tree.tops | generated_tops(old_dir, set(KNOWN_TOPS) - new.tree.tops)
+    old = load_tree(old_dir, tops)
     where = _shown(old_dir)
     warnings = [f"new render: {r}" for r in new.refused]
-    if not _has_output(old_dir, new.tree.tops | set(KNOWN_TOPS)):
+    if not _has_output(old_dir, tops):
         warnings.append(f"{where} holds no rendered output: everything is new")
-    return diff(old, new.tree, old_label=f"{where} (committed)",
-                new_label=f"{shown} (rendered now)", warnings=warnings)
+    return diff(
+        old,
+        new.tree,
+        old_label=where,
+        new_label=shown,
+        old_what="committed output" if against is None else "rendered tree",
+        new_what=FRESH,
+        warnings=warnings,
+    )
 
 
-def diff_configs(old_config: Path, new_config: Path, *, old_label: str = "old",
-                 new_label: str = "new") -> DiffReport:
+def diff_configs(
+    old_config: Path, new_config: Path, *, old_label: str = "old", new_label: str = "new"
+) -> DiffReport:
     """Render two configs and compare output and analysis."""
     old, new = render_side(old_config), render_side(new_config)
-    return diff(old.tree, new.tree, old_analysis=old.analysis, new_analysis=new.analysis,
-                old_label=old_label, new_label=new_label)
+    return diff(
+        old.tree,
+        new.tree,
+        old_analysis=old.analysis,
+        new_analysis=new.analysis,
+        old_label=old_label,
+        new_label=new_label,
+        old_what="rendered",
+        new_what="rendered",
+    )
 
 
-def _has_output(root: Path, tops: set[str]) -> bool:
+def _has_output(root: Path, tops: Iterable[str]) -> bool:
     return any((root / t).is_dir() for t in tops)
 
 
@@ -94,8 +125,9 @@ def _shown(path: Path) -> str:
 
 def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                              check=False, timeout=300)
+        return subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=300
+        )
     except FileNotFoundError:
         raise InputError("git is not installed: --against GIT_REF needs it") from None
 
@@ -106,33 +138,55 @@ def _diff_against_ref(config_path: Path, ref: str) -> DiffReport:
         raise InputError("config file not found", path=_shown(config_path))
     commit = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], here)
     if commit.returncode != 0:
-        raise InputError(f"--against {ref}: neither a folder nor a git ref",
-                         hint="name a folder of rendered output, a branch, a tag or a commit")
+        raise InputError(
+            f"--against {ref}: neither a folder nor a git ref",
+            hint="name a folder of rendered output, a branch, a tag or a commit",
+        )
     top = Path(_git(["rev-parse", "--show-toplevel"], here).stdout.strip()).resolve()
     try:
         rel = config_path.resolve().relative_to(top)
     except ValueError:
-        raise InputError("the config is not inside the git repository",
-                         path=_shown(config_path)) from None
+        raise InputError(
+            "the config is not inside the git repository", path=_shown(config_path)
+        ) from None
     new = render_side(config_path)
     with tempfile.TemporaryDirectory(prefix="topogen-diff-ref-") as tmp:
         _extract(commit.stdout.strip(), top, Path(tmp))
         old_config = Path(tmp) / rel
         if not old_config.is_file():
-            return diff(Tree({}), new.tree, old_label=ref, new_label=f"{_shown(config_path)}",
-                        warnings=[f"{rel.as_posix()} does not exist at {ref}: everything is new"])
+            return diff(
+                Tree({}),
+                new.tree,
+                old_label=ref,
+                new_label=_shown(config_path),
+                old_what=AT_REF,
+                new_what=FRESH,
+                warnings=[f"{rel.as_posix()} does not exist at {ref}: everything is new"],
+            )
         try:
             old = render_side(old_config)
         except TopogenError as exc:
             raise InputError(f"at {ref}: " + _unrooted(str(exc), Path(tmp))) from None
-    return diff(old.tree, new.tree, old_analysis=old.analysis, new_analysis=new.analysis,
-                old_label=ref, new_label=_shown(config_path))
+    return diff(
+        old.tree,
+        new.tree,
+        old_analysis=old.analysis,
+        new_analysis=new.analysis,
+        old_label=ref,
+        new_label=_shown(config_path),
+        old_what=AT_REF,
+        new_what=FRESH,
+    )
 
 
 def _extract(commit: str, top: Path, dest: Path) -> None:
     """The commit's files into dest (`git archive`: the repository is left as it is)."""
-    with subprocess.Popen(["git", "archive", "--format=tar", commit], cwd=top,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+    with subprocess.Popen(
+        ["git", "archive", "--format=tar", commit],
+        cwd=top,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as proc:
         assert proc.stdout is not None
         try:
             with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:

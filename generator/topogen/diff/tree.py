@@ -20,12 +20,13 @@ import yaml
 from topogen.diff.model import ObjectKey, Tree, TreeEntry
 from topogen.errors import InputError
 
-__all__ = ["KNOWN_TOPS", "load_tree"]
+__all__ = ["KNOWN_TOPS", "generated_tops", "load_tree"]
 
-# Top-level folders topogen writes. A folder compared against a fresh render
-# holds other things too (the inputs, the rest of a repository): only these and
-# the ones the render itself writes are read.
-KNOWN_TOPS = ("argocd", "kustomize", "monitoring", "policies")
+# Top-level folders topogen renders. A folder compared against a fresh render
+# holds other things too (the inputs, the rest of a repository): only the folders
+# the render writes are read, plus these when they hold topogen's output (a
+# folder the render no longer writes is stale output, and a difference).
+KNOWN_TOPS = ("kustomize", "monitoring", "policies")
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _YAML = (".yaml", ".yml")
@@ -41,6 +42,22 @@ def load_tree(root: Path, tops: Iterable[str] | None = None) -> Tree:
     for rel in _files(root, tops):
         raw.extend(_read(root / rel, rel, warnings))
     return Tree(_disambiguate(raw), tuple(warnings))
+
+
+def generated_tops(root: Path, candidates: Iterable[str]) -> set[str]:
+    """The candidate top-level folders of root that hold a file topogen generated."""
+    found = set()
+    for top in sorted(set(candidates)):
+        for rel in _files(root, [top]):
+            try:
+                with (root / rel).open(encoding="utf-8", errors="replace") as fh:
+                    first = fh.readline()
+            except OSError:
+                continue
+            if first.startswith(_HEADER):
+                found.add(top)
+                break
+    return found
 
 
 def _files(root: Path, tops: Iterable[str] | None) -> Iterator[str]:

@@ -37,13 +37,19 @@ def write_tree(files: Sequence[RenderedFile], out: Path, header: str) -> list[st
         p = Path(f.path)
         if p.is_absolute() or ".." in p.parts or len(p.parts) < 2:
             raise TopogenError(f"refusing to write outside the output tree: {f.path}")
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".topogen-render-", dir=out))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".topogen-render-", dir=out))
+    except OSError as exc:
+        raise TopogenError(f"cannot write the output tree: {exc}", path=str(out)) from None
     try:
         for f in sorted(files, key=lambda f: f.path):
             target = staging / f.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(_content(f, header), encoding="utf-8")
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(_content(f, header), encoding="utf-8", newline="\n")
+            except OSError as exc:
+                raise TopogenError(f"cannot write {f.path}: {exc}", path=str(out)) from None
         _swap(staging, out, tops)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -51,22 +57,46 @@ def write_tree(files: Sequence[RenderedFile], out: Path, header: str) -> list[st
 
 
 def _swap(staging: Path, out: Path, tops: Sequence[str]) -> None:
+    """Swap each managed folder in; on any failure put every previous folder back."""
     old = Path(tempfile.mkdtemp(prefix=".topogen-old-", dir=out))
-    moved: list[str] = []
+    stashed: list[str] = []  # previous folders, moved into `old`
+    placed: list[str] = []  # new folders, moved into `out`
     try:
         for top in tops:
-            if (out / top).exists():
+            if (out / top).exists() or (out / top).is_symlink():
                 os.replace(out / top, old / top)
-                moved.append(top)
+                stashed.append(top)
             os.replace(staging / top, out / top)
+            placed.append(top)
     except OSError as exc:
-        for top in moved:  # put the previous tree back
-            if (out / top).exists():
-                shutil.rmtree(out / top, ignore_errors=True)
-            os.replace(old / top, out / top)
-        raise TopogenError(f"cannot write the output tree: {exc}", path=str(out)) from None
-    finally:
+        stuck = _put_back(staging, out, old, placed, stashed)
+        if stuck:
+            raise TopogenError(
+                f"cannot write the output tree ({exc}) nor put all of the previous one "
+                f"back; the previous folders {', '.join(stuck)} are in {old}",
+                path=str(out),
+            ) from None
         shutil.rmtree(old, ignore_errors=True)
+        raise TopogenError(f"cannot write the output tree: {exc}", path=str(out)) from None
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _put_back(
+    staging: Path, out: Path, old: Path, placed: Sequence[str], stashed: Sequence[str]
+) -> list[str]:
+    """Undo a partial swap as far as possible; the previous folders that stay in `old`."""
+    for top in reversed(placed):  # back into staging, which the caller removes
+        try:
+            os.replace(out / top, staging / top)
+        except OSError:
+            shutil.rmtree(out / top, ignore_errors=True)
+    stuck = []
+    for top in reversed(stashed):
+        try:
+            os.replace(old / top, out / top)
+        except OSError:
+            stuck.append(top)
+    return sorted(stuck)
 
 
 def stream_objects(files: Sequence[RenderedFile], header: str) -> str:

@@ -29,6 +29,7 @@ def _meta(intent: AdmissionIntent, role: str) -> dict[str, Any]:
             "topogen.io/zones": ",".join(intent.zones),
             "topogen.io/identity": "=".join(intent.identity or ()),
             **({"topogen.io/tolerations": _tolerations(intent)} if role == "coordinator" else {}),
+            **({"topogen.io/denied-zone-pairs": _denied(intent)} if role == "validate" else {}),
         },
     }
 
@@ -41,6 +42,11 @@ def _tolerations(intent: AdmissionIntent) -> str:
         + (f":{t.effect}" if t.effect else "")
         for t in intent.tolerations
     )
+
+
+def _denied(intent: AdmissionIntent) -> str:
+    """zone-a/zone-b pairs whose traffic the network policies deny, comma-separated."""
+    return ",".join(f"{a}/{b}" for a, b, _ in intent.denied_zone_pairs)
 
 
 def mutating_policy(intent: AdmissionIntent, role: str) -> RenderedFile:

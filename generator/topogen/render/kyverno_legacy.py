@@ -1,16 +1,19 @@
 """Kyverno legacy policies (kyverno.io/v1 ClusterPolicy) for clusters on older Kyverno.
 
-Same behaviour as the CEL policies of render/kyverno.py, written in ClusterPolicy
-terms: match/exclude blocks for the roles, JMESPath for the conditions, JSON
-patches for the lists (strategic merge would replace them).
+Same behaviour as the CEL policies of render/kyverno.py (checked pod for pod with the
+real CLI in tests/kyverno_legacy), written in ClusterPolicy terms: match/exclude
+blocks as narrow as cel.match_role, JMESPath for the conditions, JSON patches for
+the lists (a strategic merge would replace them), one rule per check. Kyverno's
+defaults are rendered explicitly, except allowExistingViolations: false, because
+the CEL ValidatingPolicy judges every UPDATE on its own.
 
 How values stay data:
 - label keys enter JMESPath as quoted identifiers (`labels."app.kubernetes.io/name"`)
   and static values as JSON literals (backticks), both built with json.dumps;
 - the pod's own label values never become JMESPath text, with one exception:
   the identity check compares terms' zones with the pod's identity label through
-  a nested `'{{ ... }}'`, which is safe because validation runs on objects the API
-  server has validated (label values are `[A-Za-z0-9._-]`);
+  a nested `'{{ ... }}'`: validating admission and background scans only see objects
+  that passed API validation, whose label values are `[A-Za-z0-9._-]`;
 - values inserted into patches (`{{ element }}`, `{{ coordinatorTerm }}`) are maps,
   which Kyverno writes as JSON; the coordinator term is a context variable whose
   job-label value is substituted as a whole string (typed, not text).
@@ -80,7 +83,7 @@ def _selector_zone(intent: AdmissionIntent) -> str:
 
 def _zone_in(intent: AdmissionIntent) -> str:
     """Filter predicate on a node selector requirement: `<zone label> In (...)`."""
-    return f"key == {lit(intent.zone_label)} && operator == `\"In\"`"
+    return f'key == {lit(intent.zone_label)} && operator == `"In"`'
 
 
 def _terms_pinned(intent: AdmissionIntent) -> str:
@@ -92,8 +95,10 @@ def _terms_pinned(intent: AdmissionIntent) -> str:
 def _every_term_has(intent: AdmissionIntent, values_test: str) -> str:
     """Some term exists and each has a `<zone label> In` requirement whose values pass."""
     t = _terms()
-    return (f"(length({t}) > `0` && length({t}[?!(matchExpressions[?{_zone_in(intent)} && "
-            f"{values_test}])]) == `0`)")
+    return (
+        f"(length({t}) > `0` && length({t}[?!(matchExpressions[?{_zone_in(intent)} && "
+        f"{values_test}])]) == `0`)"
+    )
 
 
 def _tolerates(w: dict[str, str]) -> str:
@@ -101,15 +106,17 @@ def _tolerates(w: dict[str, str]) -> str:
 
     The same rule as cel._tolerates, with the wanted toleration as literals.
     """
-    effect = (f"(effect == `null` || effect == `\"\"` || effect == {lit(w['effect'])})")
-    exists = f"(key == `null` || key == `\"\"` || key == {lit(w['key'])})"
+    effect = f'(effect == `null` || effect == `""` || effect == {lit(w["effect"])})'
+    exists = f'(key == `null` || key == `""` || key == {lit(w["key"])})'
     if w["operator"] == "Exists":
         equal = "`false`"
     else:
-        equal = (f"((key || `\"\"`) == {lit(w['key'])} && "
-                 f"(value || `\"\"`) == {lit(w.get('value', ''))})")
-    return (f"{effect} && ((operator == `\"Exists\"` && {exists}) || "
-            f"(operator != `\"Exists\"` && {equal}))")
+        equal = (
+            f'((key || `""`) == {lit(w["key"])} && (value || `""`) == {lit(w.get("value", ""))})'
+        )
+    return (
+        f'{effect} && ((operator == `"Exists"` && {exists}) || (operator != `"Exists"` && {equal}))'
+    )
 
 
 def missing_tolerations(intent: AdmissionIntent) -> str:
@@ -118,16 +125,20 @@ def missing_tolerations(intent: AdmissionIntent) -> str:
     Every entry is judged against the pod as admitted (Kyverno updates request.object
     only after the whole foreach), as the CEL filter does.
     """
-    items = [f"(length({OBJ}.spec.tolerations[?{_tolerates(w)}] || `[]`) == `0` && {lit(w)})"
-             f" || `null`" for w in cel.toleration_dicts(intent.tolerations)]
+    items = [
+        f"(length({OBJ}.spec.tolerations[?{_tolerates(w)}] || `[]`) == `0` && {lit(w)}) || `null`"
+        for w in cel.toleration_dicts(intent.tolerations)
+    ]
     return "[" + ", ".join(items) + "]"
 
 
 def has_coordinator_term(intent: AdmissionIntent) -> str:
     """A required pod affinity term on the topology key naming this pod's job value."""
     job = intent.job_label
-    values = (f"({POD_REQ}[?topologyKey == {lit(intent.topology_key)}]"
-              f".labelSelector.matchLabels.{ident(job)} || `[]`)")
+    values = (
+        f"({POD_REQ}[?topologyKey == {lit(intent.topology_key)}]"
+        f".labelSelector.matchLabels.{ident(job)} || `[]`)"
+    )
     return f"contains({values}, {label(job)})"
 
 
@@ -146,42 +157,69 @@ def _selector(sel: LabelSelector, extra: Sequence[Requirement] = ()) -> dict[str
     if exprs:
         out["matchExpressions"] = [
             {"key": r.key, "operator": r.operator, "values": list(r.values)}
-            if r.operator in ("In", "NotIn") else {"key": r.key, "operator": r.operator}
-            for r in exprs]
+            if r.operator in ("In", "NotIn")
+            else {"key": r.key, "operator": r.operator}
+            for r in exprs
+        ]
     return out
 
 
-def _match(intent: AdmissionIntent, selectors: Sequence[LabelSelector],
-           operations: Sequence[str]) -> dict[str, Any]:
+def _match(
+    intent: AdmissionIntent, selectors: Sequence[LabelSelector], operations: Sequence[str]
+) -> dict[str, Any]:
     """Pods of the group's namespaces with the job label and one of the role's selectors."""
     job = Requirement(intent.job_label, "Exists")
-    return {"any": [{"resources": {
-        "kinds": ["Pod"], "namespaces": list(intent.namespaces), "operations": list(operations),
-        "selector": _selector(s, [job])}} for s in selectors]}
+    return {
+        "any": [
+            {
+                "resources": {
+                    "kinds": ["Pod"],
+                    "namespaces": list(intent.namespaces),
+                    "operations": list(operations),
+                    "selector": _selector(s, [job]),
+                }
+            }
+            for s in selectors
+        ]
+    }
 
 
 def _exclude(intent: AdmissionIntent, selectors: Sequence[LabelSelector] = ()) -> dict[str, Any]:
     """Kueue TAS pods (label or annotation), and pods of `selectors` (other roles)."""
-    filters: list[dict[str, Any]] = [{"resources": {"kinds": ["Pod"], "selector": _selector(s)}}
-                                     for s in selectors]
+    filters: list[dict[str, Any]] = [
+        {"resources": {"kinds": ["Pod"], "selector": _selector(s)}} for s in selectors
+    ]
     for key in intent.skip_keys:
-        filters.append({"resources": {"kinds": ["Pod"], "selector": {
-            "matchExpressions": [{"key": key, "operator": "Exists"}]}}})
+        filters.append(
+            {
+                "resources": {
+                    "kinds": ["Pod"],
+                    "selector": {"matchExpressions": [{"key": key, "operator": "Exists"}]},
+                }
+            }
+        )
         filters.append({"resources": {"kinds": ["Pod"], "annotations": {key: "*"}}})
     return {"any": filters}
 
 
-def _role_scope(intent: AdmissionIntent, role: str | None,
-                operations: Sequence[str]) -> dict[str, Any]:
+def _role_scope(
+    intent: AdmissionIntent, role: str | None, operations: Sequence[str]
+) -> dict[str, Any]:
     """match/exclude exactly as narrow as cel.match_role."""
     if role == "coordinator":
-        return {"match": _match(intent, intent.coordinator, operations),
-                "exclude": _exclude(intent)}
+        return {
+            "match": _match(intent, intent.coordinator, operations),
+            "exclude": _exclude(intent),
+        }
     if role == "worker":
-        return {"match": _match(intent, intent.worker, operations),
-                "exclude": _exclude(intent, intent.coordinator)}
-    return {"match": _match(intent, (*intent.coordinator, *intent.worker), operations),
-            "exclude": _exclude(intent)}
+        return {
+            "match": _match(intent, intent.worker, operations),
+            "exclude": _exclude(intent, intent.coordinator),
+        }
+    return {
+        "match": _match(intent, (*intent.coordinator, *intent.worker), operations),
+        "exclude": _exclude(intent),
+    }
 
 
 # --- policies ----------------------------------------------------------------------------
@@ -202,7 +240,8 @@ def _meta(intent: AdmissionIntent, what: str) -> dict[str, Any]:
                 f"Confines training group {intent.group} to {intent.zone_label} in "
                 f"[{', '.join(intent.zones)}], where its internal traffic is allowed. "
                 "Generated by topogen for Kyverno before 1.17 (ClusterPolicy); "
-                "network policies are unchanged."),
+                "network policies are unchanged."
+            ),
         },
     }
 
@@ -220,8 +259,9 @@ def _coordinator_term(intent: AdmissionIntent) -> dict[str, Any]:
 
 def _role(intent: AdmissionIntent, role: str) -> dict[str, Any]:
     out: dict[str, Any] = {"name": role, **_role_scope(intent, role, ["CREATE"])}
-    out["tolerations"] = (missing_tolerations(intent)
-                          if role == "coordinator" and intent.tolerations else None)
+    out["tolerations"] = (
+        missing_tolerations(intent) if role == "coordinator" and intent.tolerations else None
+    )
     if role == "worker":
         out["coordinator_term"] = _coordinator_term(intent)
         out["lacks_coordinator_term"] = [_condition(has_coordinator_term(intent), False)]
@@ -234,27 +274,45 @@ def mutate_policy(intent: AdmissionIntent) -> RenderedFile:
     name = f"{intent.name}-mutate"
     zone_requirement = {"key": intent.zone_label, "operator": "In", "values": list(intent.zones)}
     text, objs = render_documents(
-        "kyverno-legacy/mutate-policy.yaml.j2", name=name, **_meta(intent, "mutate"),
+        "kyverno-legacy/mutate-policy.yaml.j2",
+        name=name,
+        **_meta(intent, "mutate"),
         roles=[_role(intent, r) for r in intent.roles],
         zone_requirement=zone_requirement,
         required={"nodeSelectorTerms": [{"matchExpressions": [zone_requirement]}]},
         lacks_required=[_condition(f"{NODE_REQ} == `null`", True)],
-        term_lacks_zone=[_condition(
-            f"length(element.matchExpressions[?key == {lit(intent.zone_label)}] || `[]`) == `0`",
-            True)],
-        terms_list=NODE_TERMS, tolerations_path="/spec/tolerations", pod_req_path=POD_REQ_PATH,
+        term_lacks_zone=[
+            _condition(
+                f"length(element.matchExpressions[?key == {lit(intent.zone_label)}] || `[]`) == `0`",
+                True,
+            )
+        ],
+        terms_list=NODE_TERMS,
+        tolerations_path="/spec/tolerations",
+        pod_req_path=POD_REQ_PATH,
         node_req_path=NODE_REQ_PATH,
         term_path=NODE_REQ_PATH + "/nodeSelectorTerms/{{elementIndex}}/matchExpressions/-",
-        identity=dict([intent.identity]) if intent.identity else None)
+        identity=dict([intent.identity]) if intent.identity else None,
+    )
     _check(objs)
     return RenderedFile(f"{name}.yaml", text, objs)
 
 
-def _deny(intent: AdmissionIntent, name: str, role: str | None, message: str,
-          deny_when: str, preconditions: str | None = None) -> dict[str, Any]:
-    return {"name": name, **_role_scope(intent, role, ["CREATE", "UPDATE"]),
-            "preconditions": [_condition(preconditions, True)] if preconditions else None,
-            "message": message, "deny": [_condition(deny_when, True)]}
+def _deny(
+    intent: AdmissionIntent,
+    name: str,
+    role: str | None,
+    message: str,
+    deny_when: str,
+    preconditions: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        **_role_scope(intent, role, ["CREATE", "UPDATE"]),
+        "preconditions": [_condition(preconditions, True)] if preconditions else None,
+        "message": message,
+        "deny": [_condition(deny_when, True)],
+    }
 
 
 def validation_rules(intent: AdmissionIntent) -> list[dict[str, Any]]:
@@ -262,33 +320,57 @@ def validation_rules(intent: AdmissionIntent) -> list[dict[str, Any]]:
     pod = f"pod {_pod_name()}: "
     zones = lit(list(intent.zones))
     sz = _selector_zone(intent)
-    within = (f"contains({zones}, {sz}) || "
-              + _every_term_has(intent, f"length((values || `[]`)[?!contains({zones}, @)]) == `0`"))
+    within = f"contains({zones}, {sz}) || " + _every_term_has(
+        intent, f"length((values || `[]`)[?!contains({zones}, @)]) == `0`"
+    )
     rules = [
-        _deny(intent, "coordinator-pinned-to-domain", "coordinator",
-              pod + f"the coordinator of group {intent.group} must be pinned to "
-              f"{intent.zone_label} in [{', '.join(intent.zones)}] (topogen co-location)",
-              f"!({within})"),
-        _deny(intent, "worker-requires-coordinator-affinity", "worker",
-              pod + f"a worker of group {intent.group} must require pod affinity to its "
-              f"coordinator on {intent.topology_key} (topogen co-location)",
-              f"!({has_coordinator_term(intent)})"),
+        _deny(
+            intent,
+            "coordinator-pinned-to-domain",
+            "coordinator",
+            pod + f"the coordinator of group {intent.group} must be pinned to "
+            f"{intent.zone_label} in [{', '.join(intent.zones)}] (topogen co-location)",
+            f"!({within})",
+        ),
+        _deny(
+            intent,
+            "worker-requires-coordinator-affinity",
+            "worker",
+            pod + f"a worker of group {intent.group} must require pod affinity to its "
+            f"coordinator on {intent.topology_key} (topogen co-location)",
+            f"!({has_coordinator_term(intent)})",
+        ),
     ]
     if intent.identity_label:
         value = label(intent.identity_label)
         # the nested variable: see the module docstring
         same = f"length((values || `[]`)[?@ != '{var(value)}']) == `0`"
-        agrees = (f"({sz} != `null` && {sz} == {value}) || "
-                  f"({sz} == `null` && {_every_term_has(intent, same)})")
-        rules.append(_deny(
-            intent, "identity-label-matches-zone", None,
-            pod + f"identity label {intent.identity_label}={var(value)} claims a zone the pod "
-            "is not pinned to", f"!({agrees})", preconditions=f"{value} != `null`"))
+        agrees = (
+            f"({sz} != `null` && {sz} == {value}) || "
+            f"({sz} == `null` && {_every_term_has(intent, same)})"
+        )
+        rules.append(
+            _deny(
+                intent,
+                "identity-label-matches-zone",
+                None,
+                pod + f"identity label {intent.identity_label}={var(value)} claims a zone the pod "
+                "is not pinned to",
+                f"!({agrees})",
+                preconditions=f"{value} != `null`",
+            )
+        )
     for i, (za, zb, policies) in enumerate(intent.denied_zone_pairs):
-        rules.append(_deny(
-            intent, f"no-denied-zone-span-{i + 1}", None,
-            pod + f"node affinity spans {za} and {zb}, whose traffic is denied by "
-            f"{', '.join(policies)}", f"{_may_land(intent, za)} && {_may_land(intent, zb)}"))
+        rules.append(
+            _deny(
+                intent,
+                f"no-denied-zone-span-{i + 1}",
+                None,
+                pod + f"node affinity spans {za} and {zb}, whose traffic is denied by "
+                f"{', '.join(policies)}",
+                f"{_may_land(intent, za)} && {_may_land(intent, zb)}",
+            )
+        )
     return rules
 
 
@@ -296,17 +378,22 @@ def _may_land(intent: AdmissionIntent, zone: str) -> str:
     """As cel._may_land: the nodeSelector names the zone, or (without one) every term is
     zone-pinned and some term allows it."""
     sz = _selector_zone(intent)
-    some = (f"length({_terms()}[?matchExpressions[?{_zone_in(intent)} && "
-            f"contains(values || `[]`, {lit(zone)})]]) > `0`")
-    return (f"(({sz} == {lit(zone)}) || ({sz} == `null` && {_terms_pinned(intent)} && "
-            f"{some}))")
+    some = (
+        f"length({_terms()}[?matchExpressions[?{_zone_in(intent)} && "
+        f"contains(values || `[]`, {lit(zone)})]]) > `0`"
+    )
+    return f"(({sz} == {lit(zone)}) || ({sz} == `null` && {_terms_pinned(intent)} && {some}))"
 
 
 def validate_policy(intent: AdmissionIntent) -> RenderedFile:
     name = f"{intent.name}-validate"
     text, objs = render_documents(
-        "kyverno-legacy/validate-policy.yaml.j2", name=name, **_meta(intent, "validate"),
-        action=intent.validation_action, rules=validation_rules(intent))
+        "kyverno-legacy/validate-policy.yaml.j2",
+        name=name,
+        **_meta(intent, "validate"),
+        action=intent.validation_action,
+        rules=validation_rules(intent),
+    )
     _check(objs)
     return RenderedFile(f"{name}.yaml", text, objs)
 
@@ -333,9 +420,11 @@ def _check_values(intent: AdmissionIntent) -> None:
     """Kyverno would read `{{`/`}}` in any value as a variable: refuse braces."""
     for s in _strings(dataclasses.astuple(intent)):
         if "{" in s or "}" in s:
-            raise TopogenError(f"group {intent.group}: value {s!r} contains a brace, which "
-                               "Kyverno would read as a variable; the kyverno-legacy engine "
-                               "cannot express it")
+            raise TopogenError(
+                f"group {intent.group}: value {s!r} contains a brace, which "
+                "Kyverno would read as a variable; the kyverno-legacy engine "
+                "cannot express it"
+            )
 
 
 def _check(objs: Sequence[dict[str, Any]]) -> None:
@@ -343,13 +432,17 @@ def _check(objs: Sequence[dict[str, Any]]) -> None:
     for obj in objs:
         for rule in obj["spec"]["rules"]:
             mutate = rule.get("mutate") or {}
-            for patch in [mutate.get("patchesJson6902"),
-                          *(f.get("patchesJson6902") for f in mutate.get("foreach", []))]:
+            for patch in [
+                mutate.get("patchesJson6902"),
+                *(f.get("patchesJson6902") for f in mutate.get("foreach", [])),
+            ]:
                 if patch is None:
                     continue
                 ops = yaml.safe_load(_KYVERNO_VAR.sub("null", patch))
                 if not isinstance(ops, list) or not all(
-                        isinstance(op, dict) and {"op", "path", "value"} <= op.keys()
-                        for op in ops):
-                    raise TopogenError(f"rule {rule['name']} of {obj['metadata']['name']} "
-                                       "rendered an invalid JSON patch")
+                    isinstance(op, dict) and {"op", "path", "value"} <= op.keys() for op in ops
+                ):
+                    raise TopogenError(
+                        f"rule {rule['name']} of {obj['metadata']['name']} "
+                        "rendered an invalid JSON patch"
+                    )

@@ -23,7 +23,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -87,8 +87,9 @@ class _Kind:
 
 NAMESPACE = _Kind("Namespace", "v1", "namespaces", False)
 NODE = _Kind("Node", "v1", "nodes", False)
-CCNP = _Kind("CiliumClusterwideNetworkPolicy", "cilium.io/v2", "ciliumclusterwidenetworkpolicies",
-             False)
+CCNP = _Kind(
+    "CiliumClusterwideNetworkPolicy", "cilium.io/v2", "ciliumclusterwidenetworkpolicies", False
+)
 CNP = _Kind("CiliumNetworkPolicy", "cilium.io/v2", "ciliumnetworkpolicies", True)
 NETPOL = _Kind("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", True)
 POD = _Kind("Pod", "v1", "pods", True)
@@ -147,8 +148,11 @@ def read_cluster_and_pods(
 
 
 def snapshot_document(objects: ClusterObjects) -> dict[str, Any]:
-    return {"apiVersion": SNAPSHOT_API_VERSION, "kind": SNAPSHOT_KIND,
-            "items": [dict(i) for i in objects.items]}
+    return {
+        "apiVersion": SNAPSHOT_API_VERSION,
+        "kind": SNAPSHOT_KIND,
+        "items": [dict(i) for i in objects.items],
+    }
 
 
 SNAPSHOT_HEADER = (
@@ -186,7 +190,9 @@ def query_prometheus(url: str, query: str, timeout: float) -> list[tuple[dict[st
             raise LiveError(f"Prometheus at {base}: query failed: {doc.get('error', doc)}")
         data = doc["data"]
         if data.get("resultType") != "vector":
-            raise LiveError(f"Prometheus at {base}: expected a vector, got {data.get('resultType')}")
+            raise LiveError(
+                f"Prometheus at {base}: expected a vector, got {data.get('resultType')}"
+            )
         out = []
         for sample in data["result"]:
             value = float(sample["value"][1])
@@ -206,6 +212,8 @@ def _bounded(source: LiveSource, read: Callable[[_Session], T]) -> T:
     Each request already gets the time left as its urllib3 timeout; the thread is the
     backstop for answers that trickle in slowly enough to reset every socket timeout.
     """
+    import kubernetes.client  # noqa: F401  (loaded before the clock starts: it takes a while)
+
     deadline = time.monotonic() + source.timeout
     box: dict[str, Any] = {}
 
@@ -256,8 +264,9 @@ class _Session:
                 items.extend(minimal(kind, o) for o in self._list(kind))
             except _NotFound:
                 if kind.group != "cilium.io":
-                    raise LiveError(f"{self.host} does not serve {kind.api_version} "
-                                    f"{kind.plural}") from None
+                    raise LiveError(
+                        f"{self.host} does not serve {kind.api_version} {kind.plural}"
+                    ) from None
                 missing.append(kind.kind)
         warnings = []
         if missing:
@@ -276,21 +285,24 @@ class _Session:
 
     # -- paging and errors --
 
-    def _list(self, kind: _Kind, namespace: str | None = None) -> Iterator[Mapping[str, Any]]:
+    def _list(self, kind: _Kind, namespace: str | None = None) -> list[Mapping[str, Any]]:
+        """Every object, page by page (limit/continue): one consistent list."""
+        items: list[Mapping[str, Any]] = []
         token: str | None = None
         restarted = False
         while True:
             try:
                 page = self._page(kind, namespace, token)
             except _Expired:
-                if restarted or token is None:
+                if restarted:
                     raise LiveError(f"{self.host}: listing {kind.plural} kept expiring") from None
-                restarted, token = True, None  # a consistent list must start again
+                restarted, token = True, None  # the continue token expired: start again
+                items.clear()
                 continue
-            yield from page.get("items") or ()
+            items.extend(page.get("items") or ())
             token = (page.get("metadata") or {}).get("continue") or None
             if not token:
-                return
+                return items
 
     def _page(self, kind: _Kind, namespace: str | None, token: str | None) -> dict[str, Any]:
         from kubernetes.client.exceptions import ApiException
@@ -338,11 +350,10 @@ class _Session:
         if kind is NAMESPACE:
             return self.core.list_namespace(**opts)
         if kind is POD:
-            return self.core.list_namespaced_pod(namespace, **opts)
+            return self.core.list_namespaced_pod(namespace or "default", **opts)
         if kind is NETPOL:
             return self.net.list_network_policy_for_all_namespaces(**opts)
-        return self.custom.list_cluster_custom_object(kind.group, kind.version, kind.plural,
-                                                      **opts)
+        return self.custom.list_cluster_custom_object(kind.group, kind.version, kind.plural, **opts)
 
 
 class _NotFound(Exception):
@@ -365,20 +376,29 @@ def _api_client(source: LiveSource) -> Any:
             named = [os.path.expanduser(p) for p in (path or default).split(os.pathsep) if p]
             files = [p for p in named if os.path.exists(p)]
             if not files:  # like kubectl, a KUBECONFIG list may name files that do not exist
-                raise LiveError(f"kubeconfig {os.pathsep.join(named)} does not exist",
-                                hint="pass --kubeconfig or set KUBECONFIG")
-            config.load_kube_config(config_file=os.pathsep.join(files), context=source.context,
-                                    client_configuration=cfg, persist_config=False)
+                raise LiveError(
+                    f"kubeconfig {os.pathsep.join(named)} does not exist",
+                    hint="pass --kubeconfig or set KUBECONFIG",
+                )
+            config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=os.pathsep.join(files),
+                context=source.context,
+                client_configuration=cfg,
+                persist_config=False,
+            )
         elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-            config.load_incluster_config(client_configuration=cfg)
+            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
         else:
-            raise LiveError("no kubeconfig found and not running inside a cluster",
-                            hint="pass --kubeconfig or set KUBECONFIG")
+            raise LiveError(
+                "no kubeconfig found and not running inside a cluster",
+                hint="pass --kubeconfig or set KUBECONFIG",
+            )
     except ConfigException as exc:
         raise LiveError(f"kubeconfig: {_one_line(str(exc))}") from None
     except (OSError, yaml.YAMLError, ValueError, TypeError) as exc:
-        raise LiveError(f"kubeconfig {path or default} cannot be read: {_one_line(str(exc))}"
-                        ) from None
+        raise LiveError(
+            f"kubeconfig {path or default} cannot be read: {_one_line(str(exc))}"
+        ) from None
     cfg.retries = False  # fail fast: one attempt per request, no hidden back-off
     if hasattr(cfg, "client_go_retries"):
         cfg.client_go_retries = False
@@ -390,12 +410,16 @@ def _api_error(host: str, kind: _Kind, namespace: str | None, status: int, exc: 
     what = f"list {kind.plural}{where}"
     message = _status_message(getattr(exc, "body", None))
     if status == 401:
-        return (f"{host} rejected the credentials (401 Unauthorized): check the kubeconfig "
-                "user (token or certificate expired or wrong?)")
+        return (
+            f"{host} rejected the credentials (401 Unauthorized): check the kubeconfig "
+            "user (token or certificate expired or wrong?)"
+        )
     if status == 403:
         detail = f": {message}" if message else ""
-        return (f"{host} forbids {what} (403 Forbidden){detail}; grant get/list as in "
-                "argocd/snapshot-rbac.yaml")
+        return (
+            f"{host} forbids {what} (403 Forbidden){detail}; grant get/list as in "
+            "argocd/snapshot-rbac.yaml"
+        )
     reason = getattr(exc, "reason", "") or ""
     detail = f": {message}" if message else ""
     return f"{host}: {what} failed ({status} {reason}){detail}"
@@ -431,8 +455,19 @@ def _transport_error(host: str, exc: BaseException, timeout: float) -> str:
 
 def _is_timeout(exc: Any) -> bool:
     names = {c.__name__ for c in type(exc).__mro__} if isinstance(exc, BaseException) else set()
-    return bool(names & {"TimeoutError", "ReadTimeoutError", "ConnectTimeoutError",
-                         "TimeoutStateError", "timeout"}) or "timed out" in str(exc).lower()
+    return (
+        bool(
+            names
+            & {
+                "TimeoutError",
+                "ReadTimeoutError",
+                "ConnectTimeoutError",
+                "TimeoutStateError",
+                "timeout",
+            }
+        )
+        or "timed out" in str(exc).lower()
+    )
 
 
 def _prometheus_error(body: bytes) -> str:
@@ -448,8 +483,10 @@ def _one_line(text: str) -> str:
 
 
 def kind_plural(kind: str) -> str:
-    return {"CiliumNetworkPolicy": "namespaced policies",
-            "CiliumClusterwideNetworkPolicy": "clusterwide policies"}.get(kind, kind)
+    return {
+        "CiliumNetworkPolicy": "namespaced policies",
+        "CiliumClusterwideNetworkPolicy": "clusterwide policies",
+    }.get(kind, kind)
 
 
 # --- reducing objects ---------------------------------------------------------------------
@@ -512,8 +549,11 @@ def pod_record(body: Mapping[str, Any], namespace: str) -> PodRecord:
     }
     unschedulable = ""
     for cond in status.get("conditions") or ():
-        if (cond.get("type") == "PodScheduled" and cond.get("status") == "False"
-                and cond.get("reason") == "Unschedulable"):
+        if (
+            cond.get("type") == "PodScheduled"
+            and cond.get("status") == "False"
+            and cond.get("reason") == "Unschedulable"
+        ):
             unschedulable = _one_line(str(cond.get("message") or "unschedulable"))
     return PodRecord(
         body=obj,
@@ -536,5 +576,13 @@ _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def _dump(doc: Any) -> str:
-    return str(yaml.dump(doc, Dumper=_Dumper, sort_keys=True, default_flow_style=False,
-                         allow_unicode=True, width=10_000))
+    return str(
+        yaml.dump(
+            doc,
+            Dumper=_Dumper,
+            sort_keys=True,
+            default_flow_style=False,
+            allow_unicode=True,
+            width=10_000,
+        )
+    )

@@ -1,0 +1,97 @@
+"""`topogen snapshot`: the live cluster's nodes and policies as a file topogen.yaml can name."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from topogen.cli import main
+from topogen.errors import InputError
+from topogen.sources.live import DEFAULT_TIMEOUT, LiveSource, read_cluster, snapshot_yaml
+
+__all__ = ["live_options", "live_source"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def live_options(f: F) -> F:
+    """--context, --kubeconfig and --timeout, shared by the commands that read a live cluster."""
+    f = click.option(
+        "--timeout",
+        type=click.FloatRange(min=0.1),
+        default=DEFAULT_TIMEOUT,
+        show_default=True,
+        help="seconds the whole read of the cluster may take",
+    )(f)
+    f = click.option(
+        "--kubeconfig",
+        type=click.Path(dir_okay=False),
+        help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)",
+    )(f)
+    return click.option("--context", help="kubeconfig context (default: the current one)")(f)
+
+
+def live_source(context: str | None, kubeconfig: str | None, timeout: float) -> LiveSource:
+    return LiveSource(context=context, kubeconfig=kubeconfig, timeout=timeout)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace `path` only once the new content is completely written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(f"cannot write the snapshot: {exc.strerror}", path=str(path)) from None
+
+
+@main.command("snapshot")
+@live_options
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="file to write ('-' for stdout)",
+)
+def snapshot_command(
+    context: str | None, kubeconfig: str | None, timeout: float, output: str
+) -> None:
+    """Write the live cluster's Nodes, Namespaces and network policies to a snapshot file.
+
+    The snapshot (kind TopogenSnapshot) is deterministic and minimal: labels,
+    taints, allocatable, cordon state and pod CIDRs of Nodes; Namespace labels;
+    CiliumNetworkPolicy, CiliumClusterwideNetworkPolicy and NetworkPolicy rules.
+    Name it under clusters[].nodes in topogen.yaml.
+
+    Exit 0: written; 2: the cluster cannot be read (unreachable, 401/403, timeout).
+    """
+    objects = read_cluster(live_source(context, kubeconfig, timeout))
+    for w in objects.warnings:
+        click.echo(f"topogen: warning: {w}", err=True)
+    text = snapshot_yaml(objects)
+    if output == "-":
+        click.echo(text, nl=False)
+    else:
+        write_atomic(Path(output), text)
+    policies = sum(
+        objects.count(k)
+        for k in ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "NetworkPolicy")
+    )
+    click.echo(
+        f"topogen: snapshot of {objects.count('Node')} nodes, "
+        f"{objects.count('Namespace')} namespaces and {policies} policies"
+        + ("" if output == "-" else f" written to {output}"),
+        err=True,
+    )
+    sys.exit(0)

@@ -1,0 +1,572 @@
+"""OPA Gatekeeper: a ConstraintTemplate (Rego v1) and Constraint for the checks, and
+mutators (mutations.gatekeeper.sh/v1 Assign, AssignMetadata, ModifySet) for the rest.
+
+Same behaviour as the Kyverno policies wherever Gatekeeper's mutation model can say it;
+where it cannot, the closest faithful encoding, each listed in DIFFERENCES (and held to
+it, case by case, by tests/engines):
+
+- tolerations: a ModifySet merge adds each wanted toleration unless an identical one is
+  there; one that merely covers it (`operator: Exists`, no key ...) does not stop it;
+- the worker's affinity to its coordinator cannot carry the pod's own job name (a
+  mutator assigns constants only): the term names the job label in `matchLabelKeys`,
+  which the API server turns into `<job label> In (<the pod's value>)` at creation
+  (Kubernetes 1.31+); added by ModifySet merge unless that exact term is there;
+- the identity label: AssignMetadata only adds a missing label, never replaces one,
+  so a pod claiming another zone keeps its claim and the check reports it;
+- mutators cannot match annotations: a pod marked for Kueue TAS only by annotation is
+  mutated (the checks still skip it).
+
+The zone requirement is ANDed into every existing node-selector term exactly as the
+reference does it: a glob over the terms with a keyed `matchExpressions[key: <zone>]`
+element and a MustNotExist path test keeps any term that already constrains the zone.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from topogen.errors import TopogenError
+from topogen.model import LabelSelector
+from topogen.render.base import RenderedFile, render_documents, render_text, to_yaml
+from topogen.render.cel import toleration_dicts
+from topogen.render.intent import AdmissionIntent
+from topogen.render.kyverno_tests import validation_cases
+from topogen.render.reference import coordinator_term as reference_term
+from topogen.render.reference import role_of, violations
+
+__all__ = [
+    "DIFFERENCES",
+    "MIN_KUBERNETES",
+    "check_messages",
+    "constraint_kind",
+    "gatekeeper_policies",
+    "gatekeeper_test_files",
+    "location_key",
+    "reference_checks",
+]
+
+MIN_KUBERNETES = (1, 31)  # matchLabelKeys in pod affinity: beta and on by default
+NODE_REQ = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+POD_REQ = "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+REGO = "gatekeeper/colocation.rego"
+
+DIFFERENCES: dict[str, str] = {
+    "covered-toleration-added": (
+        "a wanted toleration is added unless an identical one exists; the reference skips "
+        "it when an existing toleration already tolerates the taint (redundant, same "
+        "scheduling)"
+    ),
+    "coordinator-term-match-label-keys": (
+        "the worker's coordinator term selects the job with matchLabelKeys (the API server "
+        "adds `<job label> In (<value>)` at creation) instead of matchLabels"
+    ),
+    "equivalent-term-not-recognised": (
+        "the worker already has an equivalent coordinator term of its own; the mutator "
+        "still adds its matchLabelKeys term (redundant, same scheduling)"
+    ),
+    "identity-label-kept": (
+        "AssignMetadata never replaces a label: a claimed identity is kept, not corrected, "
+        "and the identity check reports it"
+    ),
+    "kueue-annotation-mutated": (
+        "mutators cannot match annotations: a pod marked for Kueue TAS only by annotation "
+        "is mutated like any role pod (the checks still skip it)"
+    ),
+    "match-label-keys-term-accepted": (
+        "the checks accept a coordinator term naming the job label in matchLabelKeys (the "
+        "form the mutator writes); the reference wants matchLabels"
+    ),
+}
+
+
+# --- names and paths ---------------------------------------------------------------------
+
+
+def constraint_kind(intent: AdmissionIntent) -> str:
+    """The group's constraint kind: readable, and unique even where CamelCase is not."""
+    camel = "".join(p.capitalize() for p in re.split(r"[^A-Za-z0-9]+", intent.group) if p)
+    digest = hashlib.sha256(intent.group.encode()).hexdigest()[:6]
+    return f"Topogen{camel[:40]}{digest.capitalize()}"
+
+
+def _name(intent: AdmissionIntent, suffix: str) -> str:
+    name = f"{intent.name}-{suffix}"
+    if len(name) <= 63:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: 62 - len(digest)]}-{digest}"
+
+
+def location_key(key: str) -> str:
+    """A key in a Gatekeeper location (quoted: label keys carry dots and slashes)."""
+    return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# --- which pods --------------------------------------------------------------------------
+
+Requirement = dict[str, Any]
+
+
+def _requirements(sel: LabelSelector) -> list[Requirement]:
+    out: list[Requirement] = [
+        {"key": k, "operator": "In", "values": [v]} for k, v in sel.match_labels
+    ]
+    for r in sel.match_expressions:
+        req: Requirement = {"key": r.key, "operator": r.operator}
+        if r.operator in ("In", "NotIn"):
+            req["values"] = list(r.values)
+        out.append(req)
+    return out
+
+
+_NEGATION = {"In": "NotIn", "NotIn": "In", "Exists": "DoesNotExist", "DoesNotExist": "Exists"}
+
+
+def _negate(r: Requirement) -> Requirement:
+    return {**r, "operator": _NEGATION[r["operator"]]}
+
+
+def _implied(reqs: Sequence[Requirement], r: Requirement) -> bool | None:
+    """Does an `In` requirement of reqs decide r? True: implied, False: contradicted."""
+    for s in reqs:
+        if s["key"] != r["key"] or s["operator"] != "In":
+            continue
+        have, other = set(s["values"]), set(r.get("values", ()))
+        if r["operator"] == "Exists":
+            return True
+        if r["operator"] == "DoesNotExist":
+            return False
+        inside = have <= other
+        disjoint = not have & other
+        if r["operator"] == "In":
+            return True if inside else (False if disjoint else None)
+        return True if disjoint else (False if inside else None)
+    return None
+
+
+def _worker_selectors(intent: AdmissionIntent) -> list[list[Requirement]]:
+    """Workers: some worker selector AND no coordinator selector, in disjunctive form
+    (a label selector cannot negate a selector of several requirements)."""
+    out: list[list[Requirement]] = []
+    negated = [[_negate(r) for r in _requirements(c)] for c in intent.coordinator]
+    for w in intent.worker:
+        base = _requirements(w)
+        for choice in itertools.product(*negated):
+            reqs = list(base)
+            for r in choice:
+                verdict = _implied(reqs, r)
+                if verdict is False:
+                    break
+                if verdict is None and r not in reqs:
+                    reqs.append(r)
+            else:
+                if reqs not in out:
+                    out.append(reqs)
+    return out
+
+
+def _label_selector(intent: AdmissionIntent, role: Sequence[Requirement]) -> dict[str, Any]:
+    group: list[Requirement] = [{"key": intent.job_label, "operator": "Exists"}]
+    group += [{"key": k, "operator": "DoesNotExist"} for k in intent.skip_keys]
+    return {"matchExpressions": group + list(role)}
+
+
+# --- mutators ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Mutator:
+    kind: str
+    name: str
+    label_selector: dict[str, Any]
+    location: str
+    parameters: dict[str, Any]
+    annotations: dict[str, str]
+
+
+def coordinator_term(intent: AdmissionIntent) -> dict[str, Any]:
+    """The worker's pod-affinity term as a constant: the job comes from matchLabelKeys."""
+    sel = intent.coordinator_selector
+    keys = {k for k, _ in sel.match_labels} | {r.key for r in sel.match_expressions}
+    if intent.job_label in keys:
+        raise TopogenError(
+            f"group {intent.group}: the coordinator selector uses the job label "
+            f"{intent.job_label}, which Gatekeeper's coordinator term must leave to matchLabelKeys"
+        )
+    selector: dict[str, Any] = {}
+    if sel.match_labels:
+        selector["matchLabels"] = dict(sel.match_labels)
+    if sel.match_expressions:
+        selector["matchExpressions"] = [
+            {"key": r.key, "operator": r.operator, "values": list(r.values)}
+            if r.values
+            else {"key": r.key, "operator": r.operator}
+            for r in sel.match_expressions
+        ]
+    return {
+        "labelSelector": selector,
+        "matchLabelKeys": [intent.job_label],
+        "topologyKey": intent.topology_key,
+    }
+
+
+def _why(text: str) -> dict[str, str]:
+    return {"topogen.io/description": text}
+
+
+def _mutators(intent: AdmissionIntent) -> list[_Mutator]:
+    out: list[_Mutator] = []
+    zone_req = {"key": intent.zone_label, "operator": "In", "values": list(intent.zones)}
+    roles = [(f"coordinator-{n}", _requirements(s)) for n, s in enumerate(intent.coordinator)]
+    roles += [(f"worker-{n}", _requirements(s)) for n, s in enumerate(intent.worker)]
+    for n, c in enumerate(intent.coordinator):
+        out.append(
+            _Mutator(
+                "ModifySet",
+                _name(intent, f"coordinator-{n}-tolerations"),
+                _label_selector(intent, _requirements(c)),
+                "spec.tolerations",
+                {"operation": "merge", "values": {"fromList": toleration_dicts(intent.tolerations)}},
+                _why("the coordinator tolerates the taints of the group's GPU nodes"),
+            )
+        )
+    for n, w in enumerate(_worker_selectors(intent)):
+        out.append(
+            _Mutator(
+                "ModifySet",
+                _name(intent, f"worker-{n}-pod-affinity"),
+                _label_selector(intent, w),
+                POD_REQ,
+                {"operation": "merge", "values": {"fromList": [coordinator_term(intent)]}},
+                _why("a worker requires its coordinator's topology domain"),
+            )
+        )
+    for role, r in roles:
+        selector = _label_selector(intent, r)
+        out.append(
+            _Mutator(
+                "Assign",
+                _name(intent, f"{role}-node-affinity"),
+                selector,
+                NODE_REQ,
+                {
+                    "pathTests": [{"subPath": NODE_REQ, "condition": "MustNotExist"}],
+                    "assign": {"value": {"nodeSelectorTerms": [{"matchExpressions": [zone_req]}]}},
+                },
+                _why("a pod without required node affinity gets the group's zones"),
+            )
+        )
+        terms = (
+            f"{NODE_REQ}.nodeSelectorTerms[matchExpressions: *]"
+            f".matchExpressions[key: {location_key(intent.zone_label)}]"
+        )
+        out.append(
+            _Mutator(
+                "Assign",
+                _name(intent, f"{role}-zone-terms"),
+                selector,
+                terms,
+                {
+                    "pathTests": [
+                        {"subPath": NODE_REQ, "condition": "MustExist"},
+                        {"subPath": terms, "condition": "MustNotExist"},
+                    ],
+                    "assign": {"value": zone_req},
+                },
+                _why("every required node-selector term without a zone requirement gets one"),
+            )
+        )
+        if intent.identity is not None:
+            key, zone = intent.identity
+            out.append(
+                _Mutator(
+                    "AssignMetadata",
+                    _name(intent, f"{role}-identity"),
+                    selector,
+                    f"metadata.labels.{location_key(key)}",
+                    {"assign": {"value": zone}},
+                    _why("the identity label names the zone the pod is pinned to"),
+                )
+            )
+    return out
+
+
+# --- the checks --------------------------------------------------------------------------
+
+
+def _parameters(intent: AdmissionIntent) -> dict[str, Any]:
+    def selector(s: LabelSelector) -> dict[str, Any]:
+        return {"matchLabels": dict(s.match_labels), "matchExpressions": _requirements(s)[
+            len(s.match_labels) :
+        ]}
+
+    return {
+        "group": intent.group,
+        "namespaces": list(intent.namespaces),
+        "jobLabel": intent.job_label,
+        "coordinators": [selector(s) for s in intent.coordinator],
+        "workers": [selector(s) for s in intent.worker],
+        "skipKeys": list(intent.skip_keys),
+        "zoneLabel": intent.zone_label,
+        "zones": list(intent.zones),
+        "topologyKey": intent.topology_key,
+        "identityLabel": intent.identity_label or "",
+        "deniedZonePairs": [
+            {"zoneA": a, "zoneB": b, "policies": list(p)} for a, b, p in intent.denied_zone_pairs
+        ],
+    }
+
+
+def _schema() -> dict[str, Any]:
+    string: dict[str, Any] = {"type": "string"}
+    strings: dict[str, Any] = {"type": "array", "items": string}
+    selector = {
+        "type": "object",
+        "properties": {
+            "matchLabels": {"type": "object", "additionalProperties": string},
+            "matchExpressions": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"key": string, "operator": string, "values": strings},
+                },
+            },
+        },
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "group": string,
+            "namespaces": strings,
+            "jobLabel": string,
+            "coordinators": {"type": "array", "items": selector},
+            "workers": {"type": "array", "items": selector},
+            "skipKeys": strings,
+            "zoneLabel": string,
+            "zones": strings,
+            "topologyKey": string,
+            "identityLabel": string,
+            "deniedZonePairs": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"zoneA": string, "zoneB": string, "policies": strings},
+                },
+            },
+        },
+    }
+
+
+def _meta(intent: AdmissionIntent, role: str) -> dict[str, Any]:
+    return {
+        "labels": {
+            "app.kubernetes.io/managed-by": "topogen",
+            "topogen.io/group": intent.group,
+            "topogen.io/role": role,
+        },
+        "annotations": {
+            "topogen.io/description": (
+                f"Confines training group {intent.group} to {intent.zone_label} in "
+                f"[{', '.join(intent.zones)}], where its internal traffic is allowed. "
+                "Generated by topogen; network policies are unchanged."
+            ),
+        },
+    }
+
+
+def _check_version(kubernetes_version: str) -> None:
+    major, minor = (int(p) for p in kubernetes_version.split("."))
+    if (major, minor) < MIN_KUBERNETES:
+        raise TopogenError(
+            f"engine gatekeeper needs Kubernetes {'.'.join(map(str, MIN_KUBERNETES))} or later "
+            f"(matchLabelKeys in pod affinity); the cluster is configured as {kubernetes_version}",
+            hint="use engine kyverno or native, or raise kubernetesVersion",
+        )
+
+
+def gatekeeper_policies(
+    intent: AdmissionIntent, kubernetes_version: str = "1.35"
+) -> list[RenderedFile]:
+    _check_version(kubernetes_version)
+    kind = constraint_kind(intent)
+    meta = _meta(intent, "validate")
+    text, objs = render_documents(
+        "gatekeeper/constraint-template.yaml.j2",
+        name=kind.lower(),
+        kind=kind,
+        schema=_schema(),
+        **meta,
+    )
+    template = RenderedFile(f"{intent.name}-template.yaml", text, objs)
+    action = "deny" if intent.validation_action == "Enforce" else "dryrun"
+    constraint_meta = _meta(intent, "validate")
+    # the Constraint's kind exists once the template is in: let Argo CD sync it after
+    constraint_meta["annotations"]["argocd.argoproj.io/sync-options"] = (
+        "SkipDryRunOnMissingResource=true"
+    )
+    text, objs = render_documents(
+        "gatekeeper/constraint.yaml.j2",
+        name=intent.name,
+        kind=kind,
+        enforcement_action=action,
+        namespaces=list(intent.namespaces),
+        label_selector={"matchExpressions": [{"key": intent.job_label, "operator": "Exists"}]},
+        parameters=_parameters(intent),
+        **constraint_meta,
+    )
+    constraint = RenderedFile(f"{intent.name}-constraint.yaml", text, objs)
+    mutate_meta = _meta(intent, "mutate")
+    text, objs = render_documents(
+        "gatekeeper/mutators.yaml.j2",
+        mutators=_mutators(intent),
+        namespaces=list(intent.namespaces),
+        labels=mutate_meta["labels"],
+    )
+    mutators = RenderedFile(f"{intent.name}-mutators.yaml", text, objs)
+    return [template, constraint, mutators]
+
+
+# --- generated tests: gator verify suites and opa test ---------------------------------
+
+_REFERENCE_CHECK = (
+    ("coordinator not pinned", "coordinator-pinned"),
+    ("worker without pod affinity", "worker-affinity"),
+    ("identity ", "identity"),
+)
+
+
+def reference_checks(pod: dict[str, Any], intent: AdmissionIntent) -> list[str]:
+    """The reference model's violations as check ids (the Rego's details.check)."""
+    out = []
+    for v in violations(pod, intent):
+        if v.startswith("spans denied zones "):
+            a, b = v.removeprefix("spans denied zones ").split(" and ")
+            out.append(f"denied:{a}:{b}")
+            continue
+        out.append(next(check for prefix, check in _REFERENCE_CHECK if v.startswith(prefix)))
+    return out
+
+
+def check_messages(pod: dict[str, Any], intent: AdmissionIntent, checks: Sequence[str]) -> list[str]:
+    """The message each check reports for this pod (the same text as the CEL policies)."""
+    name = pod.get("metadata", {}).get("name") or "being created"
+    out = []
+    for check in checks:
+        if check == "coordinator-pinned":
+            out.append(
+                f"pod {name}: the coordinator of group {intent.group} must be pinned to "
+                f"{intent.zone_label} in [{', '.join(intent.zones)}] (topogen co-location)"
+            )
+        elif check == "worker-affinity":
+            out.append(
+                f"pod {name}: a worker of group {intent.group} must require pod affinity to "
+                f"its coordinator on {intent.topology_key} (topogen co-location)"
+            )
+        elif check == "identity":
+            assert intent.identity_label
+            value = pod["metadata"]["labels"][intent.identity_label]
+            out.append(
+                f"pod {name}: identity label {intent.identity_label}={value} claims a zone "
+                "the pod is not pinned to"
+            )
+        else:
+            _, a, b = check.split(":")
+            policies = next(p for x, y, p in intent.denied_zone_pairs if (x, y) == (a, b))
+            out.append(
+                f"pod {name}: node affinity spans {a} and {b}, whose traffic is denied by "
+                f"{', '.join(policies)}"
+            )
+    return out
+
+
+def _as_gatekeeper_worker(pod: dict[str, Any], intent: AdmissionIntent) -> dict[str, Any]:
+    """A reference-mutated worker with the coordinator term in the mutator's form."""
+    terms = pod["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    wanted = reference_term(pod, intent)
+    pod["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = [
+        coordinator_term(intent) if t == wanted else t for t in terms
+    ]
+    return pod
+
+
+def _test_pods(intent: AdmissionIntent) -> list[tuple[dict[str, Any], list[str]]]:
+    """Pods with the checks they must fail: the validation cases of the Kyverno tests,
+    plus a worker in the form Gatekeeper's own mutator leaves it."""
+    pods = validation_cases(intent)
+    out = [(p, reference_checks(p, intent) if role_of(p, intent) else []) for p in pods]
+    worker = next(p for p in pods if p["metadata"]["name"] == "admitted-worker")
+    own = _as_gatekeeper_worker(copy.deepcopy(worker), intent)
+    own["metadata"]["name"] = "gatekeeper-mutated-worker"
+    out.append((own, reference_checks(worker, intent)))
+    return out
+
+
+def _regex(text: str) -> str:
+    """An RE2 pattern matching text exactly (gator's message assertions)."""
+    return "^" + re.sub(r"([\\.+*?()|\[\]{}^$])", r"\\\1", text) + "$"
+
+
+def _suite(intent: AdmissionIntent, cases: list[tuple[dict[str, Any], list[str]]]) -> str:
+    tests = []
+    for pod, checks in cases:
+        assertions: list[dict[str, Any]] = [{"violations": len(checks) if checks else "no"}]
+        assertions += [
+            {"message": _regex(m), "violations": 1}
+            for m in check_messages(pod, intent, checks)
+        ]
+        tests.append(
+            {
+                "name": pod["metadata"]["name"],
+                "object": f"cases/{pod['metadata']['name']}.yaml",
+                "assertions": assertions,
+            }
+        )
+    suite = {
+        "apiVersion": "test.gatekeeper.sh/v1alpha1",
+        "kind": "Suite",
+        "metadata": {"name": intent.name},
+        "tests": [
+            {
+                "name": intent.name,
+                "template": f"../../{intent.name}-template.yaml",
+                "constraint": f"../../{intent.name}-constraint.yaml",
+                "cases": tests,
+            }
+        ],
+    }
+    return to_yaml(suite) + "\n"
+
+
+def gatekeeper_test_files(intent: AdmissionIntent) -> list[RenderedFile]:
+    """`gator verify tests/...` (the checks) and `opa test tests/<name>/rego` (the Rego)."""
+    folder = f"tests/{intent.name}"
+    cases = _test_pods(intent)
+    files = [RenderedFile(f"{folder}/suite.yaml", _suite(intent, cases))]
+    files += [
+        RenderedFile(f"{folder}/cases/{p['metadata']['name']}.yaml", to_yaml(p) + "\n")
+        for p, _ in cases
+    ]
+    rego_cases = [
+        {
+            "name": p["metadata"]["name"],
+            "pod": p,
+            "checks": sorted(checks),
+            "messages": sorted(check_messages(p, intent, checks)),
+        }
+        for p, checks in cases
+    ]
+    source = render_text(REGO)
+    tests = render_text(
+        "gatekeeper/colocation_test.rego.j2", parameters=_parameters(intent), cases=rego_cases
+    )
+    files += [
+        RenderedFile(f"{folder}/rego/colocation.rego", source),
+        RenderedFile(f"{folder}/rego/colocation_test.rego", tests),
+    ]
+    return files

@@ -1,0 +1,171 @@
+"""Kustomize: the kustomize/ tree over the rendered policies, for GitOps.
+
+    policies/<cluster>/<engine>/kustomization.yaml   the policy files of a folder
+    monitoring/<cluster>/kustomization.yaml          (any folder of objects, tests/ excluded)
+    kustomize/base/                                  Component: what every overlay applies
+    kustomize/overlays/<cluster>/                    everything rendered for one cluster
+    kustomize/components/audit/, enforce/            the validation action of the policies
+    kustomize/components/workload-patches/<cluster>/ the mutation as patches of the manifests
+
+Only current Kustomize fields (resources, components, patches, labels). Kustomization
+files hold no Kubernetes objects: they never reach `topogen render --stdout`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+
+from topogen.config import TopogenConfig
+from topogen.errors import TopogenError
+from topogen.pipeline import AnalysisReport, ClusterAnalysis
+from topogen.render.base import RenderedFile, render_text, to_yaml
+from topogen.render.intent import AdmissionIntent, intent_for
+from topogen.render.workload_patches import WorkloadPatch, workload_patches
+from topogen.sources.loader import read_objects
+
+__all__ = ["DEPRECATED_FIELDS", "kustomize_files"]
+
+ROOT = "kustomize"
+KUSTOMIZATION = "kustomization.yaml"
+# Fields Kustomize deprecated (v5) and topogen never writes.
+DEPRECATED_FIELDS = frozenset(
+    {"bases", "commonLabels", "patchesJson6902", "patchesStrategicMerge", "vars", "imageTags"}
+)
+_KINDS = {
+    "kustomize.config.k8s.io/v1beta1": "Kustomization",
+    "kustomize.config.k8s.io/v1alpha1": "Component",
+}
+# component -> the validation action, per engine
+_ACTIONS: dict[str, dict[str, Any]] = {
+    "audit": {
+        "kyverno": ["Audit"],
+        "kyverno_legacy": "Audit",
+        "gatekeeper": "dryrun",
+        "native": ["Audit"],
+    },
+    "enforce": {
+        "kyverno": ["Deny"],
+        "kyverno_legacy": "Enforce",
+        "gatekeeper": "deny",
+        "native": ["Deny"],
+    },
+}
+_MANAGED = "app.kubernetes.io/managed-by=topogen"
+# Argo CD sync waves of topogen's admission objects (kustomize/base)
+_WAVES: list[tuple[dict[str, str], str]] = [
+    ({"group": "policies.kyverno.io", "labelSelector": _MANAGED}, "-1"),
+    ({"group": "kyverno.io", "kind": "ClusterPolicy", "labelSelector": _MANAGED}, "-1"),
+    ({"group": "templates.gatekeeper.sh", "labelSelector": _MANAGED}, "-2"),
+    ({"group": "constraints.gatekeeper.sh", "labelSelector": _MANAGED}, "-1"),
+    ({"group": "mutations.gatekeeper.sh", "labelSelector": _MANAGED}, "-1"),
+    ({"group": "admissionregistration.k8s.io", "labelSelector": _MANAGED}, "-1"),
+]
+
+
+def _kustomization(path: str, template: str, **values: Any) -> RenderedFile:
+    """Render a kustomization template; parse it back and check its kind and fields."""
+    text = render_text(f"kustomize/{template}", **values)
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise TopogenError(f"template kustomize/{template} rendered invalid YAML: {exc}") from None
+    if not isinstance(doc, dict) or _KINDS.get(doc.get("apiVersion", "")) != doc.get("kind"):
+        raise TopogenError(f"template kustomize/{template} rendered no Kustomization/Component")
+    old = sorted(DEPRECATED_FIELDS & set(doc))
+    if old:
+        raise TopogenError(f"template kustomize/{template} uses deprecated fields: {old}")
+    return RenderedFile(path, text)
+
+
+def _object_folders(files: Sequence[RenderedFile]) -> dict[str, list[str]]:
+    """folder -> its files that hold Kubernetes objects (CLI tests excluded)."""
+    folders: dict[str, list[str]] = {}
+    for f in files:
+        p = PurePosixPath(f.path)
+        if f.objects and p.parts[0] != ROOT and "tests" not in p.parts:
+            folders.setdefault(str(p.parent), []).append(p.name)
+    return {d: sorted(names) for d, names in sorted(folders.items())}
+
+
+def _cluster_of(folder: str) -> str | None:
+    """policies/<cluster>/<engine>, monitoring/<cluster>, ...: the cluster part."""
+    parts = PurePosixPath(folder).parts
+    return parts[1] if len(parts) > 1 else None
+
+
+def _intents(ca: ClusterAnalysis, cfg: TopogenConfig) -> list[AdmissionIntent]:
+    action = cfg.validation_action_for(cfg.cluster(ca.cluster))
+    return [intent_for(p, action) for p in ca.plans if p.enforceable and not p.refused]
+
+
+def _patch_file(p: WorkloadPatch, taken: set[str]) -> str:
+    stem = f"{p.namespace or 'default'}.{p.kind.lower()}.{p.name}"
+    name, n = f"{stem}.yaml", 1
+    while name in taken:  # e.g. batch/v1 Job and batch.volcano.sh/v1alpha1 Job of one name
+        n += 1
+        name = f"{stem}-{n}.yaml"
+    taken.add(name)
+    return name
+
+
+def _workload_patches(
+    cluster: str, intents: Sequence[AdmissionIntent], cfg: TopogenConfig
+) -> list[RenderedFile]:
+    folder = f"{ROOT}/components/workload-patches/{cluster}"
+    objects = read_objects(cfg.workloads, cfg.base_dir, "workloads") if intents else []
+    patches, skipped = workload_patches(objects, intents)
+    out: list[RenderedFile] = []
+    entries: list[dict[str, Any]] = []
+    taken: set[str] = {KUSTOMIZATION}
+    for p in patches:
+        name = _patch_file(p, taken)
+        out.append(RenderedFile(f"{folder}/{name}", to_yaml(list(p.ops)) + "\n"))
+        entries.append({"path": name, "target": p.target})
+    out.append(
+        _kustomization(
+            f"{folder}/{KUSTOMIZATION}",
+            "workload-patches.yaml.j2",
+            cluster=cluster,
+            patches=entries,
+            skipped=skipped,
+        )
+    )
+    return out
+
+
+def _overlay(cluster: str, folders: Sequence[str]) -> RenderedFile:
+    up = "../../../"
+    return _kustomization(
+        f"{ROOT}/overlays/{cluster}/{KUSTOMIZATION}",
+        "overlay.yaml.j2",
+        cluster=cluster,
+        resources=[up + d for d in folders if _cluster_of(d) == cluster],
+        components=["../../base"],
+        labels=[{"pairs": {"topogen.io/cluster": cluster}, "includeSelectors": False}],
+    )
+
+
+def kustomize_files(
+    files: Sequence[RenderedFile], report: AnalysisReport, cfg: TopogenConfig
+) -> list[RenderedFile]:
+    """The kustomize/ tree (and a kustomization.yaml per folder of objects) for `files`."""
+    folders = _object_folders(files)
+    out = [
+        _kustomization(f"{d}/{KUSTOMIZATION}", "resources.yaml.j2", resources=names)
+        for d, names in folders.items()
+    ]
+    out.append(_kustomization(f"{ROOT}/base/{KUSTOMIZATION}", "base.yaml.j2", waves=_WAVES))
+    for name, actions in sorted(_ACTIONS.items()):
+        out.append(
+            _kustomization(
+                f"{ROOT}/components/{name}/{KUSTOMIZATION}", "validation-action.yaml.j2", **actions
+            )
+        )
+    for ca in sorted(report.clusters, key=lambda c: c.cluster):
+        out.append(_overlay(ca.cluster, list(folders)))
+        out += _workload_patches(ca.cluster, _intents(ca, cfg), cfg)
+    return out

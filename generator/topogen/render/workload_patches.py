@@ -1,0 +1,267 @@
+"""Workload patches: topogen's admission mutation written into the training manifests.
+
+For teams that run no admission controller. Every pod template of every training
+object that topogen.yaml's `workloads` name is mutated with the reference semantics
+(render/reference.py `mutate()`, exactly what the generated policies do at
+admission), and the difference becomes an RFC 6902 JSON patch with a Kustomize
+target: group, version, kind, and the object's exact name and namespace.
+
+Kustomize cannot "add if absent": a JSON patch is unconditional, and a strategic
+merge patch replaces lists (tolerations, nodeSelectorTerms, podAffinity terms) and
+knows no schema for the operators' CRDs. So the condition is decided here, at
+render time, against the manifest as read:
+
+- a field the template lacks is added whole (`add`);
+- a list the template has is extended with `/-` appends, after a `test` op that
+  pins its current value;
+- a value that must change (a static identity label naming another zone) is
+  `test`ed, then replaced.
+
+If a manifest changes after the render, a pinned value no longer matches and
+`kustomize build` fails ("testing value ... failed") instead of patching the wrong
+thing: render again. What a `test` cannot pin is absence: a field added whole would
+overwrite one the manifest gained since the render. Objects topogen was not given
+are not patched at all.
+
+The render layer reads the manifests' raw bodies here (through the sources layer)
+because a patch must be computed against them, not against the parsed model.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from topogen.model import Workload
+from topogen.render.intent import AdmissionIntent
+from topogen.render.reference import mutate, role_of
+from topogen.sources.objects import KubeObject
+from topogen.sources.workloads import read_workloads
+
+__all__ = ["WorkloadPatch", "json_patch_ops", "workload_patches"]
+
+Json = dict[str, Any]
+
+# (group, kind) -> the pod template of a single-template object, as JSON pointer parts
+_TEMPLATE_AT: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "Pod"): (),
+    ("apps", "Deployment"): ("spec", "template"),
+    ("apps", "StatefulSet"): ("spec", "template"),
+    ("apps", "ReplicaSet"): ("spec", "template"),
+    ("apps", "DaemonSet"): ("spec", "template"),
+    ("batch", "Job"): ("spec", "template"),
+    ("batch", "CronJob"): ("spec", "jobTemplate", "spec", "template"),
+}
+# Kubeflow kinds: spec.<field>.<replica type>.template
+_REPLICA_SPECS = {
+    "PyTorchJob": "pytorchReplicaSpecs",
+    "TFJob": "tfReplicaSpecs",
+    "XGBoostJob": "xgbReplicaSpecs",
+    "PaddleJob": "paddleReplicaSpecs",
+    "MPIJob": "mpiReplicaSpecs",
+}
+_TRAINJOB = ("trainer.kubeflow.org", "TrainJob")
+_TRAINJOB_NODE = "node"  # the replicated job of Trainer v2 runtimes that runs the training
+
+
+@dataclass(frozen=True)
+class WorkloadPatch:
+    """One JSON patch for one object, with the Kustomize target that selects it."""
+
+    api_version: str
+    kind: str
+    namespace: str  # "" when the manifest names none
+    name: str
+    ops: tuple[Json, ...]
+
+    @property
+    def target(self) -> dict[str, str]:
+        group, _, version = self.api_version.rpartition("/")
+        target = {"group": group, "version": version, "kind": self.kind, "name": _exact(self.name)}
+        if self.namespace:
+            target["namespace"] = _exact(self.namespace)
+        return target
+
+
+def _exact(name: str) -> str:
+    """Kustomize matches target names and namespaces as regular expressions."""
+    return "^" + name.replace(".", "\\.") + "$"
+
+
+def pointer(parts: Iterable[str | int]) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def json_patch_ops(before: Any, after: Any, path: str = "") -> list[Json]:
+    """RFC 6902 ops turning `before` into `after`, where `after` only adds to `before`."""
+    if before == after:
+        return []
+    if isinstance(before, dict) and isinstance(after, dict):
+        ops: list[Json] = []
+        for key in sorted(after):
+            sub = path + pointer([key])
+            if key not in before:
+                ops.append({"op": "add", "path": sub, "value": after[key]})
+            else:
+                ops += json_patch_ops(before[key], after[key], sub)
+        return ops
+    if isinstance(before, list) and isinstance(after, list):
+        n = len(before)
+        if len(after) >= n and after[:n] == before:
+            pin = {"op": "test", "path": path, "value": before}
+            return [pin, *({"op": "add", "path": f"{path}/-", "value": v} for v in after[n:])]
+        if len(after) == n:
+            return [
+                op for i in range(n) for op in json_patch_ops(before[i], after[i], f"{path}/{i}")
+            ]
+    return [
+        {"op": "test", "path": path, "value": before},
+        {"op": "replace", "path": path, "value": after},
+    ]
+
+
+def _get(body: Any, parts: Sequence[str | int]) -> Any:
+    for p in parts:
+        if isinstance(body, dict) and isinstance(p, str):
+            body = body.get(p)
+        elif isinstance(body, list) and isinstance(p, int) and p < len(body):
+            body = body[p]
+        else:
+            return None
+    return body
+
+
+def _template_at(obj: KubeObject, w: Workload) -> tuple[str | int, ...] | None:
+    """Where the pod template of workload `w` lives in `obj`."""
+    if (obj.group, obj.kind) in _TEMPLATE_AT:
+        return _TEMPLATE_AT[(obj.group, obj.kind)]
+    if obj.group == "kubeflow.org" and obj.kind in _REPLICA_SPECS:
+        return ("spec", _REPLICA_SPECS[obj.kind], w.replica_name, "template")
+    if (obj.group, obj.kind) == ("jobset.x-k8s.io", "JobSet"):
+        for i, rj in enumerate(_get(obj.body, ("spec", "replicatedJobs")) or []):
+            if isinstance(rj, dict) and str(rj.get("name") or "") == w.replica_name:
+                return ("spec", "replicatedJobs", i, "template", "spec", "template")
+    if (obj.group, obj.kind) == ("batch.volcano.sh", "Job"):
+        for i, task in enumerate(_get(obj.body, ("spec", "tasks")) or []):
+            if isinstance(task, dict) and str(task.get("name") or f"task{i}") == w.replica_name:
+                return ("spec", "tasks", i, "template")
+    return None
+
+
+def _admitted(template: Json, w: Workload, intents: Sequence[AdmissionIntent]) -> Json:
+    """`template` with what admission would add to a pod of workload `w`."""
+    labels = dict(w.template.labels)  # with the labels the operator adds to its pods
+    pod: Json = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "namespace": w.namespace,
+            "labels": dict(labels),
+            "annotations": dict(w.template.annotations),
+        },
+        "spec": copy.deepcopy(template.get("spec") or {}),
+    }
+    for intent in intents:
+        pod = mutate(pod, intent)
+    out = copy.deepcopy(template)
+    out["spec"] = pod["spec"]
+    added = {k: v for k, v in pod["metadata"]["labels"].items() if labels.get(k) != v}
+    if added:
+        meta = out.get("metadata")
+        out["metadata"] = meta = dict(meta) if isinstance(meta, dict) else {}
+        meta["labels"] = {**(meta.get("labels") or {}), **added}
+    return out
+
+
+def _trainjob_ops(
+    obj: KubeObject, members: Sequence[Workload], intents: Sequence[AdmissionIntent]
+) -> list[Json] | str:
+    """A TrainJob has no pod template: append a podTemplateOverrides entry for `node`.
+
+    Its rank 0 and the other nodes share that entry, so it carries what both roles
+    get: the coordinator's tolerations and the workers' pod affinity to rank 0 (which
+    rank 0 satisfies itself), besides the node affinity both get.
+    """
+    spec = _get(obj.body, ("spec",)) or {}
+    if "podSpecOverrides" in spec:
+        return "uses podSpecOverrides (Trainer v2.0); patch support needs podTemplateOverrides"
+    overrides = spec.get("podTemplateOverrides")
+    effective: Json = {}
+    for o in overrides or []:
+        targets = [t.get("name") for t in (o.get("targetJobs") or []) if isinstance(t, dict)]
+        if targets and _TRAINJOB_NODE not in targets:
+            continue
+        for key in ("nodeSelector", "affinity", "tolerations"):
+            if key in (o.get("spec") or {}):
+                effective[key] = copy.deepcopy(o["spec"][key])
+    before: Json = {"spec": effective}
+    after = before
+    for w in members:
+        after = _admitted(after, w, intents)
+    changed = {k: v for k, v in after["spec"].items() if effective.get(k) != v}
+    if not changed and not after.get("metadata"):
+        return []
+    entry: Json = {"targetJobs": [{"name": _TRAINJOB_NODE}], "spec": changed}
+    if after.get("metadata"):
+        entry["metadata"] = after["metadata"]
+    if overrides is None:
+        return [{"op": "add", "path": "/spec/podTemplateOverrides", "value": [entry]}]
+    return [
+        {"op": "test", "path": "/spec/podTemplateOverrides", "value": overrides},
+        {"op": "add", "path": "/spec/podTemplateOverrides/-", "value": entry},
+    ]
+
+
+def _object_ops(
+    obj: KubeObject, members: Sequence[Workload], intents: Sequence[AdmissionIntent]
+) -> list[Json] | str:
+    if (obj.group, obj.kind) == _TRAINJOB:
+        return _trainjob_ops(obj, members, intents)
+    sites: dict[tuple[str | int, ...], list[Workload]] = {}
+    for w in members:
+        at = _template_at(obj, w)
+        if at is None:
+            return f"no pod template found for {w.replica_name or 'its pods'}"
+        sites.setdefault(at, []).append(w)
+    ops: list[Json] = []
+    for at in sorted(sites, key=lambda parts: pointer(parts)):
+        before = _get(obj.body, at)
+        if not isinstance(before, dict):
+            return f"the pod template at {pointer(at)} is not a mapping"
+        after = copy.deepcopy(before)
+        for w in sites[at]:
+            after = _admitted(after, w, intents)
+        ops += json_patch_ops(before, after, pointer(at))
+    return ops
+
+
+def workload_patches(
+    objects: Sequence[KubeObject], intents: Sequence[AdmissionIntent]
+) -> tuple[list[WorkloadPatch], list[str]]:
+    """JSON patches for the training objects among `objects`, and the ones left unpatched."""
+    members: dict[tuple[str, str, str, str], list[Workload]] = {}
+    by_key = {(o.api_version, o.kind, o.namespace or "default", o.name): o for o in objects}
+    for w in read_workloads(objects, []):
+        pod = {
+            "metadata": {
+                "namespace": w.namespace,
+                "labels": dict(w.template.labels),
+                "annotations": dict(w.template.annotations),
+            }
+        }
+        if any(role_of(pod, i) for i in intents):
+            members.setdefault((w.api_version, w.kind, w.namespace, w.name), []).append(w)
+    patches: list[WorkloadPatch] = []
+    skipped: list[str] = []
+    for key in sorted(members):
+        obj = by_key[key]
+        ops = _object_ops(obj, members[key], intents)
+        if isinstance(ops, str):
+            skipped.append(f"{obj.where()}: {ops}")
+        elif ops:
+            patches.append(
+                WorkloadPatch(obj.api_version, obj.kind, obj.namespace, obj.name, tuple(ops))
+            )
+    return patches, skipped

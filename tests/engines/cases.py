@@ -1,0 +1,577 @@
+"""The engine-neutral admission cases, with each engine's reviewed differences.
+
+Two intents: the examples/zone-split group (one zone, identity label stamped, a denied
+pair) and a synthetic one (two zones, four tolerations, two denied pairs, custom role
+labels with dots and slashes, ORed coordinator selectors of several requirements,
+Enforce). For each, admission cases (a pod as created: the engine mutates it, then
+validates its own result) and validation cases (a pod validated as is).
+
+What every engine must produce is the reference model's answer (render/reference.py):
+the mutated pod (`mutate`) and the failing checks (`violations`), with the CEL
+messages. Where an engine cannot say what the reference says, the case lists the
+difference by name (DIFFERENCES below): each is a reviewed transformation of the
+reference answer, and a declared difference that changes nothing is an error too.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tooling import REPO
+from topogen.config import load_config
+from topogen.model import LabelSelector, Requirement, Toleration
+from topogen.pipeline import analyze
+from topogen.render.cel import toleration_dicts
+from topogen.render.gatekeeper import check_messages, reference_checks
+from topogen.render.intent import AdmissionIntent, intent_for
+from topogen.render.reference import coordinator_term, mutate
+
+Pod = dict[str, Any]
+ENGINES = ("kyverno", "kyverno-legacy", "gatekeeper", "native")
+ZONE = "topology.kubernetes.io/zone"
+OTHER_NS = "elsewhere"
+
+
+# --- the intents -------------------------------------------------------------------------
+
+
+def example_intent() -> AdmissionIntent:
+    cfg = load_config(REPO / "examples" / "zone-split" / "topogen.yaml")
+    report = analyze(cfg)
+    ca = report.clusters[0]
+    return intent_for(ca.plans[0], cfg.validation_action_for(cfg.cluster(ca.cluster)))
+
+
+JOB, ROLE, RANK = "example.com/job-name", "example.com/role", "example.com/rank"
+
+
+def synthetic_intent() -> AdmissionIntent:
+    coordinators = (
+        LabelSelector(match_labels=((ROLE, "launcher"),)),
+        LabelSelector(
+            match_expressions=(Requirement(ROLE, "In", ("node",)), Requirement(RANK, "In", ("0",)))
+        ),
+    )
+    return AdmissionIntent(
+        name="topogen-llm",
+        cluster="lab",
+        group="llm",
+        namespaces=("train-a", "train-b"),
+        job_label=JOB,
+        coordinator=coordinators,
+        worker=(LabelSelector(match_expressions=(Requirement(ROLE, "In", ("node", "ps")),)),),
+        coordinator_selector=coordinators[-1],
+        zone_label=ZONE,
+        zones=("zone-a", "zone-b"),
+        topology_key="network.example.com/domain",
+        tolerations=(
+            Toleration("dedicated", "Equal", "training", "NoExecute"),
+            Toleration("example.com/spot", "Exists", "", "NoSchedule"),
+            Toleration("nvidia.com/gpu", "Equal", "present", "NoSchedule"),
+            Toleration("vendor.example.com/fabric", "Exists", "", ""),
+        ),
+        identity=None,
+        identity_label="net.example.com/zone",
+        denied_zone_pairs=(
+            ("zone-a", "zone-c", ("cnp train-a/fence-c",)),
+            ("zone-b", "zone-c", ("ccnp fence-c", "knp train-b/deny")),
+        ),
+        validation_action="Enforce",
+    )
+
+
+# --- differences -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A reviewed way an engine's answer differs from the reference's."""
+
+    why: str
+    pod: Callable[[Pod, Pod, AdmissionIntent], Pod] | None = None  # (expected, raw, intent)
+    checks: Callable[[list[str], Pod, AdmissionIntent], list[str]] | None = None
+    accepts_match_label_keys: bool = False  # the checks read a matchLabelKeys term as ours
+
+
+def _gk_term(intent: AdmissionIntent) -> dict[str, Any]:
+    """Gatekeeper's constant coordinator term, written out here as the reviewed form."""
+    sel = intent.coordinator_selector
+    selector: dict[str, Any] = {}
+    if sel.match_labels:
+        selector["matchLabels"] = dict(sel.match_labels)
+    if sel.match_expressions:
+        selector["matchExpressions"] = [
+            {"key": r.key, "operator": r.operator, "values": list(r.values)}
+            for r in sel.match_expressions
+        ]
+    return {
+        "labelSelector": selector,
+        "matchLabelKeys": [intent.job_label],
+        "topologyKey": intent.topology_key,
+    }
+
+
+def _pod_terms(pod: Pod) -> list[dict[str, Any]]:
+    return (
+        pod.setdefault("spec", {})
+        .setdefault("affinity", {})
+        .setdefault("podAffinity", {})
+        .setdefault("requiredDuringSchedulingIgnoredDuringExecution", [])
+    )
+
+
+def _term_as_match_label_keys(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
+    terms = _pod_terms(pod)
+    ours = coordinator_term(pod, intent)
+    terms[:] = [_gk_term(intent) if t == ours else t for t in terms]
+    return pod
+
+
+def _extra_term(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
+    terms = _pod_terms(pod)
+    if _gk_term(intent) not in terms:
+        terms.append(_gk_term(intent))
+    return pod
+
+
+def _identical_tolerations_only(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
+    tolerations = pod["spec"].setdefault("tolerations", [])
+    tolerations += [w for w in toleration_dicts(intent.tolerations) if w not in tolerations]
+    return pod
+
+
+def _identity_kept(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
+    assert intent.identity is not None
+    key = intent.identity[0]
+    pod["metadata"]["labels"][key] = raw["metadata"]["labels"][key]
+    return pod
+
+
+def _annotations_unseen(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
+    """Mutated as a role pod: the mutators do not see the Kueue annotation."""
+    bare = copy.deepcopy(raw)
+    bare["metadata"].pop("annotations")
+    out = mutate(bare, intent)
+    out["metadata"]["annotations"] = copy.deepcopy(raw["metadata"]["annotations"])
+    return out
+
+
+def _cel_selector_over_terms(checks: list[str], pod: Pod, intent: AdmissionIntent) -> list[str]:
+    return [c for c in checks if c != "coordinator-pinned"]
+
+
+DIFFERENCES: dict[str, Difference] = {
+    # Gatekeeper (see render/gatekeeper.py DIFFERENCES)
+    "kueue-annotation-mutated": Difference(
+        "mutators cannot match annotations", pod=_annotations_unseen
+    ),
+    "covered-toleration-added": Difference(
+        "ModifySet merge skips identical tolerations only", pod=_identical_tolerations_only
+    ),
+    "coordinator-term-match-label-keys": Difference(
+        "a mutator cannot copy the job name: the term uses matchLabelKeys, which the checks "
+        "accept",
+        pod=_term_as_match_label_keys,
+        accepts_match_label_keys=True,
+    ),
+    "equivalent-term-not-recognised": Difference(
+        "ModifySet merge skips an identical term only; the checks accept either",
+        pod=_extra_term,
+        accepts_match_label_keys=True,
+    ),
+    "identity-label-kept": Difference(
+        "AssignMetadata never replaces a label; the identity check then reports it",
+        pod=_identity_kept,
+    ),
+    "match-label-keys-term-accepted": Difference(
+        "the checks accept a matchLabelKeys coordinator term", accepts_match_label_keys=True
+    ),
+    # Kyverno CEL, native (the same CEL) and Kyverno legacy (held to the CEL): a bug
+    "cel-terms-override-node-selector": Difference(
+        "KNOWN BUG, pending a fix in render/cel.py and render/kyverno_legacy.py: "
+        "pinnedWithinDomain accepts a pod whose nodeSelector names a zone outside the domain "
+        "when its node-affinity terms are inside it (the scheduler needs both: the pod can "
+        "never run); the reference, and Gatekeeper, report the coordinator as not pinned",
+        checks=_cel_selector_over_terms,
+    ),
+}
+ORDER = list(DIFFERENCES)  # the order differences apply in
+
+
+def _as_reference_term(pod: Pod, intent: AdmissionIntent) -> Pod:
+    """A Gatekeeper-form coordinator term read as the reference's (what the API server's
+    matchLabelKeys expansion means)."""
+    out = copy.deepcopy(pod)
+    terms = (
+        (out.get("spec", {}).get("affinity") or {}).get("podAffinity") or {}
+    ).get("requiredDuringSchedulingIgnoredDuringExecution") or []
+    for i, t in enumerate(terms):
+        if intent.job_label in (t.get("matchLabelKeys") or []) and "labelSelector" in t:
+            terms[i] = coordinator_term(out, intent)
+    return out
+
+
+# --- cases -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    pod: Pod
+    admission: bool  # True: mutated by the engine first; False: validated as is
+    differences: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Expected:
+    pod: Pod  # after mutation (the pod itself for validation cases)
+    checks: tuple[tuple[str, str], ...]  # (check id, message), sorted
+
+
+def expected(case: Case, engine: str, intent: AdmissionIntent, without: str = "") -> Expected:
+    """The reference answer with the engine's declared differences (less `without`)."""
+    names = [d for d in ORDER if d in case.differences.get(engine, ()) and d != without]
+    pod = mutate(case.pod, intent) if case.admission else copy.deepcopy(case.pod)
+    for d in names:
+        fn = DIFFERENCES[d].pod
+        if fn is not None:
+            pod = fn(copy.deepcopy(pod), case.pod, intent)
+    judged = pod
+    if any(DIFFERENCES[d].accepts_match_label_keys for d in names):
+        judged = _as_reference_term(pod, intent)
+    checks = reference_checks(judged, intent)
+    for d in names:
+        fn_checks = DIFFERENCES[d].checks
+        if fn_checks is not None:
+            checks = fn_checks(checks, judged, intent)
+    messages = check_messages(pod, intent, checks)
+    return Expected(pod, tuple(sorted(zip(checks, messages, strict=True))))
+
+
+@dataclass(frozen=True)
+class Suite:
+    key: str
+    intent: AdmissionIntent
+    cases: tuple[Case, ...]
+
+    def case(self, name: str) -> Case:
+        return next(c for c in self.cases if c.name == name)
+
+
+def pod(name: str, namespace: str, labels: Mapping[str, str], **spec: Any) -> Pod:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        "spec": {"containers": [{"name": "main", "image": "registry.example/trainer:1"}], **spec},
+    }
+
+
+def _node_affinity(*terms: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}
+        }
+    }
+
+
+def _zone_term(intent: AdmissionIntent, zones: list[str]) -> dict[str, Any]:
+    return {"matchExpressions": [{"key": intent.zone_label, "operator": "In", "values": zones}]}
+
+
+GPU_CLASS = {
+    "matchExpressions": [
+        {"key": "node.example.com/gpu-class", "operator": "In", "values": ["a100", "h100"]}
+    ]
+}
+CACHE_TERM = {
+    "labelSelector": {"matchLabels": {"app": "cache"}},
+    "topologyKey": "kubernetes.io/hostname",
+}
+TEAM_TOLERATION = {
+    "key": "team.example.com/dedicated",
+    "operator": "Equal",
+    "value": "ml",
+    "effect": "NoSchedule",
+}
+
+GK = "gatekeeper"
+CEL_ENGINES = ("kyverno", "kyverno-legacy", "native")
+
+
+def _gk(*names: str) -> dict[str, tuple[str, ...]]:
+    return {GK: names}
+
+
+def _cases(
+    intent: AdmissionIntent,
+    coordinators: list[dict[str, str]],
+    workers: list[dict[str, str]],
+    no_role: dict[str, str],
+) -> tuple[Case, ...]:
+    """The same shapes for every intent; the differences each one shows, per engine."""
+    i = intent
+    ns = i.namespaces[-1]
+    coord, worker = coordinators[0], workers[0]
+    job = coord[i.job_label]
+    first = toleration_dicts(i.tolerations)[-1]
+    covering = {"key": first["key"], "operator": "Exists"} if first["key"] else {"operator": "Exists"}
+    identity = i.identity is not None
+    worker_term = ("coordinator-term-match-label-keys",)
+    out = [
+        *(Case(f"coordinator-{n}", pod(f"coordinator-{n}", ns, c), True) for n, c in enumerate(coordinators)),
+        *(
+            Case(f"worker-{n}", pod(f"worker-{n}", ns, w), True, _gk(*worker_term))
+            for n, w in enumerate(workers)
+        ),
+        # existing constraints: an unrelated toleration, node affinity of three terms
+        # (expressions, fields only, empty), anti-affinity that must survive
+        Case(
+            "coordinator-constrained",
+            pod(
+                "coordinator-constrained",
+                ns,
+                coord,
+                tolerations=[TEAM_TOLERATION],
+                affinity={
+                    **_node_affinity(
+                        GPU_CLASS,
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["gpu-1"]}]},
+                        {"matchExpressions": []},
+                    ),
+                    "podAntiAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {"weight": 10, "podAffinityTerm": CACHE_TERM}
+                        ]
+                    },
+                },
+            ),
+            True,
+        ),
+        # one term already constrains the zone (kept as is), the other gets the domain;
+        # a toleration that covers a wanted one without being identical to it
+        Case(
+            "coordinator-half-pinned",
+            pod(
+                "coordinator-half-pinned",
+                ns,
+                coord,
+                tolerations=[covering],
+                affinity=_node_affinity(_zone_term(i, [i.zones[0]]), GPU_CLASS),
+            ),
+            True,
+            _gk("covered-toleration-added"),
+        ),
+        Case(
+            "coordinator-tolerates-all",
+            pod("coordinator-tolerates-all", ns, coord, tolerations=[{"operator": "Exists"}]),
+            True,
+            _gk("covered-toleration-added"),
+        ),
+        Case(
+            "coordinator-already-mutated",
+            {**mutate(pod("coordinator-already-mutated", ns, coord), i)},
+            True,
+        ),
+        # a nodeSelector zone outside the domain: pinned by mutation, still unschedulable
+        Case(
+            "coordinator-node-selector-outside",
+            pod("coordinator-node-selector-outside", ns, coord, nodeSelector={i.zone_label: "zone-z"}),
+            True,
+            dict.fromkeys(CEL_ENGINES, ("cel-terms-override-node-selector",)),
+        ),
+        Case(
+            "worker-other-affinity",
+            pod(
+                "worker-other-affinity",
+                ns,
+                worker,
+                affinity={
+                    "podAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [CACHE_TERM],
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {"weight": 5, "podAffinityTerm": CACHE_TERM}
+                        ],
+                    },
+                    **_node_affinity(GPU_CLASS),
+                },
+            ),
+            True,
+            _gk(*worker_term),
+        ),
+        Case(
+            "worker-equivalent-term",
+            pod(
+                "worker-equivalent-term",
+                ns,
+                worker,
+                affinity={
+                    "podAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "labelSelector": {"matchLabels": {i.job_label: job}},
+                                "topologyKey": i.topology_key,
+                            }
+                        ]
+                    }
+                },
+            ),
+            True,
+            _gk("equivalent-term-not-recognised"),
+        ),
+        Case(
+            "worker-other-job-term",
+            pod(
+                "worker-other-job-term",
+                ns,
+                worker,
+                affinity={
+                    "podAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "labelSelector": {"matchLabels": {i.job_label: "another-job"}},
+                                "topologyKey": i.topology_key,
+                            }
+                        ]
+                    }
+                },
+            ),
+            True,
+            _gk(*worker_term),
+        ),
+        Case(
+            "worker-already-mutated",
+            mutate(pod("worker-already-mutated", ns, worker), i),
+            True,
+            _gk("equivalent-term-not-recognised"),
+        ),
+        # pods to leave alone
+        Case(
+            "not-training",
+            pod("not-training", ns, {k: v for k, v in coord.items() if k != i.job_label}),
+            True,
+        ),
+        Case("no-role", pod("no-role", ns, no_role), True),
+        Case("other-namespace", pod("other-namespace", OTHER_NS, coord), True),
+        Case("kueue-label", pod("kueue-label", ns, {**coord, "kueue.x-k8s.io/tas": "true"}), True),
+        Case(
+            "kueue-annotation",
+            _annotated(
+                pod("kueue-annotation", ns, worker),
+                {"kueue.x-k8s.io/podset-required-topology": "cloud.example.com/block"},
+            ),
+            True,
+            _gk("kueue-annotation-mutated", *worker_term),
+        ),
+    ]
+    if i.identity_label:
+        spoofed = {**coord, i.identity_label: "zone-z"}
+        out.append(
+            Case(
+                "coordinator-spoofed-identity",
+                pod("coordinator-spoofed-identity", ns, spoofed),
+                True,
+                _gk("identity-label-kept") if identity else {},
+            )
+        )
+        out.append(
+            Case(
+                "worker-spoofed-identity",
+                pod(
+                    "worker-spoofed-identity",
+                    ns,
+                    {**worker, i.identity_label: i.zones[0]},
+                    affinity=_node_affinity(_zone_term(i, list(i.zones))),
+                ),
+                True,
+                _gk(*worker_term),
+            )
+        )
+    for n, (za, zb, _) in enumerate(i.denied_zone_pairs):
+        out.append(
+            Case(
+                f"coordinator-spans-{n}",
+                pod(f"coordinator-spans-{n}", ns, coord, affinity=_node_affinity(_zone_term(i, [za, zb]))),
+                True,
+            )
+        )
+    # validation only: every admission case as the reference admits it, and hand-broken pods
+    out += [
+        Case(
+            f"{c.name}-admitted",
+            _renamed(mutate(c.pod, i), f"{c.name}-admitted"),
+            False,
+            _judging_only(c.differences),
+        )
+        for c in list(out)
+    ]
+    pinned = _zone_term(i, list(i.zones))
+    out += [
+        Case("unpinned-coordinator", pod("unpinned-coordinator", ns, coord), False),
+        Case("worker-without-affinity", pod("worker-without-affinity", ns, worker, affinity=_node_affinity(pinned)), False),
+        Case(
+            "worker-match-label-keys-term",
+            pod(
+                "worker-match-label-keys-term",
+                ns,
+                worker,
+                affinity={
+                    **_node_affinity(pinned),
+                    "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_gk_term(i)]},
+                },
+            ),
+            False,
+            _gk("match-label-keys-term-accepted"),
+        ),
+    ]
+    return tuple(out)
+
+
+def _judging_only(differences: Mapping[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """The differences of the checks alone (those of mutation stay with the admission)."""
+    out = {
+        engine: tuple(d for d in names if DIFFERENCES[d].checks is not None)
+        for engine, names in differences.items()
+    }
+    return {e: names for e, names in out.items() if names}
+
+
+def _annotated(p: Pod, annotations: dict[str, str]) -> Pod:
+    p["metadata"]["annotations"] = annotations
+    return p
+
+
+def _renamed(p: Pod, name: str) -> Pod:
+    p = copy.deepcopy(p)
+    p["metadata"]["name"] = name
+    return p
+
+
+def suites() -> list[Suite]:
+    ex = example_intent()
+    syn = synthetic_intent()
+    return [
+        Suite(
+            "zone-split",
+            ex,
+            _cases(
+                ex,
+                [{"app": "resnet", "role": "coordinator"}],
+                [{"app": "resnet", "role": "gpu-worker"}],
+                {"app": "resnet", "role": "evaluator"},
+            ),
+        ),
+        Suite(
+            "synthetic",
+            syn,
+            _cases(
+                syn,
+                [{JOB: "run-1", ROLE: "launcher"}, {JOB: "run-1", ROLE: "node", RANK: "0"}],
+                [{JOB: "run-1", ROLE: "node", RANK: "3"}, {JOB: "run-1", ROLE: "ps"}],
+                {JOB: "run-1", ROLE: "evaluator"},
+            ),
+        ),
+    ]

@@ -1,0 +1,135 @@
+"""Every engine against the reference model, case by case, with the real tools.
+
+For each suite (tests/engines/cases.py) and engine: the pods the engine's mutation
+leaves (admission cases) and the checks its validation fails, with their messages
+(every case; admission cases after the engine's own mutation), must be the reference
+model's, transformed by the differences the case declares for that engine, and by
+nothing else. Engines with the same declarations must therefore agree with each other.
+All tool runs happen once (module fixture), side by side.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from engines.cases import DIFFERENCES, ENGINES, Suite, expected, suites
+from engines.engines import Outcome, run_gatekeeper, run_kyverno_family
+from tooling import require_tool
+
+SUITES = suites()
+HAS_LEGACY = importlib.util.find_spec("topogen.render.kyverno_legacy") is not None
+RUN_ENGINES = [e for e in ENGINES if e != "kyverno-legacy" or HAS_LEGACY]
+PAIRS = [(s.key, e) for s in SUITES for e in RUN_ENGINES]
+BY_KEY = {s.key: s for s in SUITES}
+
+
+def _run(engine: str, suite: Suite, tmp: Path) -> Outcome:
+    if engine == "gatekeeper":
+        return run_gatekeeper(require_tool("gator"), suite, tmp)
+    return run_kyverno_family(engine, require_tool("kyverno"), suite, tmp)
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Outcome]:
+    root = tmp_path_factory.mktemp("engines")
+    with ThreadPoolExecutor(max_workers=len(PAIRS)) as pool:
+        futures = {
+            (key, engine): pool.submit(_run, engine, BY_KEY[key], root / key / engine)
+            for key, engine in PAIRS
+        }
+        return {k: f.result() for k, f in futures.items()}
+
+
+def _diff(want: object, got: object) -> str:
+    a = json.dumps(want, indent=1, sort_keys=True).splitlines()
+    b = json.dumps(got, indent=1, sort_keys=True).splitlines()
+    return "\n".join(difflib.unified_diff(a, b, "expected", "engine", lineterm="", n=2))
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize(("key", "engine"), PAIRS, ids=[f"{k}-{e}" for k, e in PAIRS])
+def test_mutated_pods(outcomes: dict[tuple[str, str], Outcome], key: str, engine: str) -> None:
+    suite, outcome = BY_KEY[key], outcomes[(key, engine)]
+    wrong = []
+    for case in (c for c in suite.cases if c.admission):
+        want = expected(case, engine, suite.intent).pod
+        got = outcome.mutated[case.name]
+        if got != want:
+            wrong.append(f"--- {case.name}\n{_diff(want, got)}")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize(("key", "engine"), PAIRS, ids=[f"{k}-{e}" for k, e in PAIRS])
+def test_decisions(outcomes: dict[tuple[str, str], Outcome], key: str, engine: str) -> None:
+    suite, outcome = BY_KEY[key], outcomes[(key, engine)]
+    wrong = []
+    for case in suite.cases:
+        want = expected(case, engine, suite.intent).checks
+        got = outcome.checks.get(case.name, ())
+        if got != want:
+            wrong.append(f"{case.name}:\n  expected {want}\n  engine   {got}")
+    assert not set(outcome.checks) - {c.name for c in suite.cases}
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize("key", list(BY_KEY))
+def test_engines_agree_unless_declared(
+    outcomes: dict[tuple[str, str], Outcome], key: str
+) -> None:
+    """Engines that declare the same differences for a case give the same answer."""
+    suite = BY_KEY[key]
+    for case in suite.cases:
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for engine in RUN_ENGINES:
+            groups.setdefault(tuple(case.differences.get(engine, ())), []).append(engine)
+        for engines in groups.values():
+            answers = [
+                (outcomes[(key, e)].mutated.get(case.name), outcomes[(key, e)].checks.get(case.name, ()))
+                for e in engines
+            ]
+            assert all(a == answers[0] for a in answers), (case.name, engines)
+
+
+@pytest.mark.parametrize("key", list(BY_KEY))
+def test_declared_differences_change_the_answer(key: str) -> None:
+    """No stale declaration: without any one of them, the expectation would differ."""
+    suite = BY_KEY[key]
+    for case in suite.cases:
+        for engine, names in case.differences.items():
+            assert engine in ENGINES, (case.name, engine)
+            for name in names:
+                assert name in DIFFERENCES, (case.name, name)
+                with_it = expected(case, engine, suite.intent)
+                without = expected(case, engine, suite.intent, without=name)
+                assert with_it != without, f"{case.name}: {engine} {name} changes nothing"
+
+
+def test_the_suites_cover_the_shapes() -> None:
+    """Each role's pod, constraints, outsiders, Kueue, spoofing, unpinned, blocked spans;
+    and pods that must be denied as well as admitted."""
+    for suite in SUITES:
+        names = {c.name for c in suite.cases}
+        for needed in (
+            "coordinator-0",
+            "worker-0",
+            "coordinator-constrained",
+            "not-training",
+            "other-namespace",
+            "kueue-label",
+            "kueue-annotation",
+            "coordinator-spoofed-identity",
+            "unpinned-coordinator",
+            "coordinator-spans-0",
+        ):
+            assert needed in names, (suite.key, needed)
+        verdicts = {bool(expected(c, "kyverno", suite.intent).checks) for c in suite.cases}
+        assert verdicts == {True, False}
+    assert len(SUITES[1].intent.zones) == 2 and len(SUITES[1].intent.tolerations) > 2

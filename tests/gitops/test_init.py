@@ -1,0 +1,159 @@
+"""`topogen init`: topogen.yaml for an existing GitOps repository."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from topogen.cli import main
+from topogen.config import load_config
+
+from .gitops_kit import EXAMPLES, kustomize
+
+JOBS = {
+    "training/pytorch/resnet.yaml": """
+        apiVersion: kubeflow.org/v1
+        kind: PyTorchJob
+        metadata: {name: resnet, namespace: research}
+        spec: {pytorchReplicaSpecs: {Master: {template: {spec: {containers: []}}}}}
+    """,
+    "training/mpi/allreduce.yaml": """
+        apiVersion: kubeflow.org/v2beta1
+        kind: MPIJob
+        metadata: {name: allreduce, namespace: hpc}
+        spec: {mpiReplicaSpecs: {Launcher: {template: {spec: {containers: []}}}}}
+    """,
+    # no namespace of its own: the kustomization next to it sets one
+    "training/llm/trainjob.yaml": """
+        apiVersion: trainer.kubeflow.org/v1alpha1
+        kind: TrainJob
+        metadata: {name: llama}
+        spec: {trainer: {numNodes: 2}}
+    """,
+    "training/llm/kustomization.yaml": """
+        namespace: llm
+        resources: [trainjob.yaml]
+    """,
+    "training/jobset.yaml": """
+        apiVersion: jobset.x-k8s.io/v1alpha2
+        kind: JobSet
+        metadata: {name: js, namespace: batch-a}
+        spec: {replicatedJobs: []}
+        ---
+        apiVersion: jobset.x-k8s.io/v1alpha2
+        kind: JobSet
+        metadata: {name: js, namespace: batch-b}
+        spec: {replicatedJobs: []}
+    """,
+    "training/volcano.yaml": """
+        apiVersion: batch.volcano.sh/v1alpha1
+        kind: Job
+        metadata: {name: vc, namespace: vc}
+        spec: {tasks: []}
+    """,
+    # a plain batch Job is not an operator's object
+    "apps/batch.yaml": """
+        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: nightly, namespace: ops}
+        spec: {template: {spec: {containers: []}}}
+    """,
+    "network/zones.yaml": """
+        apiVersion: cilium.io/v2
+        kind: CiliumNetworkPolicy
+        metadata: {name: zone-a, namespace: research}
+        spec: {endpointSelector: {}}
+    """,
+    # a Helm template is not YAML: reported, not fatal
+    "charts/app/templates/deploy.yaml": "{{- if .Values.enabled }}\nkind: {{ .Values.kind\n",
+    # topogen's own output is never scanned
+    "policies/lab/kyverno/old.yaml": """
+        apiVersion: kubeflow.org/v1
+        kind: PyTorchJob
+        metadata: {name: stale, namespace: nowhere}
+    """,
+}
+
+
+def _repo(root: Path, files: dict[str, str]) -> Path:
+    import textwrap
+
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return root
+
+
+def test_init_detects_operators_and_namespaces(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "gitops", JOBS)
+    result = CliRunner().invoke(main, ["init", str(repo), "--cluster", "lab"])
+    assert result.exit_code == 0, result.output
+    cfg = load_config(repo / "topogen.yaml")
+    groups = {g.profile: sorted(g.namespaces) for g in cfg.groups}
+    assert groups == {
+        "kubeflow-training-operator": ["research"],
+        "mpi-operator": ["hpc"],
+        "kubeflow-trainer": ["llm"],
+        "jobset": ["batch-a", "batch-b"],
+        "volcano": ["vc"],
+    }
+    assert cfg.workloads == [
+        "training/jobset.yaml",
+        "training/llm/trainjob.yaml",
+        "training/mpi/allreduce.yaml",
+        "training/pytorch/resnet.yaml",
+        "training/volcano.yaml",
+    ]
+    (cluster,) = cfg.clusters
+    assert cluster.name == "lab"
+    assert cluster.network_policies == ["network/zones.yaml"]
+    assert cluster.nodes == ["cluster/nodes.yaml"] and (repo / "cluster").is_dir()
+    assert "charts/app/templates/deploy.yaml" in result.stderr  # skipped, said so
+    assert "kubectl get nodes -o yaml" in result.stderr
+
+
+def test_init_refuses_to_overwrite(tmp_path: Path) -> None:
+    repo = _repo(tmp_path, {"training/volcano.yaml": JOBS["training/volcano.yaml"]})
+    (repo / "topogen.yaml").write_text("# mine\n")
+    result = CliRunner().invoke(main, ["init", str(repo)])
+    assert result.exit_code == 2
+    assert "already exists" in result.stderr and "--force" in result.stderr
+    assert (repo / "topogen.yaml").read_text() == "# mine\n"
+    result = CliRunner().invoke(main, ["init", str(repo), "--force"])
+    assert result.exit_code == 0, result.output
+    assert load_config(repo / "topogen.yaml").groups[0].profile == "volcano"
+
+
+def test_init_without_training_operators_writes_a_custom_group(tmp_path: Path) -> None:
+    repo = _repo(tmp_path, {"apps/batch.yaml": JOBS["apps/batch.yaml"]})
+    result = CliRunner().invoke(main, ["init", str(repo)])
+    assert result.exit_code == 0, result.output
+    assert "no training operator" in result.stderr
+    (group,) = load_config(repo / "topogen.yaml").groups
+    assert group.profile == "custom"
+
+
+def test_init_usage_errors(tmp_path: Path) -> None:
+    assert CliRunner().invoke(main, ["init", str(tmp_path / "missing")]).exit_code == 2
+    result = CliRunner().invoke(main, ["init", str(tmp_path), "--cluster", "Not_A_Name"])
+    assert result.exit_code == 2 and "clusters.0.name" in result.stderr
+    assert not (tmp_path / "topogen.yaml").exists()
+
+
+def test_init_then_render(tmp_path: Path) -> None:
+    """An example repository without its topogen.yaml: init, render, build the overlay."""
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLES / "hostnetwork-mpi", repo)
+    (repo / "topogen.yaml").unlink()
+    result = CliRunner().invoke(main, ["init", str(repo), "--cluster", "hpc"])
+    assert result.exit_code == 0, result.output
+    cfg = yaml.safe_load((repo / "topogen.yaml").read_text())
+    assert cfg["clusters"][0]["nodes"] == ["cluster/nodes.yaml"]  # the snapshot it found
+    result = CliRunner().invoke(main, ["render", "-c", str(repo / "topogen.yaml")])
+    assert result.exit_code == 0, result.output
+    names = {o["metadata"]["name"] for o in kustomize(repo / "kustomize" / "overlays" / "hpc")}
+    assert "topogen-mpi-operator-validate" in names

@@ -1,0 +1,235 @@
+"""The kustomize/ tree, built with the real `kubectl kustomize`: overlays and components."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from tooling import REPO
+from topogen.cli import main
+from topogen.render.kustomize import DEPRECATED_FIELDS
+
+from .gitops_kit import (
+    EXAMPLES,
+    ZONE_SPLIT,
+    ident,
+    is_object,
+    kustomize,
+    rel,
+    render,
+    write_kustomization,
+)
+
+COMPONENTS = ("audit", "enforce", "workload-patches")
+WAVE = "argocd.argoproj.io/sync-wave"
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """zone-split as two clusters: `lab` (Kyverno CEL policies) and `lab-legacy` (every
+    other engine: Kyverno ClusterPolicy, Gatekeeper, ValidatingAdmissionPolicy)."""
+    root = tmp_path_factory.mktemp("fleet")
+    cfg = yaml.safe_load((ZONE_SPLIT / "topogen.yaml").read_text())
+    (lab,) = cfg["clusters"]
+    for key in ("nodes", "networkPolicies"):
+        lab[key] = [str(ZONE_SPLIT / p) for p in lab[key]]
+    legacy = {
+        **lab,
+        "name": "lab-legacy",
+        "engines": ["kyverno-legacy", "gatekeeper", "native"],
+        "validationAction": "Enforce",
+    }
+    cfg["clusters"] = [lab, legacy]
+    cfg["workloads"] = [str(ZONE_SPLIT / "workloads" / "before")]
+    (root / "topogen.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return render(root / "topogen.yaml", root / "out")
+
+
+def _stdout_objects(config: Path, cluster: str) -> list[dict[str, Any]]:
+    result = CliRunner().invoke(
+        main, ["render", "-c", str(config), "--stdout", "--cluster", cluster]
+    )
+    assert result.exit_code == 0, result.stderr
+    return [d for d in yaml.safe_load_all(result.stdout) if d is not None]
+
+
+def _kustomizations(root: Path) -> Iterator[Path]:
+    yield from sorted(root.rglob("kustomization.yaml"))
+
+
+POLICY_GROUPS = {
+    "policies.kyverno.io",
+    "kyverno.io",
+    "templates.gatekeeper.sh",
+    "constraints.gatekeeper.sh",
+    "mutations.gatekeeper.sh",
+    "admissionregistration.k8s.io",
+}
+
+
+def _policies(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o for o in objs if o["apiVersion"].rpartition("/")[0] in POLICY_GROUPS]
+
+
+def _actions(objs: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """(kind, Audit or Enforce) for every validating policy, whatever the engine."""
+    out: set[tuple[str, str]] = set()
+    for o in _policies(objs):
+        group, spec = o["apiVersion"].rpartition("/")[0], o["spec"]
+        if o["kind"] in ("ValidatingPolicy", "ValidatingAdmissionPolicyBinding"):
+            (action,) = spec["validationActions"]
+            out.add((o["kind"], {"Audit": "Audit", "Deny": "Enforce"}[action]))
+        elif (
+            o["kind"] == "ClusterPolicy"
+            and o["metadata"]["labels"]["topogen.io/role"] == "validate"
+        ):
+            out.add((o["kind"], spec["validationFailureAction"]))
+            # a rule-level failureAction would override the one the components set
+            assert all("failureAction" not in r.get("validate", {}) for r in spec["rules"])
+        elif group == "constraints.gatekeeper.sh":
+            out.add(
+                ("Constraint", {"dryrun": "Audit", "deny": "Enforce"}[spec["enforcementAction"]])
+            )
+    return out
+
+
+VALIDATING = {
+    "lab": {"ValidatingPolicy"},
+    "lab-legacy": {"ClusterPolicy", "Constraint", "ValidatingAdmissionPolicyBinding"},
+}
+
+
+def test_tree_layout(fleet: Path) -> None:
+    k = fleet / "kustomize"
+    assert sorted(p.relative_to(k).as_posix() for p in _kustomizations(k)) == [
+        "base/kustomization.yaml",
+        "components/audit/kustomization.yaml",
+        "components/enforce/kustomization.yaml",
+        "components/workload-patches/lab-legacy/kustomization.yaml",
+        "components/workload-patches/lab/kustomization.yaml",
+        "overlays/lab-legacy/kustomization.yaml",
+        "overlays/lab/kustomization.yaml",
+    ]
+
+
+@pytest.mark.parametrize("root", [REPO, None], ids=["committed", "fleet"])
+def test_only_current_kustomize_fields(root: Path | None, fleet: Path) -> None:
+    base = root or fleet
+    found = list(_kustomizations(base / "kustomize")) + list(_kustomizations(base / "policies"))
+    assert found
+    for path in found:
+        doc = yaml.safe_load(path.read_text())
+        assert not DEPRECATED_FIELDS & set(doc), path
+        assert (doc["apiVersion"], doc["kind"]) in {
+            ("kustomize.config.k8s.io/v1beta1", "Kustomization"),
+            ("kustomize.config.k8s.io/v1alpha1", "Component"),
+        }, path
+
+
+def test_policy_folders_list_policy_files_only(fleet: Path) -> None:
+    for engine_dir in sorted((fleet / "policies").glob("*/*")):
+        listed = yaml.safe_load((engine_dir / "kustomization.yaml").read_text())["resources"]
+        files = sorted(p.name for p in engine_dir.glob("*.yaml") if p.name != "kustomization.yaml")
+        assert listed == files and all("test" not in f for f in listed)
+        built = kustomize(engine_dir)
+        assert {o["metadata"]["name"] for o in built} == {f.removesuffix(".yaml") for f in files}
+
+
+@pytest.mark.parametrize("cluster", ["lab", "lab-legacy"])
+def test_overlay_is_the_plugin_output(fleet: Path, cluster: str) -> None:
+    """An overlay builds the objects `render --stdout --cluster` prints, with waves and labels."""
+    built = kustomize(fleet / "kustomize" / "overlays" / cluster)
+    streamed = _stdout_objects(fleet.parent / "topogen.yaml", cluster)
+    assert sorted(map(ident, built)) == sorted(map(ident, streamed))
+    assert {k for k, _ in _actions(built)} == VALIDATING[cluster]
+    for o in built:
+        assert o["metadata"]["labels"]["topogen.io/cluster"] == cluster
+        wave = (o["metadata"].get("annotations") or {}).get(WAVE)
+        if o["kind"] == "ConstraintTemplate":
+            assert wave == "-2"  # defines the Constraint's kind
+        else:
+            assert wave == ("-1" if o in _policies(built) else None), ident(o)
+
+
+@functools.cache
+def _plain(overlay: Path) -> list[dict[str, Any]]:
+    return kustomize(overlay)
+
+
+def _combos() -> list[tuple[str, ...]]:
+    return [
+        c
+        for n in range(len(COMPONENTS) + 1)
+        for c in itertools.permutations(COMPONENTS, n)
+        if list(c) == sorted(c) or set(c) == {"audit", "enforce"}
+    ]
+
+
+@pytest.mark.parametrize("cluster", ["lab", "lab-legacy"])
+@pytest.mark.parametrize("components", _combos(), ids=lambda c: "+".join(c) or "none")
+def test_every_component_combination_builds(
+    fleet: Path, tmp_path: Path, cluster: str, components: tuple[str, ...]
+) -> None:
+    k = fleet / "kustomize"
+    paths = [k / "components" / c for c in components]
+    paths = [p / cluster if p.name == "workload-patches" else p for p in paths]
+    user = tmp_path / "mine"
+    user.mkdir()
+    resources = [rel(k / "overlays" / cluster, user)]
+    if "workload-patches" in components:
+        for f in sorted((ZONE_SPLIT / "workloads" / "before").glob("*.yaml")):
+            (user / f.name).write_text(f.read_text())
+            resources.append(f.name)
+    write_kustomization(user, resources=resources, components=[rel(p, user) for p in paths])
+    built = kustomize(user)
+    plain = _plain(k / "overlays" / cluster)
+    assert {ident(o) for o in _policies(built)} == {ident(o) for o in _policies(plain)}
+    last = next((c for c in reversed(components) if c in ("audit", "enforce")), None)
+    action = {
+        None: "Audit" if cluster == "lab" else "Enforce",
+        "audit": "Audit",
+        "enforce": "Enforce",
+    }[last]
+    assert _actions(built) == {(kind, action) for kind in VALIDATING[cluster]}
+    if "workload-patches" in components:
+        coordinator = next(o for o in built if o["kind"] == "Deployment")
+        spec = coordinator["spec"]["template"]["spec"]
+        assert spec["tolerations"] and spec["affinity"]["nodeAffinity"]
+
+
+@pytest.mark.parametrize(
+    "example", sorted(p.name for p in EXAMPLES.iterdir() if (p / "topogen.yaml").exists())
+)
+def test_every_example_overlay_builds(example: str, tmp_path: Path) -> None:
+    out = render(EXAMPLES / example / "topogen.yaml", tmp_path / "out")
+    overlays = sorted((out / "kustomize" / "overlays").iterdir())
+    assert overlays
+    for overlay in overlays:
+        built = kustomize(overlay)
+        assert all(is_object(o) for o in built)
+        expected = {
+            ident(d)
+            for f in sorted((out / "policies" / overlay.name).glob("*/*.yaml"))
+            if f.name != "kustomization.yaml"
+            for d in yaml.safe_load_all(f.read_text())
+            if d
+        }
+        assert expected and expected <= {ident(o) for o in built}
+
+
+def test_committed_overlays_build() -> None:
+    overlays = sorted((REPO / "kustomize" / "overlays").iterdir())
+    assert [o.name for o in overlays] == ["lab"]
+    names = {o["metadata"]["name"] for o in kustomize(overlays[0])}
+    assert {
+        "topogen-ml-training-coordinator",
+        "topogen-ml-training-worker",
+        "topogen-ml-training-validate",
+    } <= names

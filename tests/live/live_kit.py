@@ -1,0 +1,199 @@
+"""Helpers for the live tests: the example as API objects, the CLI, Kyverno, a fake Prometheus."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import yaml
+from click.testing import CliRunner, Result
+
+from topogen.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "zone-split"
+TOPOGEN = REPO / ".venv" / "bin" / "topogen"
+NS = "ml-demo"
+
+GROUP_CONFIG: dict[str, Any] = {
+    "name": "ml-training",
+    "profile": "custom",
+    "namespaces": [NS],
+    "groupLabel": "app",
+    "roleLabel": "role",
+    "coordinatorRoles": ["coordinator"],
+    "workerRoles": ["gpu-worker"],
+    "identityLabel": "zone",
+    "ports": [29500],
+}
+
+
+def docs(path: Path) -> list[dict[str, Any]]:
+    files = sorted(path.glob("*.yaml")) if path.is_dir() else [path]
+    out: list[dict[str, Any]] = []
+    for f in files:
+        for d in yaml.safe_load_all(f.read_text()):
+            if not d:
+                continue
+            out.extend(d["items"] if d.get("kind") == "List" else [d])
+    return out
+
+
+def example_nodes(pod_cidrs: bool = True) -> list[dict[str, Any]]:
+    nodes = docs(EXAMPLE / "cluster" / "nodes.yaml")
+    if pod_cidrs:
+        for i, n in enumerate(nodes):
+            n.setdefault("spec", {})["podCIDRs"] = [f"10.244.{i}.0/24"]
+    return nodes
+
+
+def example_policies() -> list[dict[str, Any]]:
+    return docs(EXAMPLE / "cilium")
+
+
+def pods_of(
+    workloads: Sequence[Mapping[str, Any]], *, count: int | None = None
+) -> list[dict[str, Any]]:
+    """Pods as the Deployment/Job controllers would create them (there are no controllers)."""
+    pods = []
+    for w in workloads:
+        if w["kind"] not in ("Deployment", "Job"):
+            continue
+        spec = w["spec"]
+        n = spec.get("replicas", 1) if w["kind"] == "Deployment" else spec.get("parallelism", 1)
+        if count is not None and w["kind"] == "Job":
+            n = count
+        tmpl = copy.deepcopy(spec["template"])
+        for i in range(n):
+            pod_spec = copy.deepcopy(tmpl["spec"])
+            if w["kind"] == "Deployment":
+                pod_spec["restartPolicy"] = "Always"
+            pods.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": f"{w['metadata']['name']}-{i}",
+                        "namespace": w["metadata"]["namespace"],
+                        "labels": dict(tmpl["metadata"].get("labels", {})),
+                    },
+                    "spec": pod_spec,
+                }
+            )
+    return pods
+
+
+def write_config(
+    tmp: Path,
+    *,
+    nodes: Sequence[str | Path],
+    workloads: Sequence[str | Path] = (),
+    policies: Sequence[str | Path] = (),
+    name: str = "topogen.yaml",
+) -> Path:
+    cfg = {
+        "apiVersion": "topogen.io/v1alpha1",
+        "kind": "TopogenConfig",
+        "clusters": [
+            {
+                "name": "lab",
+                "nodes": [str(n) for n in nodes],
+                "networkPolicies": [str(p) for p in policies],
+                "zoneLabel": "topology.kubernetes.io/zone",
+            }
+        ],
+        "workloads": [str(w) for w in workloads],
+        "groups": [GROUP_CONFIG],
+    }
+    path = tmp / name
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def cli(*args: Any) -> Result:
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def run_topogen(*args: Any, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """The installed `topogen` as a subprocess (time bounds are measured on this)."""
+    return subprocess.run(
+        [str(TOPOGEN), *map(str, args)], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def kyverno_apply(
+    kyverno: Path, policies: Sequence[Path], pods: Sequence[Mapping[str, Any]], tmp: Path
+) -> list[dict[str, Any]]:
+    """The pods as the Kyverno CLI mutates them (`apply -o DIR/`: last document per pod)."""
+    res = tmp / "admission-pods.yaml"
+    res.write_text(yaml.safe_dump_all(list(pods), sort_keys=True))
+    out = tmp / "mutated"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    result = subprocess.run(
+        [
+            str(kyverno),
+            "apply",
+            *map(str, policies),
+            "-r",
+            str(res),
+            "-o",
+            f"{out}/",
+            "--remove-color",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    mutated = []
+    for pod in pods:
+        path = out / f"{pod['metadata']['name']}-mutated.yaml"
+        got = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        mutated.append(got[-1])  # -o DIR appends one document per policy
+    return mutated
+
+
+@contextmanager
+def fake_prometheus(samples: Sequence[tuple[Mapping[str, str], float]]) -> Iterator[str]:
+    """A Prometheus answering every instant query with these samples; yields its URL."""
+    queries: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            queries.append(self.path)
+            body = json.dumps(
+                {
+                    "status": "success",
+                    "data": {
+                        "resultType": "vector",
+                        "result": [
+                            {"metric": dict(m), "value": [1700000000.0, str(v)]} for m, v in samples
+                        ],
+                    },
+                }
+            )
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
