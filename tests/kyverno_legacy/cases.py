@@ -294,6 +294,19 @@ def mutation_pods(case: Case) -> list[Pod]:
                 }
             },
         ),
+        # a zone requirement that is not `In`: the mutation keeps the term as it is
+        pod(
+            f"{k}-coord-avoids-zone",
+            ns,
+            coord,
+            affinity=_node_affinity(
+                {
+                    "matchExpressions": [
+                        {"key": i.zone_label, "operator": "NotIn", "values": [other_zone]}
+                    ]
+                }
+            ),
+        ),
         pod(
             f"{k}-coord-preferred-only",
             ns,
@@ -353,7 +366,7 @@ def mutation_pods(case: Case) -> list[Pod]:
 SHAPES = {  # pods about the shape of existing constraints rather than about the selectors
     "coord-constrained", "coord-half-pinned", "coord-tolerates-all", "coord-near-miss",
     "coord-covered", "coord-preferred-only", "coord-node-selector", "coord-node-selector-domain",
-    "worker-other-affinity", "worker-empty-affinity", "worker-empty-job",
+    "coord-avoids-zone", "worker-other-affinity", "worker-empty-affinity", "worker-empty-job",
 }  # fmt: skip
 
 
