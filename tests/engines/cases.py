@@ -159,6 +159,20 @@ def _annotations_unseen(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
     return out
 
 
+def _zone_terms_kept(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
+    """Terms that already name the zone label (any operator) stay as the user wrote them."""
+    raw_terms = raw["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    terms = pod["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    for n, term in enumerate(raw_terms):
+        if any(e.get("key") == intent.zone_label for e in term.get("matchExpressions") or []):
+            terms[n] = copy.deepcopy(term)
+    return pod
+
+
 def _cel_selector_over_terms(checks: list[str], pod: Pod, intent: AdmissionIntent) -> list[str]:
     return [c for c in checks if c != "coordinator-pinned"]
 
@@ -172,8 +186,7 @@ DIFFERENCES: dict[str, Difference] = {
         "ModifySet merge skips identical tolerations only", pod=_identical_tolerations_only
     ),
     "coordinator-term-match-label-keys": Difference(
-        "a mutator cannot copy the job name: the term uses matchLabelKeys, which the checks "
-        "accept",
+        "a mutator cannot copy the job name: the term uses matchLabelKeys, which the checks accept",
         pod=_term_as_match_label_keys,
         accepts_match_label_keys=True,
     ),
@@ -181,6 +194,11 @@ DIFFERENCES: dict[str, Difference] = {
         "ModifySet merge skips an identical term only; the checks accept either",
         pod=_extra_term,
         accepts_match_label_keys=True,
+    ),
+    "zone-term-other-operator-kept": Difference(
+        "the mutator keys a term's expressions by key alone: a term with a NotIn/Exists/"
+        "DoesNotExist on the zone label is left as is (the checks then find it unpinned)",
+        pod=_zone_terms_kept,
     ),
     "identity-label-kept": Difference(
         "AssignMetadata never replaces a label; the identity check then reports it",
@@ -205,9 +223,9 @@ def _as_reference_term(pod: Pod, intent: AdmissionIntent) -> Pod:
     """A Gatekeeper-form coordinator term read as the reference's (what the API server's
     matchLabelKeys expansion means)."""
     out = copy.deepcopy(pod)
-    terms = (
-        (out.get("spec", {}).get("affinity") or {}).get("podAffinity") or {}
-    ).get("requiredDuringSchedulingIgnoredDuringExecution") or []
+    terms = ((out.get("spec", {}).get("affinity") or {}).get("podAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or []
     for i, t in enumerate(terms):
         if intent.job_label in (t.get("matchLabelKeys") or []) and "labelSelector" in t:
             terms[i] = coordinator_term(out, intent)
@@ -318,11 +336,16 @@ def _cases(
     coord, worker = coordinators[0], workers[0]
     job = coord[i.job_label]
     first = toleration_dicts(i.tolerations)[-1]
-    covering = {"key": first["key"], "operator": "Exists"} if first["key"] else {"operator": "Exists"}
+    covering = (
+        {"key": first["key"], "operator": "Exists"} if first["key"] else {"operator": "Exists"}
+    )
     identity = i.identity is not None
     worker_term = ("coordinator-term-match-label-keys",)
     out = [
-        *(Case(f"coordinator-{n}", pod(f"coordinator-{n}", ns, c), True) for n, c in enumerate(coordinators)),
+        *(
+            Case(f"coordinator-{n}", pod(f"coordinator-{n}", ns, c), True)
+            for n, c in enumerate(coordinators)
+        ),
         *(
             Case(f"worker-{n}", pod(f"worker-{n}", ns, w), True, _gk(*worker_term))
             for n, w in enumerate(workers)
@@ -339,7 +362,11 @@ def _cases(
                 affinity={
                     **_node_affinity(
                         GPU_CLASS,
-                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["gpu-1"]}]},
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": ["gpu-1"]}
+                            ]
+                        },
                         {"matchExpressions": []},
                     ),
                     "podAntiAffinity": {
@@ -365,6 +392,30 @@ def _cases(
             True,
             _gk("covered-toleration-added"),
         ),
+        # a term that excludes a zone (NotIn) beside one that requires a label to exist
+        Case(
+            "coordinator-zone-not-in",
+            pod(
+                "coordinator-zone-not-in",
+                ns,
+                coord,
+                affinity=_node_affinity(
+                    {
+                        "matchExpressions": [
+                            {"key": i.zone_label, "operator": "NotIn", "values": ["zone-z"]}
+                        ]
+                    },
+                    {
+                        "matchExpressions": [
+                            {"key": i.zone_label, "operator": "Exists"},
+                            *GPU_CLASS["matchExpressions"],
+                        ]
+                    },
+                ),
+            ),
+            True,
+            _gk("zone-term-other-operator-kept"),
+        ),
         Case(
             "coordinator-tolerates-all",
             pod("coordinator-tolerates-all", ns, coord, tolerations=[{"operator": "Exists"}]),
@@ -379,7 +430,12 @@ def _cases(
         # a nodeSelector zone outside the domain: pinned by mutation, still unschedulable
         Case(
             "coordinator-node-selector-outside",
-            pod("coordinator-node-selector-outside", ns, coord, nodeSelector={i.zone_label: "zone-z"}),
+            pod(
+                "coordinator-node-selector-outside",
+                ns,
+                coord,
+                nodeSelector={i.zone_label: "zone-z"},
+            ),
             True,
             dict.fromkeys(CEL_ENGINES, ("cel-terms-override-node-selector",)),
         ),
@@ -494,7 +550,12 @@ def _cases(
         out.append(
             Case(
                 f"coordinator-spans-{n}",
-                pod(f"coordinator-spans-{n}", ns, coord, affinity=_node_affinity(_zone_term(i, [za, zb]))),
+                pod(
+                    f"coordinator-spans-{n}",
+                    ns,
+                    coord,
+                    affinity=_node_affinity(_zone_term(i, [za, zb])),
+                ),
                 True,
             )
         )
@@ -511,7 +572,11 @@ def _cases(
     pinned = _zone_term(i, list(i.zones))
     out += [
         Case("unpinned-coordinator", pod("unpinned-coordinator", ns, coord), False),
-        Case("worker-without-affinity", pod("worker-without-affinity", ns, worker, affinity=_node_affinity(pinned)), False),
+        Case(
+            "worker-without-affinity",
+            pod("worker-without-affinity", ns, worker, affinity=_node_affinity(pinned)),
+            False,
+        ),
         Case(
             "worker-match-label-keys-term",
             pod(
@@ -520,7 +585,9 @@ def _cases(
                 worker,
                 affinity={
                     **_node_affinity(pinned),
-                    "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_gk_term(i)]},
+                    "podAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [_gk_term(i)]
+                    },
                 },
             ),
             False,

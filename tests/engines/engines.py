@@ -85,7 +85,9 @@ def _kyverno_mutate(
     args += ["--remove-color", *(["--values-file", str(values)] if values else [])]
     proc = _run(args)
     if "error: 0" not in proc.stdout or " ERR " in proc.stderr.replace("\x1b", " "):
-        raise AssertionError(f"kyverno apply reported errors:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        raise AssertionError(
+            f"kyverno apply reported errors:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
     mutated = {}
     for file in sorted(out.glob("*-mutated.yaml")):
         # -o appends each pass of the policies: the last document is the result
@@ -110,7 +112,9 @@ def _kyverno_report(
     return list(report.get("results") or ())
 
 
-def _failures(results: Sequence[dict[str, Any]], check_of: dict[tuple[str, str], str]) -> dict[str, Checks]:
+def _failures(
+    results: Sequence[dict[str, Any]], check_of: dict[tuple[str, str], str]
+) -> dict[str, Checks]:
     """pod name -> (check, message) of every failing result; check_of: (policy, rule)."""
     out: dict[str, list[tuple[str, str]]] = {}
     for r in results:
@@ -123,7 +127,9 @@ def _failures(results: Sequence[dict[str, Any]], check_of: dict[tuple[str, str],
     return {name: tuple(sorted(c)) for name, c in out.items()}
 
 
-def _write(folder: Path, files: Sequence[RenderedFile], api: dict[str, str] | None = None) -> list[Path]:
+def _write(
+    folder: Path, files: Sequence[RenderedFile], api: dict[str, str] | None = None
+) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for f in files:
@@ -136,8 +142,9 @@ def _write(folder: Path, files: Sequence[RenderedFile], api: dict[str, str] | No
     return paths
 
 
-def _split(policy: dict[str, Any], binding: dict[str, Any] | None, ids: list[str],
-           folder: Path) -> tuple[list[Path], dict[tuple[str, str], str]]:
+def _split(
+    policy: dict[str, Any], binding: dict[str, Any] | None, ids: list[str], folder: Path
+) -> tuple[list[Path], dict[tuple[str, str], str]]:
     """One policy per validation (and its binding): the CLI reports a policy's first
     failing validation only."""
     paths, check_of = [], {}
@@ -161,10 +168,19 @@ def _split(policy: dict[str, Any], binding: dict[str, Any] | None, ids: list[str
 
 def _values(pods: Sequence[Pod], folder: Path) -> Path:
     namespaces = sorted({p["metadata"]["namespace"] for p in pods})
-    return _dump(folder / "values.yaml", [{
-        "apiVersion": "cli.kyverno.io/v1alpha1", "kind": "Value", "metadata": {"name": "ns"},
-        "namespaceSelector": [{"name": n, "labels": {"kubernetes.io/metadata.name": n}}
-                              for n in namespaces]}])
+    return _dump(
+        folder / "values.yaml",
+        [
+            {
+                "apiVersion": "cli.kyverno.io/v1alpha1",
+                "kind": "Value",
+                "metadata": {"name": "ns"},
+                "namespaceSelector": [
+                    {"name": n, "labels": {"kubernetes.io/metadata.name": n}} for n in namespaces
+                ],
+            }
+        ],
+    )
 
 
 def run_kyverno_family(engine: str, kyverno: Path, suite: Suite, tmp: Path) -> Outcome:
@@ -176,14 +192,17 @@ def run_kyverno_family(engine: str, kyverno: Path, suite: Suite, tmp: Path) -> O
     if engine == "kyverno":
         files = kyverno_policies(intent)
         paths = _write(tmp / "policies", files)
-        mutating = [p for p, f in zip(paths, files, strict=True)
-                    if f.objects[0]["kind"] == "MutatingPolicy"]
+        mutating = [
+            p for p, f in zip(paths, files, strict=True) if f.objects[0]["kind"] == "MutatingPolicy"
+        ]
         validating = next(f for f in files if f.objects[0]["kind"] == "ValidatingPolicy")
         checks, check_of = _split(validating.objects[0], None, ids, tmp / "checks")
     elif engine == "native":
         files = native_policies(intent)
-        api = {"admissionregistration.k8s.io/v1beta1": "admissionregistration.k8s.io/v1alpha1",
-               "admissionregistration.k8s.io/v1": "admissionregistration.k8s.io/v1alpha1"}
+        api = {
+            "admissionregistration.k8s.io/v1beta1": "admissionregistration.k8s.io/v1alpha1",
+            "admissionregistration.k8s.io/v1": "admissionregistration.k8s.io/v1alpha1",
+        }
         paths = _write(tmp / "policies", files[:2], api)
         mutating = paths
         vap, binding = files[2].objects
@@ -232,8 +251,9 @@ def _json_stream(text: str) -> list[dict[str, Any]]:
         out.append(doc)
 
 
-def gator_expand(gator: Path, mutators: Sequence[dict[str, Any]], pods: Sequence[Pod],
-                 tmp: Path) -> dict[str, Pod]:
+def gator_expand(
+    gator: Path, mutators: Sequence[dict[str, Any]], pods: Sequence[Pod], tmp: Path
+) -> dict[str, Pod]:
     stripped = copy.deepcopy(list(mutators))
     for m in stripped:
         for a in m["spec"].get("applyTo", []):
@@ -243,8 +263,13 @@ def gator_expand(gator: Path, mutators: Sequence[dict[str, Any]], pods: Sequence
         "kind": "ExpansionTemplate",
         "metadata": {"name": "admission-case"},
         "spec": {
-            "applyTo": [{"groups": [CARRIER["group"]], "kinds": [CARRIER["kind"]],
-                         "versions": [CARRIER["version"]]}],
+            "applyTo": [
+                {
+                    "groups": [CARRIER["group"]],
+                    "kinds": [CARRIER["kind"]],
+                    "versions": [CARRIER["version"]],
+                }
+            ],
             "templateSource": "spec.pod",
             "generatedGVK": {"group": "", "version": "v1", "kind": "Pod"},
         },
@@ -260,7 +285,9 @@ def gator_expand(gator: Path, mutators: Sequence[dict[str, Any]], pods: Sequence
     return out
 
 
-def gator_checks(gator: Path, policies: Sequence[Path], pods: Sequence[Pod], tmp: Path) -> dict[str, Checks]:
+def gator_checks(
+    gator: Path, policies: Sequence[Path], pods: Sequence[Pod], tmp: Path
+) -> dict[str, Checks]:
     path = _dump(tmp / "judged.yaml", pods)
     args = [str(gator), "test", *(f"--filename={p}" for p in [*policies, path]), "--output=json"]
     proc = _run(args, ok=(0, 1))

@@ -81,9 +81,7 @@ def test_decisions(outcomes: dict[tuple[str, str], Outcome], key: str, engine: s
 
 @pytest.mark.tools
 @pytest.mark.parametrize("key", list(BY_KEY))
-def test_engines_agree_unless_declared(
-    outcomes: dict[tuple[str, str], Outcome], key: str
-) -> None:
+def test_engines_agree_unless_declared(outcomes: dict[tuple[str, str], Outcome], key: str) -> None:
     """Engines that declare the same differences for a case give the same answer."""
     suite = BY_KEY[key]
     for case in suite.cases:
@@ -92,7 +90,10 @@ def test_engines_agree_unless_declared(
             groups.setdefault(tuple(case.differences.get(engine, ())), []).append(engine)
         for engines in groups.values():
             answers = [
-                (outcomes[(key, e)].mutated.get(case.name), outcomes[(key, e)].checks.get(case.name, ()))
+                (
+                    outcomes[(key, e)].mutated.get(case.name),
+                    outcomes[(key, e)].checks.get(case.name, ()),
+                )
                 for e in engines
             ]
             assert all(a == answers[0] for a in answers), (case.name, engines)

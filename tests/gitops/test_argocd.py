@@ -412,7 +412,7 @@ def test_containerfile() -> None:
     assert "COPY argocd/plugin.yaml /home/argocd/cmp-server/config/plugin.yaml" in text
     assert "COPY generator /opt/topogen/generator" in text
     assert "COPY templates /opt/topogen/templates" in text
-    assert "pip install --no-cache-dir -e /opt/topogen" in text
+    assert "pip install --no-cache-dir /opt/topogen" in text
     assert "USER 999:999" in text
     assert "/var/run/argocd/argocd-cmp-server" in text
 

@@ -294,7 +294,7 @@ def mutation_pods(case: Case) -> list[Pod]:
                 }
             },
         ),
-        # a zone requirement that is not `In`: the mutation keeps the term as it is
+        # a zone requirement that is not `In`: the mutation ANDs the domain into the term
         pod(
             f"{k}-coord-avoids-zone",
             ns,

@@ -321,9 +321,7 @@ def test_validation_reports_the_bad_pods(runs: dict[str, Run], key: str) -> None
     expected_admitted = {
         f"{k}-coord-span-{n}-admitted" for n in range(len(intent.denied_zone_pairs))
     }
-    # ... and a user term whose zone requirement is not `In`: the mutation skips terms with
-    # any requirement on the zone label, the validation wants an `In` one
-    expected_admitted.add(f"{k}-coord-avoids-zone-admitted")
+    # (a user term whose zone requirement is not `In` gets the domain ANDed in: it passes)
     if intent.identity:
         expected_admitted.add(f"{k}-coord-node-selector-admitted")
     elif intent.identity_label:

@@ -86,16 +86,20 @@ CRDS = [
     )
 ]
 
-# Admission plugins a default kube-apiserver enables that need controllers we do not run
-# (ServiceAccount wants a token controller, TaintNodesByCondition taints new nodes
-# not-ready until a node lifecycle controller clears it) or change pods we compare.
+# kube-apiserver v1.36 admission: keep NamespaceLifecycle and PodTopologyLabels (it
+# stamps topology.kubernetes.io/zone on pods at binding, as a real 1.36 cluster does);
+# disable the other default plugins: they need controllers we do not run
+# (ServiceAccount wants a token controller; TaintNodesByCondition taints new nodes
+# not-ready until a node lifecycle controller clears it) or change the pods we compare.
+ENABLED_ADMISSION = "NamespaceLifecycle,PodTopologyLabels"
 DISABLED_ADMISSION = (
-    "ServiceAccount,TaintNodesByCondition,DefaultTolerationSeconds,LimitRanger,"
-    "DefaultStorageClass,StorageObjectInUseProtection,PersistentVolumeClaimResize,"
-    "RuntimeClass,DefaultIngressClass,ResourceQuota,PodSecurity,Priority,"
-    "CertificateApproval,CertificateSigning,CertificateSubjectRestriction,"
-    "ClusterTrustBundleAttest,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,"
-    "ValidatingAdmissionPolicy,MutatingAdmissionPolicy"
+    "LimitRanger,ServiceAccount,TaintNodesByCondition,PodSecurity,Priority,"
+    "DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,"
+    "PodGroupProtection,PersistentVolumeClaimResize,RuntimeClass,CertificateApproval,"
+    "CertificateSigning,ClusterTrustBundleAttest,CertificateSubjectRestriction,"
+    "DefaultIngressClass,PodGroupWorkloadExists,NodeDeclaredFeatureValidator,JobValidation,"
+    "PodResizeValidator,MutatingAdmissionPolicy,MutatingAdmissionWebhook,"
+    "ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,ResourceQuota"
 )
 
 
@@ -421,7 +425,7 @@ class ControlPlane:
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 "--service-cluster-ip-range=10.96.0.0/16",
                 "--endpoint-reconciler-type=none",
-                "--enable-admission-plugins=NamespaceLifecycle",
+                f"--enable-admission-plugins={ENABLED_ADMISSION}",
                 f"--disable-admission-plugins={DISABLED_ADMISSION}",
                 "--profiling=false",
                 "--v=1",

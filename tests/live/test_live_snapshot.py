@@ -107,7 +107,7 @@ def test_snapshot_round_trip(cluster: ControlPlane, admin_kubeconfig: Path, tmp_
     for out in (first, second):
         result = cli("snapshot", "--kubeconfig", admin_kubeconfig, "-o", out)
         assert result.exit_code == 0, result.output
-        assert "4 nodes" in result.stderr and "5 policies" in result.stderr
+        assert "4 nodes" in result.stderr and "4 policies" in result.stderr
     assert first.read_bytes() == second.read_bytes()  # deterministic
 
     snap = yaml.safe_load(first.read_text())
@@ -156,13 +156,28 @@ def test_snapshot_round_trip(cluster: ControlPlane, admin_kubeconfig: Path, tmp_
         )
     )
     assert live.topology == files.topology
-    assert [
-        (r.policy.kind, r.policy.namespace, r.policy.name, r.section, r.subject, r.peers, r.ports)
-        for r in live.policies.rules
-    ] == [
-        (r.policy.kind, r.policy.namespace, r.policy.name, r.section, r.subject, r.peers, r.ports)
-        for r in files.policies.rules
-    ]
+
+    def rules(inputs: Any) -> list[str]:
+        return sorted(
+            repr(
+                (
+                    r.policy.kind,
+                    r.policy.namespace,
+                    r.policy.name,
+                    r.index,
+                    r.section,
+                    r.item,
+                    r.subject_host,
+                    r.subject,
+                    r.subject_namespace,
+                    r.peers,
+                    r.ports,
+                )
+            )
+            for r in inputs.policies.rules
+        )
+
+    assert rules(live) == rules(files) and len(rules(live)) >= 8
     assert live.namespaces[NS].labels["team"] == "ml"
 
 

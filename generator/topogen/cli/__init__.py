@@ -77,8 +77,8 @@ def verbose_option(f: F) -> F:
 
 from topogen.cli import analyze as _analyze  # noqa: E402,F401  (registers the command)
 from topogen.cli import audit as _audit  # noqa: E402,F401
-from topogen.cli import explain as _explain  # noqa: E402,F401  (registers explain and connectivity)
-from topogen.cli import render as _render  # noqa: E402,F401
 from topogen.cli import diff as _diff  # noqa: E402,F401
+from topogen.cli import explain as _explain  # noqa: E402,F401  (registers explain and connectivity)
 from topogen.cli import init as _init  # noqa: E402,F401
+from topogen.cli import render as _render  # noqa: E402,F401
 from topogen.cli import snapshot as _snapshot  # noqa: E402,F401

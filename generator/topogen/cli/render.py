@@ -54,7 +54,7 @@ def render_command(
     if to_stdout:
         click.echo(stream_objects(result.files, header), nl=False)
     else:
-        tops = write_tree(result.files, out, header)
+        tops = write_tree(result.files, out, header, list(clusters) or None)
         shown = ", ".join(f"{(out / t).as_posix()}/" for t in tops)
         click.echo(f"topogen: wrote {len(result.files)} files under {shown}", err=True)
         if verbose:

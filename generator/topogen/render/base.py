@@ -8,6 +8,7 @@ to be Kubernetes objects before a backend returns it.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -20,7 +21,15 @@ from topogen.errors import TopogenError
 
 __all__ = ["TEMPLATES_DIR", "RenderedFile", "render_documents", "render_text", "to_yaml"]
 
-TEMPLATES_DIR = Path(__file__).resolve().parents[3] / "templates"
+def _templates_dir() -> Path:
+    """The repository's templates/ (source checkouts, editable installs), else the copy a
+    wheel installs under <prefix>/share/topogen/templates."""
+    candidates = [Path(__file__).resolve().parents[3] / "templates",
+                  Path(sys.prefix) / "share" / "topogen" / "templates"]
+    return next((c for c in candidates if (c / "kyverno").is_dir()), candidates[0])
+
+
+TEMPLATES_DIR = _templates_dir()
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -112,6 +112,16 @@ def match_role(intent: AdmissionIntent, role: str | None) -> list[dict[str, str]
                 "expression": f"{any_selector(intent.coordinator)} || {any_selector(intent.worker)}",
             }
         )
+        # an UPDATE is judged only when it changes labels: pods admitted before the policy
+        # (e.g. the Job controller removing a finalizer) must stay updatable
+        conds.append(
+            {
+                "name": "create-or-relabel",
+                "expression": "request.operation != 'UPDATE' || "
+                "(has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}) != "
+                f"{LABELS}",
+            }
+        )
     return conds
 
 
@@ -166,7 +176,9 @@ def _pinned_term(intent: AdmissionIntent) -> str:
     zl = lit(intent.zone_label)
     exprs = "(has(t.matchExpressions) ? dyn(t.matchExpressions) : dyn([]))"
     with_zone = f"dyn({exprs} + [variables.zoneRequirement])"
-    has_zone = f"(has(t.matchExpressions) && t.matchExpressions.exists(e, e.key == {zl}))"
+    # only an `In` on the zone label pins a term; NotIn/Exists still get the domain ANDed in
+    has_zone = (f"(has(t.matchExpressions) && t.matchExpressions.exists(e, e.key == {zl} && "
+                f"e.operator == 'In'))")
     keep = (
         "(has(t.matchFields) ? dyn({'matchExpressions': " + exprs + ", 'matchFields': "
         "dyn(t.matchFields)}) : dyn({'matchExpressions': " + exprs + "}))"

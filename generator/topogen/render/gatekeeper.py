@@ -16,9 +16,12 @@ it, case by case, by tests/engines):
 - mutators cannot match annotations: a pod marked for Kueue TAS only by annotation is
   mutated (the checks still skip it).
 
-The zone requirement is ANDed into every existing node-selector term exactly as the
-reference does it: a glob over the terms with a keyed `matchExpressions[key: <zone>]`
-element and a MustNotExist path test keeps any term that already constrains the zone.
+- the zone requirement is ANDed into every existing node-selector term by a glob over
+  the terms and a keyed `matchExpressions[key: <zone label>]` element with a
+  MustNotExist path test: exactly the reference, except that the list key is the
+  expression's key alone, so a term that already names the zone label with NotIn,
+  Exists or DoesNotExist is left as is (the reference ANDs the domain in; the checks
+  then find the coordinator unpinned).
 """
 
 from __future__ import annotations
@@ -69,6 +72,11 @@ DIFFERENCES: dict[str, str] = {
     "equivalent-term-not-recognised": (
         "the worker already has an equivalent coordinator term of its own; the mutator "
         "still adds its matchLabelKeys term (redundant, same scheduling)"
+    ),
+    "zone-term-other-operator-kept": (
+        "a node-selector term that names the zone label with NotIn, Exists or DoesNotExist is "
+        "left as is: a mutator keys list elements by one field (the expression's key), so it "
+        "cannot add an `In` beside another operator on the same key"
     ),
     "identity-label-kept": (
         "AssignMetadata never replaces a label: a claimed identity is kept, not corrected, "
@@ -232,7 +240,10 @@ def _mutators(intent: AdmissionIntent) -> list[_Mutator]:
                 _name(intent, f"coordinator-{n}-tolerations"),
                 _label_selector(intent, _requirements(c)),
                 "spec.tolerations",
-                {"operation": "merge", "values": {"fromList": toleration_dicts(intent.tolerations)}},
+                {
+                    "operation": "merge",
+                    "values": {"fromList": toleration_dicts(intent.tolerations)},
+                },
                 _why("the coordinator tolerates the taints of the group's GPU nodes"),
             )
         )
@@ -302,9 +313,10 @@ def _mutators(intent: AdmissionIntent) -> list[_Mutator]:
 
 def _parameters(intent: AdmissionIntent) -> dict[str, Any]:
     def selector(s: LabelSelector) -> dict[str, Any]:
-        return {"matchLabels": dict(s.match_labels), "matchExpressions": _requirements(s)[
-            len(s.match_labels) :
-        ]}
+        return {
+            "matchLabels": dict(s.match_labels),
+            "matchExpressions": _requirements(s)[len(s.match_labels) :],
+        }
 
     return {
         "group": intent.group,
@@ -453,7 +465,9 @@ def reference_checks(pod: dict[str, Any], intent: AdmissionIntent) -> list[str]:
     return out
 
 
-def check_messages(pod: dict[str, Any], intent: AdmissionIntent, checks: Sequence[str]) -> list[str]:
+def check_messages(
+    pod: dict[str, Any], intent: AdmissionIntent, checks: Sequence[str]
+) -> list[str]:
     """The message each check reports for this pod (the same text as the CEL policies)."""
     name = pod.get("metadata", {}).get("name") or "being created"
     out = []
@@ -517,8 +531,7 @@ def _suite(intent: AdmissionIntent, cases: list[tuple[dict[str, Any], list[str]]
     for pod, checks in cases:
         assertions: list[dict[str, Any]] = [{"violations": len(checks) if checks else "no"}]
         assertions += [
-            {"message": _regex(m), "violations": 1}
-            for m in check_messages(pod, intent, checks)
+            {"message": _regex(m), "violations": 1} for m in check_messages(pod, intent, checks)
         ]
         tests.append(
             {

@@ -4,8 +4,10 @@ Same behaviour as the CEL policies of render/kyverno.py (checked pod for pod wit
 real CLI in tests/kyverno_legacy), written in ClusterPolicy terms: match/exclude
 blocks as narrow as cel.match_role, JMESPath for the conditions, JSON patches for
 the lists (a strategic merge would replace them), one rule per check. Kyverno's
-defaults are rendered explicitly, except allowExistingViolations: false, because
-the CEL ValidatingPolicy judges every UPDATE on its own.
+defaults are rendered explicitly (allowExistingViolations: true, the default, keeps
+UPDATEs of pods admitted before the policy, e.g. the Job controller removing its
+finalizer, from being rejected; the CEL policy judges an UPDATE only when it
+changes the pod's labels).
 
 How values stay data:
 - label keys enter JMESPath as quoted identifiers (`labels."app.kubernetes.io/name"`)
@@ -283,7 +285,7 @@ def mutate_policy(intent: AdmissionIntent) -> RenderedFile:
         lacks_required=[_condition(f"{NODE_REQ} == `null`", True)],
         term_lacks_zone=[
             _condition(
-                f"length(element.matchExpressions[?key == {lit(intent.zone_label)}] || `[]`) == `0`",
+                f"length(element.matchExpressions[?key == {lit(intent.zone_label)} && operator == 'In'] || `[]`) == `0`",
                 True,
             )
         ],

@@ -59,9 +59,7 @@ def _selectors(intent: AdmissionIntent) -> dict[str, Any]:
                 {"key": NAMESPACE_NAME, "operator": "In", "values": list(intent.namespaces)}
             ]
         },
-        "object_selector": {
-            "matchExpressions": [{"key": intent.job_label, "operator": "Exists"}]
-        },
+        "object_selector": {"matchExpressions": [{"key": intent.job_label, "operator": "Exists"}]},
     }
 
 

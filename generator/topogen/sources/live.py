@@ -443,31 +443,26 @@ def _transport_error(host: str, exc: BaseException, timeout: float) -> str:
             reason = inner
             continue
         break
+    text = str(reason)
+    if "refused" in text.lower():  # before the timeout test: urllib3's NewConnectionError
+        return f"cannot reach the API server at {host}: connection refused"  # is a timeout type
     if _is_timeout(reason):
         return f"{host} did not answer within the {timeout:g}s budget (timeout)"
-    text = str(reason)
-    if "refused" in text.lower():
-        return f"cannot reach the API server at {host}: connection refused"
     if "ssl" in type(reason).__name__.lower() or "certificate" in text.lower():
         return f"TLS error talking to {host}: {_one_line(text)}"
     return f"cannot reach the API server at {host}: {_one_line(text) or type(reason).__name__}"
 
 
 def _is_timeout(exc: Any) -> bool:
-    names = {c.__name__ for c in type(exc).__mro__} if isinstance(exc, BaseException) else set()
-    return (
-        bool(
-            names
-            & {
-                "TimeoutError",
-                "ReadTimeoutError",
-                "ConnectTimeoutError",
-                "TimeoutStateError",
-                "timeout",
-            }
-        )
-        or "timed out" in str(exc).lower()
-    )
+    if "timed out" in str(exc).lower():
+        return True
+    if not isinstance(exc, BaseException):
+        return False
+    names = {c.__name__ for c in type(exc).__mro__}
+    if "NewConnectionError" in names:  # urllib3 derives it from ConnectTimeoutError
+        return False
+    timeouts = {"TimeoutError", "ReadTimeoutError", "ConnectTimeoutError", "timeout"}
+    return bool(names & timeouts)
 
 
 def _prometheus_error(body: bytes) -> str:

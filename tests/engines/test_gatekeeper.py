@@ -1,0 +1,229 @@
+"""The Gatekeeper backend: rendering, and its generated tests with the real gator and opa."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from engines.cases import suites, synthetic_intent
+from engines.engines import gator_expand
+from tooling import REPO, require_tool
+from topogen.errors import TopogenError
+from topogen.render.base import TEMPLATES_DIR, RenderedFile
+from topogen.render.gatekeeper import (
+    DIFFERENCES,
+    constraint_kind,
+    gatekeeper_policies,
+    gatekeeper_test_files,
+    location_key,
+)
+
+SUITES = suites()
+
+
+def _write(root: Path, files: list[RenderedFile]) -> Path:
+    for f in files:
+        path = root / f.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f.text, encoding="utf-8")
+    return root
+
+
+def _objects(intent: Any) -> list[dict[str, Any]]:
+    return [o for f in gatekeeper_policies(intent) for o in f.objects]
+
+
+# --- rendering ---------------------------------------------------------------------------
+
+
+def test_objects_and_names() -> None:
+    for suite in SUITES:
+        objs = _objects(suite.intent)
+        kinds = [o["kind"] for o in objs]
+        assert kinds[:2] == ["ConstraintTemplate", constraint_kind(suite.intent)]
+        assert set(kinds[2:]) <= {"Assign", "AssignMetadata", "ModifySet"}
+        assert all(len(o["metadata"]["name"]) <= 63 for o in objs)
+        names = [o["metadata"]["name"] for o in objs[2:]]
+        assert len(names) == len(set(names))
+        template, constraint = objs[:2]
+        assert template["metadata"]["name"] == constraint["kind"].lower()
+        assert template["spec"]["crd"]["spec"]["names"]["kind"] == constraint["kind"]
+
+
+def test_constraint_kinds_stay_apart_where_camel_case_would_not() -> None:
+    a, b = (synthetic_intent(), synthetic_intent())
+    from dataclasses import replace
+
+    a, b = replace(a, group="ml-training"), replace(b, group="mltraining")
+    assert constraint_kind(a).lower() != constraint_kind(b).lower()
+    assert constraint_kind(a).startswith("TopogenMlTraining")
+
+
+def test_the_template_carries_the_rego_source_verbatim() -> None:
+    rego = (TEMPLATES_DIR / "gatekeeper" / "colocation.rego").read_text(encoding="utf-8")
+    template = _objects(SUITES[0].intent)[0]
+    [code] = template["spec"]["targets"][0]["code"]
+    assert code == {"engine": "Rego", "source": {"version": "v1", "rego": rego}}
+    copied = next(
+        f for f in gatekeeper_test_files(SUITES[0].intent) if f.path.endswith("/colocation.rego")
+    )
+    assert copied.text == rego
+
+
+def test_mutators_are_narrow_and_run_on_create() -> None:
+    for suite in SUITES:
+        intent = suite.intent
+        for m in _objects(intent)[2:]:
+            match = m["spec"]["match"]
+            assert match["namespaces"] == list(intent.namespaces)
+            assert match["kinds"] == [{"apiGroups": [""], "kinds": ["Pod"]}]
+            exprs = match["labelSelector"]["matchExpressions"]
+            assert exprs[0] == {"key": intent.job_label, "operator": "Exists"}
+            assert {"key": "kueue.x-k8s.io/tas", "operator": "DoesNotExist"} in exprs
+            if m["kind"] != "AssignMetadata":  # AssignMetadata has no applyTo
+                assert m["spec"]["applyTo"] == [
+                    {"groups": [""], "kinds": ["Pod"], "versions": ["v1"], "operations": ["CREATE"]}
+                ]
+
+
+def test_workers_exclude_every_coordinator_selector() -> None:
+    """A worker's match negates each ORed coordinator selector (disjunctive form)."""
+    intent = synthetic_intent()
+    worker_sets = [
+        m["spec"]["match"]["labelSelector"]["matchExpressions"][4:]
+        for m in _objects(intent)[2:]
+        if m["metadata"]["name"].startswith("topogen-llm-worker-") and m["kind"] == "ModifySet"
+    ]
+    role_in = {"key": "example.com/role", "operator": "In", "values": ["node", "ps"]}
+    assert worker_sets == [
+        [role_in, {"key": "example.com/role", "operator": "NotIn", "values": ["node"]}],
+        [role_in, {"key": "example.com/rank", "operator": "NotIn", "values": ["0"]}],
+    ]
+
+
+def test_location_keys_are_quoted() -> None:
+    assert location_key("topology.kubernetes.io/zone") == '"topology.kubernetes.io/zone"'
+    assert location_key('a"b\\c') == '"a\\"b\\\\c"'
+
+
+def test_enforcement_action_follows_the_validation_action() -> None:
+    actions = {
+        s.intent.validation_action: _objects(s.intent)[1]["spec"]["enforcementAction"]
+        for s in SUITES
+    }
+    assert actions == {"Audit": "dryrun", "Enforce": "deny"}
+
+
+def test_old_clusters_are_refused() -> None:
+    with pytest.raises(TopogenError, match=r"Kubernetes 1\.31 or later"):
+        gatekeeper_policies(SUITES[0].intent, kubernetes_version="1.30")
+    assert gatekeeper_policies(SUITES[0].intent, kubernetes_version="1.31")
+
+
+def test_the_module_documents_exactly_the_differences_the_suite_declares() -> None:
+    declared = {
+        name
+        for suite in SUITES
+        for case in suite.cases
+        for name in case.differences.get("gatekeeper", ())
+    }
+    assert declared == set(DIFFERENCES)
+
+
+# --- the real tools ----------------------------------------------------------------------
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=300, check=False)
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = {}
+    for suite in SUITES:
+        root = tmp_path_factory.mktemp(f"gatekeeper-{suite.key}")
+        out[suite.key] = _write(
+            root, gatekeeper_policies(suite.intent) + gatekeeper_test_files(suite.intent)
+        )
+    return out
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize("key", [s.key for s in SUITES])
+def test_gator_verify_passes_on_the_generated_suites(rendered: dict[str, Path], key: str) -> None:
+    gator = require_tool("gator")
+    proc = _run([str(gator), "verify", "-v", "./..."], rendered[key])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "--- PASS" in proc.stdout and "FAIL" not in proc.stdout
+
+
+@pytest.mark.tools
+def test_gator_verify_fails_a_wrong_expectation(rendered: dict[str, Path], tmp_path: Path) -> None:
+    """The suites are not vacuous: flip one case's expectation and gator fails it."""
+    gator = require_tool("gator")
+    root = rendered[SUITES[0].key]
+    suite_file = next(root.glob("tests/*/suite.yaml"))
+    suite = yaml.safe_load(suite_file.read_text(encoding="utf-8"))
+    case = next(c for c in suite["tests"][0]["cases"] if c["name"] == "unpinned-coordinator")
+    case["assertions"] = [{"violations": "no"}]
+    suite_file.with_name("flipped.yaml").write_text(yaml.safe_dump(suite), encoding="utf-8")
+    try:
+        proc = _run([str(gator), "verify", str(suite_file.with_name("flipped.yaml"))], root)
+    finally:
+        suite_file.with_name("flipped.yaml").unlink()
+    assert proc.returncode != 0 and "unpinned-coordinator" in proc.stdout
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize("key", [s.key for s in SUITES])
+def test_opa_test_passes_on_the_generated_rego_tests(rendered: dict[str, Path], key: str) -> None:
+    opa = require_tool("opa")
+    folder = next(rendered[key].glob("tests/*/rego"))
+    check = _run([str(opa), "check", "--strict", "."], folder)
+    assert check.returncode == 0, check.stdout + check.stderr
+    fmt = _run([str(opa), "fmt", "--list", "--fail", "colocation.rego"], folder)
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+    proc = _run([str(opa), "test", ".", "-v"], folder)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cases = len(list(rendered[key].glob("tests/*/cases/*.yaml")))
+    assert f"PASS: {cases}/{cases}" in proc.stdout
+
+
+@pytest.mark.tools
+def test_gator_expand_converges_and_repeats(tmp_path: Path) -> None:
+    """Mutating the mutated pods again changes nothing (the mutators converge)."""
+    gator = require_tool("gator")
+    suite = SUITES[1]
+    mutators = gatekeeper_policies(suite.intent)[2].objects
+    pods = [c.pod for c in suite.cases if c.admission]
+    once = gator_expand(gator, mutators, pods, tmp_path / "once")
+    twice = gator_expand(gator, mutators, list(once.values()), tmp_path / "twice")
+    assert twice == once
+
+
+def test_rendered_tree_from_the_cli(tmp_path: Path) -> None:
+    """`topogen render` with engines [gatekeeper, native] writes both folders."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from topogen.cli import main
+
+    example = tmp_path / "zone-split"
+    shutil.copytree(REPO / "examples" / "zone-split", example)
+    cfg = yaml.safe_load((example / "topogen.yaml").read_text(encoding="utf-8"))
+    cfg["engines"] = ["gatekeeper", "native"]
+    (example / "topogen.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        main, ["render", "-c", str(example / "topogen.yaml"), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    gk = out / "policies" / "lab" / "gatekeeper"
+    assert (gk / "topogen-ml-training-template.yaml").is_file()
+    assert (gk / "tests" / "topogen-ml-training" / "suite.yaml").is_file()
+    assert (out / "policies" / "lab" / "native" / "topogen-ml-training-validate.yaml").is_file()

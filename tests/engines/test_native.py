@@ -1,0 +1,108 @@
+"""The native backend: MutatingAdmissionPolicy/ValidatingAdmissionPolicy and bindings.
+
+Their behaviour with a real evaluator is in test_behaviour.py (Kyverno CLI).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from engines.cases import suites
+from topogen.render import cel
+from topogen.render.kyverno import kyverno_policies
+from topogen.render.native import inline_variables, mutating_api_version, native_policies
+
+SUITES = suites()
+
+
+def _objects(intent: Any, version: str = "1.35") -> list[dict[str, Any]]:
+    return [o for f in native_policies(intent, kubernetes_version=version) for o in f.objects]
+
+
+@pytest.mark.parametrize(
+    ("version", "api"),
+    [("1.32", "v1beta1"), ("1.35", "v1beta1"), ("1.36", "v1"), ("1.40", "v1")],
+)
+def test_mutating_api_version_follows_the_cluster(version: str, api: str) -> None:
+    assert mutating_api_version(version) == f"admissionregistration.k8s.io/{api}"
+    objs = _objects(SUITES[0].intent, version)
+    assert [(o["apiVersion"], o["kind"]) for o in objs] == [
+        (f"admissionregistration.k8s.io/{api}", "MutatingAdmissionPolicy"),
+        (f"admissionregistration.k8s.io/{api}", "MutatingAdmissionPolicyBinding"),
+    ] * 2 + [
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"),
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"),
+    ]
+
+
+def test_bindings_name_their_policy_and_take_no_params() -> None:
+    for suite in SUITES:
+        objs = _objects(suite.intent)
+        for policy, binding in zip(objs[::2], objs[1::2], strict=True):
+            assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+            assert "paramKind" not in policy["spec"] and "paramRef" not in binding["spec"]
+        actions = objs[-1]["spec"]["validationActions"]
+        assert actions == (["Deny"] if suite.intent.validation_action == "Enforce" else ["Audit"])
+
+
+def test_match_constraints_are_narrow() -> None:
+    for suite in SUITES:
+        intent = suite.intent
+        for policy in _objects(intent)[::2]:
+            mc = policy["spec"]["matchConstraints"]
+            assert mc["namespaceSelector"] == {
+                "matchExpressions": [
+                    {
+                        "key": "kubernetes.io/metadata.name",
+                        "operator": "In",
+                        "values": list(intent.namespaces),
+                    }
+                ]
+            }
+            assert mc["objectSelector"] == {
+                "matchExpressions": [{"key": intent.job_label, "operator": "Exists"}]
+            }
+            [rule] = mc["resourceRules"]
+            assert rule["resources"] == ["pods"]
+        mutating, validating = _objects(intent)[0], _objects(intent)[4]
+        assert mutating["spec"]["matchConstraints"]["resourceRules"][0]["operations"] == ["CREATE"]
+        assert validating["spec"]["matchConstraints"]["resourceRules"][0]["operations"] == [
+            "CREATE",
+            "UPDATE",
+        ]
+
+
+def test_the_cel_is_kyvernos() -> None:
+    """Same conditions and checks as the Kyverno CEL policies; mutations with the
+    variables inlined."""
+    for suite in SUITES:
+        intent = suite.intent
+        objs = _objects(intent)
+        kyverno = [f.objects[0] for f in kyverno_policies(intent)]
+        for native, ky in ((objs[0], kyverno[0]), (objs[2], kyverno[1])):
+            assert native["spec"]["matchConditions"] == ky["spec"]["matchConditions"]
+            assert "variables" not in native["spec"]
+            patches = [m["jsonPatch"]["expression"] for m in native["spec"]["mutations"]]
+            assert patches == [
+                inline_variables(m["jsonPatch"]["expression"], ky["spec"]["variables"])
+                for m in ky["spec"]["mutations"]
+            ]
+            assert not any(re.search(r"\bvariables\.", p) for p in patches)
+        vap = objs[4]["spec"]
+        assert vap["variables"] == cel.validation_variables(intent)
+        assert vap["validations"] == cel.validations(intent)
+        assert vap["matchConditions"] == cel.match_role(intent, None)
+
+
+def test_inlining_leaves_string_literals_alone() -> None:
+    variables = [
+        {"name": "a", "expression": "\"variables.a\" + 'variables.b'"},
+        {"name": "b", "expression": "variables.a + 'x\\'variables.a'"},
+    ]
+    got = inline_variables("size(variables.b) > 0", variables)
+    assert got == "size(((\"variables.a\" + 'variables.b') + 'x\\'variables.a')) > 0"
+    with pytest.raises(KeyError):
+        inline_variables("variables.unknown", variables)
