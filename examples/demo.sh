@@ -13,9 +13,17 @@ section "zone-split AFTER: the workloads as topogen's policies admit them"
 $TOPOGEN analyze -c examples/zone-split/topogen-after.yaml
 after=$?
 
-section "render: Kyverno policies (and their CLI tests) for zone-split"
-$TOPOGEN render -c examples/zone-split/topogen.yaml --out out/zone-split -v || exit 1
-echo "demo: policies rendered under out/zone-split/policies/ (verify: .tools/bin/kyverno test out/zone-split/policies)"
+section "the other examples: PyTorchJob on three zones, hostNetwork MPI"
+for example in pytorch-three-zone hostnetwork-mpi; do
+  $TOPOGEN analyze -c "examples/$example/topogen.yaml" | grep -E "^(HARD_BLOCK|CROSS_ZONE|UNSCHEDULABLE|IDENTITY_MISMATCH)|^  (policies|fix):"
+done
+
+section "render: policies, CLI tests, Kustomize and signals for every example"
+for example in zone-split pytorch-three-zone hostnetwork-mpi; do
+  $TOPOGEN render -c "examples/$example/topogen.yaml" --out "out/$example" || exit 1
+  echo "demo: $example rendered under out/$example/ (policies/, kustomize/, monitoring/)"
+done
+echo "demo: check them with .tools/bin/kyverno test out/zone-split/policies (make tools builds it)"
 
 if [[ $before -ne 1 || $after -ne 0 ]]; then
   echo "demo: unexpected exit codes (before=$before, want 1; after=$after, want 0)" >&2

@@ -248,6 +248,12 @@ class Process:
             self.proc.kill()
             self.proc.wait(timeout)
 
+    def kill(self) -> None:
+        """Stop at once (SIGKILL): a crashed server, and no wait for watches to drain."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(15)
+
     def pause(self) -> None:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGSTOP)
@@ -455,7 +461,7 @@ class ControlPlane:
 
     def restart_apiserver(self) -> None:
         assert self.apiserver is not None
-        self.apiserver.stop()
+        self.apiserver.kill()
         self._start_apiserver()
 
     def _install_crds(self) -> None:

@@ -37,7 +37,7 @@ def test_stopped_api_server(
     cluster: ControlPlane, admin_kubeconfig: Path, config: Path, tmp_path: Path
 ) -> None:
     assert cluster.apiserver is not None
-    cluster.apiserver.stop()
+    cluster.apiserver.kill()
     try:
         for args in (("snapshot", "-o", tmp_path / "s.yaml"), ("audit", "-c", config)):
             code, err, took = _run(*args, "--kubeconfig", admin_kubeconfig)

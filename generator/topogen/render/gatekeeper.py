@@ -118,29 +118,33 @@ def location_key(key: str) -> str:
 
 # --- which pods --------------------------------------------------------------------------
 
-Requirement = dict[str, Any]
+Req = dict[str, Any]  # a label selector requirement, as written in a selector
 
 
-def _requirements(sel: LabelSelector) -> list[Requirement]:
-    out: list[Requirement] = [
-        {"key": k, "operator": "In", "values": [v]} for k, v in sel.match_labels
-    ]
+def _expressions(sel: LabelSelector) -> list[Req]:
+    out = []
     for r in sel.match_expressions:
-        req: Requirement = {"key": r.key, "operator": r.operator}
+        req: Req = {"key": r.key, "operator": r.operator}
         if r.operator in ("In", "NotIn"):
             req["values"] = list(r.values)
         out.append(req)
     return out
 
 
+def _requirements(sel: LabelSelector) -> list[Req]:
+    """Every requirement of a selector, matchLabels as `In` of one value."""
+    labels: list[Req] = [{"key": k, "operator": "In", "values": [v]} for k, v in sel.match_labels]
+    return labels + _expressions(sel)
+
+
 _NEGATION = {"In": "NotIn", "NotIn": "In", "Exists": "DoesNotExist", "DoesNotExist": "Exists"}
 
 
-def _negate(r: Requirement) -> Requirement:
+def _negate(r: Req) -> Req:
     return {**r, "operator": _NEGATION[r["operator"]]}
 
 
-def _implied(reqs: Sequence[Requirement], r: Requirement) -> bool | None:
+def _implied(reqs: Sequence[Req], r: Req) -> bool | None:
     """Does an `In` requirement of reqs decide r? True: implied, False: contradicted."""
     for s in reqs:
         if s["key"] != r["key"] or s["operator"] != "In":
@@ -158,10 +162,10 @@ def _implied(reqs: Sequence[Requirement], r: Requirement) -> bool | None:
     return None
 
 
-def _worker_selectors(intent: AdmissionIntent) -> list[list[Requirement]]:
+def _worker_selectors(intent: AdmissionIntent) -> list[list[Req]]:
     """Workers: some worker selector AND no coordinator selector, in disjunctive form
     (a label selector cannot negate a selector of several requirements)."""
-    out: list[list[Requirement]] = []
+    out: list[list[Req]] = []
     negated = [[_negate(r) for r in _requirements(c)] for c in intent.coordinator]
     for w in intent.worker:
         base = _requirements(w)
@@ -179,8 +183,8 @@ def _worker_selectors(intent: AdmissionIntent) -> list[list[Requirement]]:
     return out
 
 
-def _label_selector(intent: AdmissionIntent, role: Sequence[Requirement]) -> dict[str, Any]:
-    group: list[Requirement] = [{"key": intent.job_label, "operator": "Exists"}]
+def _label_selector(intent: AdmissionIntent, role: Sequence[Req]) -> dict[str, Any]:
+    group: list[Req] = [{"key": intent.job_label, "operator": "Exists"}]
     group += [{"key": k, "operator": "DoesNotExist"} for k in intent.skip_keys]
     return {"matchExpressions": group + list(role)}
 
@@ -313,10 +317,7 @@ def _mutators(intent: AdmissionIntent) -> list[_Mutator]:
 
 def _parameters(intent: AdmissionIntent) -> dict[str, Any]:
     def selector(s: LabelSelector) -> dict[str, Any]:
-        return {
-            "matchLabels": dict(s.match_labels),
-            "matchExpressions": _requirements(s)[len(s.match_labels) :],
-        }
+        return {"matchLabels": dict(s.match_labels), "matchExpressions": _expressions(s)}
 
     return {
         "group": intent.group,
