@@ -27,7 +27,7 @@ demo: $(STAMP)
 	@bash examples/demo.sh
 
 test: $(STAMP) tools
-	$(BIN)/pytest -n 2
+	$(BIN)/pytest -n 2 --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check generator tests

@@ -9,7 +9,8 @@ from functools import partial
 from topogen.config import TopogenConfig
 from topogen.pipeline import AnalysisReport, analyze
 from topogen.render.base import RenderedFile
-from topogen.render.gatekeeper import gatekeeper_policies, gatekeeper_test_files
+from topogen.render.gatekeeper import gatekeeper_policies
+from topogen.render.gatekeeper_tests import gatekeeper_test_files
 from topogen.render.intent import AdmissionIntent, intent_for
 from topogen.render.kustomize import kustomize_files
 from topogen.render.kyverno import kyverno_policies

@@ -16,20 +16,20 @@ reference answer, and a declared difference that changes nothing is an error too
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from engines.differences import DIFFERENCES, ORDER, Pod, as_reference_term, gk_term
 from tooling import REPO
 from topogen.config import load_config
 from topogen.model import LabelSelector, Requirement, Toleration
 from topogen.pipeline import analyze
 from topogen.render.cel import toleration_dicts
-from topogen.render.gatekeeper import check_messages, reference_checks
+from topogen.render.gatekeeper_tests import check_messages, reference_checks
 from topogen.render.intent import AdmissionIntent, intent_for
-from topogen.render.reference import coordinator_term, mutate
+from topogen.render.reference import mutate
 
-Pod = dict[str, Any]
 ENGINES = ("kyverno", "kyverno-legacy", "gatekeeper", "native")
 ZONE = "topology.kubernetes.io/zone"
 OTHER_NS = "elsewhere"
@@ -83,155 +83,6 @@ def synthetic_intent() -> AdmissionIntent:
     )
 
 
-# --- differences -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Difference:
-    """A reviewed way an engine's answer differs from the reference's."""
-
-    why: str
-    pod: Callable[[Pod, Pod, AdmissionIntent], Pod] | None = None  # (expected, raw, intent)
-    checks: Callable[[list[str], Pod, AdmissionIntent], list[str]] | None = None
-    accepts_match_label_keys: bool = False  # the checks read a matchLabelKeys term as ours
-
-
-def _gk_term(intent: AdmissionIntent) -> dict[str, Any]:
-    """Gatekeeper's constant coordinator term, written out here as the reviewed form."""
-    sel = intent.coordinator_selector
-    selector: dict[str, Any] = {}
-    if sel.match_labels:
-        selector["matchLabels"] = dict(sel.match_labels)
-    if sel.match_expressions:
-        selector["matchExpressions"] = [
-            {"key": r.key, "operator": r.operator, "values": list(r.values)}
-            for r in sel.match_expressions
-        ]
-    return {
-        "labelSelector": selector,
-        "matchLabelKeys": [intent.job_label],
-        "topologyKey": intent.topology_key,
-    }
-
-
-def _pod_terms(pod: Pod) -> list[dict[str, Any]]:
-    return (
-        pod.setdefault("spec", {})
-        .setdefault("affinity", {})
-        .setdefault("podAffinity", {})
-        .setdefault("requiredDuringSchedulingIgnoredDuringExecution", [])
-    )
-
-
-def _term_as_match_label_keys(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
-    terms = _pod_terms(pod)
-    ours = coordinator_term(pod, intent)
-    terms[:] = [_gk_term(intent) if t == ours else t for t in terms]
-    return pod
-
-
-def _extra_term(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
-    terms = _pod_terms(pod)
-    if _gk_term(intent) not in terms:
-        terms.append(_gk_term(intent))
-    return pod
-
-
-def _identical_tolerations_only(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
-    tolerations = pod["spec"].setdefault("tolerations", [])
-    tolerations += [w for w in toleration_dicts(intent.tolerations) if w not in tolerations]
-    return pod
-
-
-def _identity_kept(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
-    assert intent.identity is not None
-    key = intent.identity[0]
-    pod["metadata"]["labels"][key] = raw["metadata"]["labels"][key]
-    return pod
-
-
-def _annotations_unseen(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
-    """Mutated as a role pod: the mutators do not see the Kueue annotation."""
-    bare = copy.deepcopy(raw)
-    bare["metadata"].pop("annotations")
-    out = mutate(bare, intent)
-    out["metadata"]["annotations"] = copy.deepcopy(raw["metadata"]["annotations"])
-    return out
-
-
-def _zone_terms_kept(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
-    """Terms that already name the zone label (any operator) stay as the user wrote them."""
-    raw_terms = raw["spec"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ]["nodeSelectorTerms"]
-    terms = pod["spec"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ]["nodeSelectorTerms"]
-    for n, term in enumerate(raw_terms):
-        if any(e.get("key") == intent.zone_label for e in term.get("matchExpressions") or []):
-            terms[n] = copy.deepcopy(term)
-    return pod
-
-
-def _cel_selector_over_terms(checks: list[str], pod: Pod, intent: AdmissionIntent) -> list[str]:
-    return [c for c in checks if c != "coordinator-pinned"]
-
-
-DIFFERENCES: dict[str, Difference] = {
-    # Gatekeeper (see render/gatekeeper.py DIFFERENCES)
-    "kueue-annotation-mutated": Difference(
-        "mutators cannot match annotations", pod=_annotations_unseen
-    ),
-    "covered-toleration-added": Difference(
-        "ModifySet merge skips identical tolerations only", pod=_identical_tolerations_only
-    ),
-    "coordinator-term-match-label-keys": Difference(
-        "a mutator cannot copy the job name: the term uses matchLabelKeys, which the checks accept",
-        pod=_term_as_match_label_keys,
-        accepts_match_label_keys=True,
-    ),
-    "equivalent-term-not-recognised": Difference(
-        "ModifySet merge skips an identical term only; the checks accept either",
-        pod=_extra_term,
-        accepts_match_label_keys=True,
-    ),
-    "zone-term-other-operator-kept": Difference(
-        "the mutator keys a term's expressions by key alone: a term with a NotIn/Exists/"
-        "DoesNotExist on the zone label is left as is (the checks then find it unpinned)",
-        pod=_zone_terms_kept,
-    ),
-    "identity-label-kept": Difference(
-        "AssignMetadata never replaces a label; the identity check then reports it",
-        pod=_identity_kept,
-    ),
-    "match-label-keys-term-accepted": Difference(
-        "the checks accept a matchLabelKeys coordinator term", accepts_match_label_keys=True
-    ),
-    # Kyverno CEL, native (the same CEL) and Kyverno legacy (held to the CEL): a bug
-    "cel-terms-override-node-selector": Difference(
-        "KNOWN BUG, pending a fix in render/cel.py and render/kyverno_legacy.py: "
-        "pinnedWithinDomain accepts a pod whose nodeSelector names a zone outside the domain "
-        "when its node-affinity terms are inside it (the scheduler needs both: the pod can "
-        "never run); the reference, and Gatekeeper, report the coordinator as not pinned",
-        checks=_cel_selector_over_terms,
-    ),
-}
-ORDER = list(DIFFERENCES)  # the order differences apply in
-
-
-def _as_reference_term(pod: Pod, intent: AdmissionIntent) -> Pod:
-    """A Gatekeeper-form coordinator term read as the reference's (what the API server's
-    matchLabelKeys expansion means)."""
-    out = copy.deepcopy(pod)
-    terms = ((out.get("spec", {}).get("affinity") or {}).get("podAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or []
-    for i, t in enumerate(terms):
-        if intent.job_label in (t.get("matchLabelKeys") or []) and "labelSelector" in t:
-            terms[i] = coordinator_term(out, intent)
-    return out
-
-
 # --- cases -------------------------------------------------------------------------------
 
 
@@ -259,7 +110,7 @@ def expected(case: Case, engine: str, intent: AdmissionIntent, without: str = ""
             pod = fn(copy.deepcopy(pod), case.pod, intent)
     judged = pod
     if any(DIFFERENCES[d].accepts_match_label_keys for d in names):
-        judged = _as_reference_term(pod, intent)
+        judged = as_reference_term(pod, intent)
     checks = reference_checks(judged, intent)
     for d in names:
         fn_checks = DIFFERENCES[d].checks
@@ -437,7 +288,6 @@ def _cases(
                 nodeSelector={i.zone_label: "zone-z"},
             ),
             True,
-            dict.fromkeys(CEL_ENGINES, ("cel-terms-override-node-selector",)),
         ),
         Case(
             "worker-other-affinity",
@@ -585,9 +435,7 @@ def _cases(
                 worker,
                 affinity={
                     **_node_affinity(pinned),
-                    "podAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": [_gk_term(i)]
-                    },
+                    "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [gk_term(i)]},
                 },
             ),
             False,

@@ -29,18 +29,19 @@ PAIRS = [(s.key, e) for s in SUITES for e in RUN_ENGINES]
 BY_KEY = {s.key: s for s in SUITES}
 
 
-def _run(engine: str, suite: Suite, tmp: Path) -> Outcome:
+def _run(engine: str, suite: Suite, tmp: Path, tools: dict[str, Path]) -> Outcome:
     if engine == "gatekeeper":
-        return run_gatekeeper(require_tool("gator"), suite, tmp)
-    return run_kyverno_family(engine, require_tool("kyverno"), suite, tmp)
+        return run_gatekeeper(tools["gator"], suite, tmp)
+    return run_kyverno_family(engine, tools["kyverno"], suite, tmp)
 
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Outcome]:
+    tools = {name: require_tool(name) for name in ("kyverno", "gator")}
     root = tmp_path_factory.mktemp("engines")
     with ThreadPoolExecutor(max_workers=len(PAIRS)) as pool:
         futures = {
-            (key, engine): pool.submit(_run, engine, BY_KEY[key], root / key / engine)
+            (key, engine): pool.submit(_run, engine, BY_KEY[key], root / key / engine, tools)
             for key, engine in PAIRS
         }
         return {k: f.result() for k, f in futures.items()}

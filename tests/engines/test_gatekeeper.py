@@ -18,9 +18,9 @@ from topogen.render.gatekeeper import (
     DIFFERENCES,
     constraint_kind,
     gatekeeper_policies,
-    gatekeeper_test_files,
     location_key,
 )
+from topogen.render.gatekeeper_tests import gatekeeper_test_files
 
 SUITES = suites()
 

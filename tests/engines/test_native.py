@@ -106,3 +106,21 @@ def test_inlining_leaves_string_literals_alone() -> None:
     assert got == "size(((\"variables.a\" + 'variables.b') + 'x\\'variables.a')) > 0"
     with pytest.raises(KeyError):
         inline_variables("variables.unknown", variables)
+
+
+def test_intent_summary_matches_the_kyverno_policies() -> None:
+    """`topogen diff` reads the same topogen.io/* annotations from either engine."""
+    for suite in SUITES:
+        native = [f.objects[0] for f in native_policies(suite.intent)]
+        kyverno = [f.objects[0] for f in kyverno_policies(suite.intent)]
+        for n, k in zip(native, kyverno, strict=True):
+
+            def summary(o: dict[str, Any]) -> dict[str, str]:
+                ann = o["metadata"]["annotations"]
+                return {
+                    a: v
+                    for a, v in ann.items()
+                    if a.startswith("topogen.io/") and a != "topogen.io/description"
+                }
+
+            assert summary(n) == summary(k), n["metadata"]["name"]

@@ -316,15 +316,15 @@ def test_validation_reports_the_bad_pods(runs: dict[str, Run], key: str) -> None
         f"{k}-coord-node-selector-domain",
     }
     # after admission only those whose own constraints stay wrong: a span across a denied
-    # pair (the zone term is kept), a nodeSelector zone that disagrees with the identity
-    # set, an identity claim nothing overwrites when the domain has several zones
+    # pair (the zone term is kept), a nodeSelector zone outside the domain (it decides where
+    # the pod may run, whatever the terms say), an identity claim nothing overwrites when
+    # the domain has several zones
     expected_admitted = {
         f"{k}-coord-span-{n}-admitted" for n in range(len(intent.denied_zone_pairs))
     }
     # (a user term whose zone requirement is not `In` gets the domain ANDed in: it passes)
-    if intent.identity:
-        expected_admitted.add(f"{k}-coord-node-selector-admitted")
-    elif intent.identity_label:
+    expected_admitted.add(f"{k}-coord-node-selector-admitted")
+    if not intent.identity and intent.identity_label:
         expected_admitted |= {
             f"{k}-coord-spoofed-admitted",
             f"{k}-worker-spoofed-admitted",

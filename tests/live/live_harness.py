@@ -586,12 +586,20 @@ class ControlPlane:
     # -- objects --
 
     def ensure_namespace(self, name: str, labels: Mapping[str, str] | None = None) -> None:
+        """Create the namespace, or give the existing one these labels (they persist)."""
         body = {
             "apiVersion": "v1",
             "kind": "Namespace",
             "metadata": {"name": name, "labels": dict(labels or {})},
         }
-        self.kube().create("/api/v1/namespaces", body, exist_ok=True)
+        kube = self.kube()
+        if kube.create("/api/v1/namespaces", body, exist_ok=True) is None and labels:
+            kube.request(
+                "PATCH",
+                f"/api/v1/namespaces/{name}",
+                {"metadata": {"labels": labels}},
+                content_type="application/merge-patch+json",
+            )
         self.dirty_namespaces.add(name)
 
     def create_nodes(self, nodes: Iterable[Mapping[str, Any]]) -> list[str]:

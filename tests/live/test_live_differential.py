@@ -30,8 +30,8 @@ from topogen.sources.workloads import read_workloads
 
 ZONE = "topology.kubernetes.io/zone"
 GPU = "nvidia.com/gpu"
-SCENARIOS_PER_TEST = 30
-CHUNKS = 2  # 60 scenarios in all
+SCENARIOS_PER_TEST = 50
+CHUNKS = 2  # 100 scenarios in all
 
 TAINTS = [
     {"key": GPU, "value": "present", "effect": "NoSchedule"},
@@ -87,7 +87,7 @@ def scenario(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             labels["gpu-mem"] = rng.choice(["16", "40", "80"])
             alloc[GPU] = rng.choice(["1", "2", "4"])
         spec: dict[str, Any] = {}
-        taints = rng.sample(TAINTS, rng.choice([0, 0, 1, 2]))
+        taints = rng.sample(TAINTS, rng.choice([0, 0, 0, 1, 2]))
         if pool == "gpu" and rng.random() < 0.7 and TAINTS[0] not in taints:
             taints.append(TAINTS[0])
         if taints:
@@ -110,7 +110,7 @@ def scenario(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         resources: dict[str, Any] = {
             "requests": {"cpu": cpu, "memory": rng.choice(["512Mi", "1Gi", "4Gi"])}
         }
-        gpus = rng.choice([0, 0, 1, 1, 2])
+        gpus = rng.choice([0, 0, 0, 1, 1, 2])
         if gpus:
             resources["limits"] = {GPU: str(gpus)}
             if rng.random() < 0.5:
@@ -118,13 +118,13 @@ def scenario(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         spec: dict[str, Any] = {
             "containers": [{"name": "c", "image": "registry.example/x:1", "resources": resources}]
         }
-        if rng.random() < 0.3:
+        if rng.random() < 0.25:
             spec["nodeSelector"] = (
                 {"pool": rng.choice(["gpu", "cpu"])}
                 if rng.random() < 0.5
                 else {ZONE: rng.choice(zones)}
             )
-        if rng.random() < 0.4:
+        if rng.random() < 0.35:
             terms = [
                 {"matchExpressions": [_requirement(rng, zones) for _ in range(rng.randint(1, 2))]}
                 for _ in range(rng.randint(1, 2))
@@ -136,6 +136,8 @@ def scenario(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             }
         if rng.random() < 0.6:
             spec["tolerations"] = rng.sample(TOLERATIONS, rng.randint(1, 2))
+        if gpus and rng.random() < 0.7 and TOLERATIONS[0] not in spec.get("tolerations", []):
+            spec.setdefault("tolerations", []).append(TOLERATIONS[0])
         if i > 0 and rng.random() < 0.2:
             target = f"p{rng.randrange(i)}"
             spec.setdefault("affinity", {})["podAffinity"] = {
@@ -160,6 +162,8 @@ class Tally:
     pending: int = 0
     affinity: int = 0
     scenarios: int = 0
+    choice: int = 0  # bound pods topogen allowed in more than one zone
+    full: int = 0  # Pending for lack of free capacity, not of an eligible node
 
 
 def _model_nodes(nodes: list[dict[str, Any]]) -> list[Node]:
@@ -234,6 +238,7 @@ def run_scenario(cluster: ControlPlane, seed: int, tally: Tally) -> None:
             assert got in expected, context
             assert model[got].zone in eligible.zones, context
             tally.bound += 1
+            tally.choice += len({model[n].zone for n in expected}) > 1
             for res, want in w.template.requests.items():
                 if res in free[got]:
                     free[got][res] -= want
@@ -242,6 +247,8 @@ def run_scenario(cluster: ControlPlane, seed: int, tally: Tally) -> None:
         else:
             assert not expected, context  # topogen must call it UNSCHEDULABLE
             tally.pending += 1
+            empty = Topology(tuple(model.values()), ZONE, (GPU,))
+            tally.full += bool(place(w.template, empty).nodes) and not w.template.pod_affinity
             where[name] = None
     tally.scenarios += 1
     assert all(isinstance(v, Fraction) for f in free.values() for v in f.values())
@@ -256,10 +263,11 @@ def test_placement_analysis_agrees_with_the_scheduler(cluster: ControlPlane, chu
         run_scenario(cluster, seed, tally)
     # the generator must exercise both outcomes and pod affinity
     assert tally.scenarios == SCENARIOS_PER_TEST
-    assert tally.bound >= 20 and tally.pending >= 10 and tally.affinity >= 5, tally
+    assert tally.bound >= 60 and tally.pending >= 30 and tally.affinity >= 10, tally
+    assert tally.choice >= 15 and tally.full >= 5, tally
 
 
 def test_scenarios_are_reproducible() -> None:
     assert scenario(7) == scenario(7)
-    kinds = Counter(p["metadata"]["name"] for s in range(60) for p in scenario(s)[1])
-    assert sum(kinds.values()) >= 60 * 3
+    kinds = Counter(p["metadata"]["name"] for s in range(100) for p in scenario(s)[1])
+    assert sum(kinds.values()) >= 100 * 3

@@ -300,8 +300,9 @@ def validation_variables(intent: AdmissionIntent) -> list[dict[str, str]]:
         # may the pod land in zone z? (only meaningful when pinned)
         {
             "name": "pinnedWithinDomain",
-            "expression": f"(size(variables.selectorZone) > 0 && variables.selectorZone[0] in "
-            f"{lit(list(intent.zones))}) || (variables.termsPinned && variables.terms.all(t, "
+            # a nodeSelector zone decides when present (the scheduler needs it and the terms)
+            "expression": f"size(variables.selectorZone) > 0 ? variables.selectorZone[0] in "
+            f"{lit(list(intent.zones))} : (variables.termsPinned && variables.terms.all(t, "
             f"t.matchExpressions.exists(e, {zone_in} && e.values.all(v, v in "
             f"{lit(list(intent.zones))}))))",
         },

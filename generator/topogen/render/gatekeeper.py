@@ -10,12 +10,12 @@ it, case by case, by tests/engines):
 - the worker's affinity to its coordinator cannot carry the pod's own job name (a
   mutator assigns constants only): the term names the job label in `matchLabelKeys`,
   which the API server turns into `<job label> In (<the pod's value>)` at creation
-  (Kubernetes 1.31+); added by ModifySet merge unless that exact term is there;
+  (Kubernetes 1.31+, so older clusters are refused); added by ModifySet merge unless
+  that exact term is there; the checks accept that form as the coordinator term;
 - the identity label: AssignMetadata only adds a missing label, never replaces one,
   so a pod claiming another zone keeps its claim and the check reports it;
 - mutators cannot match annotations: a pod marked for Kueue TAS only by annotation is
-  mutated (the checks still skip it).
-
+  mutated (the checks still skip it);
 - the zone requirement is ANDed into every existing node-selector term by a glob over
   the terms and a keyed `matchExpressions[key: <zone label>]` element with a
   MustNotExist path test: exactly the reference, except that the list key is the
@@ -26,7 +26,6 @@ it, case by case, by tests/engines):
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import itertools
 import re
@@ -36,28 +35,24 @@ from typing import Any
 
 from topogen.errors import TopogenError
 from topogen.model import LabelSelector
-from topogen.render.base import RenderedFile, render_documents, render_text, to_yaml
+from topogen.render.base import RenderedFile, render_documents
 from topogen.render.cel import toleration_dicts
 from topogen.render.intent import AdmissionIntent
-from topogen.render.kyverno_tests import validation_cases
-from topogen.render.reference import coordinator_term as reference_term
-from topogen.render.reference import role_of, violations
+from topogen.render.native import intent_summary
 
 __all__ = [
     "DIFFERENCES",
     "MIN_KUBERNETES",
-    "check_messages",
     "constraint_kind",
+    "coordinator_term",
     "gatekeeper_policies",
-    "gatekeeper_test_files",
     "location_key",
-    "reference_checks",
+    "parameters",
 ]
 
 MIN_KUBERNETES = (1, 31)  # matchLabelKeys in pod affinity: beta and on by default
 NODE_REQ = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 POD_REQ = "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-REGO = "gatekeeper/colocation.rego"
 
 DIFFERENCES: dict[str, str] = {
     "covered-toleration-added": (
@@ -232,90 +227,98 @@ def _why(text: str) -> dict[str, str]:
     return {"topogen.io/description": text}
 
 
-def _mutators(intent: AdmissionIntent) -> list[_Mutator]:
-    out: list[_Mutator] = []
+def _tolerations(intent: AdmissionIntent) -> list[_Mutator]:
+    return [
+        _Mutator(
+            "ModifySet",
+            _name(intent, f"coordinator-{n}-tolerations"),
+            _label_selector(intent, _requirements(c)),
+            "spec.tolerations",
+            {"operation": "merge", "values": {"fromList": toleration_dicts(intent.tolerations)}},
+            _why("the coordinator tolerates the taints of the group's GPU nodes"),
+        )
+        for n, c in enumerate(intent.coordinator)
+    ]
+
+
+def _pod_affinity(intent: AdmissionIntent) -> list[_Mutator]:
+    return [
+        _Mutator(
+            "ModifySet",
+            _name(intent, f"worker-{n}-pod-affinity"),
+            _label_selector(intent, w),
+            POD_REQ,
+            {"operation": "merge", "values": {"fromList": [coordinator_term(intent)]}},
+            _why("a worker requires its coordinator's topology domain"),
+        )
+        for n, w in enumerate(_worker_selectors(intent))
+    ]
+
+
+def _pinning(intent: AdmissionIntent, role: str, selector: dict[str, Any]) -> list[_Mutator]:
+    """Node affinity to the domain (new, or ANDed into each term) and the identity label."""
     zone_req = {"key": intent.zone_label, "operator": "In", "values": list(intent.zones)}
+    terms = (
+        f"{NODE_REQ}.nodeSelectorTerms[matchExpressions: *]"
+        f".matchExpressions[key: {location_key(intent.zone_label)}]"
+    )
+    out = [
+        _Mutator(
+            "Assign",
+            _name(intent, f"{role}-node-affinity"),
+            selector,
+            NODE_REQ,
+            {
+                "pathTests": [{"subPath": NODE_REQ, "condition": "MustNotExist"}],
+                "assign": {"value": {"nodeSelectorTerms": [{"matchExpressions": [zone_req]}]}},
+            },
+            _why("a pod without required node affinity gets the group's zones"),
+        ),
+        _Mutator(
+            "Assign",
+            _name(intent, f"{role}-zone-terms"),
+            selector,
+            terms,
+            {
+                "pathTests": [
+                    {"subPath": NODE_REQ, "condition": "MustExist"},
+                    {"subPath": terms, "condition": "MustNotExist"},
+                ],
+                "assign": {"value": zone_req},
+            },
+            _why("every required node-selector term without a zone requirement gets one"),
+        ),
+    ]
+    if intent.identity is not None:
+        key, zone = intent.identity
+        out.append(
+            _Mutator(
+                "AssignMetadata",
+                _name(intent, f"{role}-identity"),
+                selector,
+                f"metadata.labels.{location_key(key)}",
+                {"assign": {"value": zone}},
+                _why("the identity label names the zone the pod is pinned to"),
+            )
+        )
+    return out
+
+
+def _mutators(intent: AdmissionIntent) -> list[_Mutator]:
+    """Coordinators: tolerations; workers: pod affinity; every role: pinning (a pod of
+    both a coordinator and a worker selector is a coordinator, and pinned either way)."""
     roles = [(f"coordinator-{n}", _requirements(s)) for n, s in enumerate(intent.coordinator)]
     roles += [(f"worker-{n}", _requirements(s)) for n, s in enumerate(intent.worker)]
-    for n, c in enumerate(intent.coordinator):
-        out.append(
-            _Mutator(
-                "ModifySet",
-                _name(intent, f"coordinator-{n}-tolerations"),
-                _label_selector(intent, _requirements(c)),
-                "spec.tolerations",
-                {
-                    "operation": "merge",
-                    "values": {"fromList": toleration_dicts(intent.tolerations)},
-                },
-                _why("the coordinator tolerates the taints of the group's GPU nodes"),
-            )
-        )
-    for n, w in enumerate(_worker_selectors(intent)):
-        out.append(
-            _Mutator(
-                "ModifySet",
-                _name(intent, f"worker-{n}-pod-affinity"),
-                _label_selector(intent, w),
-                POD_REQ,
-                {"operation": "merge", "values": {"fromList": [coordinator_term(intent)]}},
-                _why("a worker requires its coordinator's topology domain"),
-            )
-        )
-    for role, r in roles:
-        selector = _label_selector(intent, r)
-        out.append(
-            _Mutator(
-                "Assign",
-                _name(intent, f"{role}-node-affinity"),
-                selector,
-                NODE_REQ,
-                {
-                    "pathTests": [{"subPath": NODE_REQ, "condition": "MustNotExist"}],
-                    "assign": {"value": {"nodeSelectorTerms": [{"matchExpressions": [zone_req]}]}},
-                },
-                _why("a pod without required node affinity gets the group's zones"),
-            )
-        )
-        terms = (
-            f"{NODE_REQ}.nodeSelectorTerms[matchExpressions: *]"
-            f".matchExpressions[key: {location_key(intent.zone_label)}]"
-        )
-        out.append(
-            _Mutator(
-                "Assign",
-                _name(intent, f"{role}-zone-terms"),
-                selector,
-                terms,
-                {
-                    "pathTests": [
-                        {"subPath": NODE_REQ, "condition": "MustExist"},
-                        {"subPath": terms, "condition": "MustNotExist"},
-                    ],
-                    "assign": {"value": zone_req},
-                },
-                _why("every required node-selector term without a zone requirement gets one"),
-            )
-        )
-        if intent.identity is not None:
-            key, zone = intent.identity
-            out.append(
-                _Mutator(
-                    "AssignMetadata",
-                    _name(intent, f"{role}-identity"),
-                    selector,
-                    f"metadata.labels.{location_key(key)}",
-                    {"assign": {"value": zone}},
-                    _why("the identity label names the zone the pod is pinned to"),
-                )
-            )
+    out = _tolerations(intent) + _pod_affinity(intent)
+    for role, reqs in roles:
+        out += _pinning(intent, role, _label_selector(intent, reqs))
     return out
 
 
 # --- the checks --------------------------------------------------------------------------
 
 
-def _parameters(intent: AdmissionIntent) -> dict[str, Any]:
+def parameters(intent: AdmissionIntent) -> dict[str, Any]:
     def selector(s: LabelSelector) -> dict[str, Any]:
         return {"matchLabels": dict(s.match_labels), "matchExpressions": _expressions(s)}
 
@@ -419,6 +422,8 @@ def gatekeeper_policies(
     template = RenderedFile(f"{intent.name}-template.yaml", text, objs)
     action = "deny" if intent.validation_action == "Enforce" else "dryrun"
     constraint_meta = _meta(intent, "validate")
+    # the whole group's intent, for `topogen diff` (the Constraint stands for the group)
+    constraint_meta["annotations"].update(intent_summary(intent, tolerations=True, denied=True))
     # the Constraint's kind exists once the template is in: let Argo CD sync it after
     constraint_meta["annotations"]["argocd.argoproj.io/sync-options"] = (
         "SkipDryRunOnMissingResource=true"
@@ -430,7 +435,7 @@ def gatekeeper_policies(
         enforcement_action=action,
         namespaces=list(intent.namespaces),
         label_selector={"matchExpressions": [{"key": intent.job_label, "operator": "Exists"}]},
-        parameters=_parameters(intent),
+        parameters=parameters(intent),
         **constraint_meta,
     )
     constraint = RenderedFile(f"{intent.name}-constraint.yaml", text, objs)
@@ -443,144 +448,3 @@ def gatekeeper_policies(
     )
     mutators = RenderedFile(f"{intent.name}-mutators.yaml", text, objs)
     return [template, constraint, mutators]
-
-
-# --- generated tests: gator verify suites and opa test ---------------------------------
-
-_REFERENCE_CHECK = (
-    ("coordinator not pinned", "coordinator-pinned"),
-    ("worker without pod affinity", "worker-affinity"),
-    ("identity ", "identity"),
-)
-
-
-def reference_checks(pod: dict[str, Any], intent: AdmissionIntent) -> list[str]:
-    """The reference model's violations as check ids (the Rego's details.check)."""
-    out = []
-    for v in violations(pod, intent):
-        if v.startswith("spans denied zones "):
-            a, b = v.removeprefix("spans denied zones ").split(" and ")
-            out.append(f"denied:{a}:{b}")
-            continue
-        out.append(next(check for prefix, check in _REFERENCE_CHECK if v.startswith(prefix)))
-    return out
-
-
-def check_messages(
-    pod: dict[str, Any], intent: AdmissionIntent, checks: Sequence[str]
-) -> list[str]:
-    """The message each check reports for this pod (the same text as the CEL policies)."""
-    name = pod.get("metadata", {}).get("name") or "being created"
-    out = []
-    for check in checks:
-        if check == "coordinator-pinned":
-            out.append(
-                f"pod {name}: the coordinator of group {intent.group} must be pinned to "
-                f"{intent.zone_label} in [{', '.join(intent.zones)}] (topogen co-location)"
-            )
-        elif check == "worker-affinity":
-            out.append(
-                f"pod {name}: a worker of group {intent.group} must require pod affinity to "
-                f"its coordinator on {intent.topology_key} (topogen co-location)"
-            )
-        elif check == "identity":
-            assert intent.identity_label
-            value = pod["metadata"]["labels"][intent.identity_label]
-            out.append(
-                f"pod {name}: identity label {intent.identity_label}={value} claims a zone "
-                "the pod is not pinned to"
-            )
-        else:
-            _, a, b = check.split(":")
-            policies = next(p for x, y, p in intent.denied_zone_pairs if (x, y) == (a, b))
-            out.append(
-                f"pod {name}: node affinity spans {a} and {b}, whose traffic is denied by "
-                f"{', '.join(policies)}"
-            )
-    return out
-
-
-def _as_gatekeeper_worker(pod: dict[str, Any], intent: AdmissionIntent) -> dict[str, Any]:
-    """A reference-mutated worker with the coordinator term in the mutator's form."""
-    terms = pod["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    wanted = reference_term(pod, intent)
-    pod["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = [
-        coordinator_term(intent) if t == wanted else t for t in terms
-    ]
-    return pod
-
-
-def _test_pods(intent: AdmissionIntent) -> list[tuple[dict[str, Any], list[str]]]:
-    """Pods with the checks they must fail: the validation cases of the Kyverno tests,
-    plus a worker in the form Gatekeeper's own mutator leaves it."""
-    pods = validation_cases(intent)
-    out = [(p, reference_checks(p, intent) if role_of(p, intent) else []) for p in pods]
-    worker = next(p for p in pods if p["metadata"]["name"] == "admitted-worker")
-    own = _as_gatekeeper_worker(copy.deepcopy(worker), intent)
-    own["metadata"]["name"] = "gatekeeper-mutated-worker"
-    out.append((own, reference_checks(worker, intent)))
-    return out
-
-
-def _regex(text: str) -> str:
-    """An RE2 pattern matching text exactly (gator's message assertions)."""
-    return "^" + re.sub(r"([\\.+*?()|\[\]{}^$])", r"\\\1", text) + "$"
-
-
-def _suite(intent: AdmissionIntent, cases: list[tuple[dict[str, Any], list[str]]]) -> str:
-    tests = []
-    for pod, checks in cases:
-        assertions: list[dict[str, Any]] = [{"violations": len(checks) if checks else "no"}]
-        assertions += [
-            {"message": _regex(m), "violations": 1} for m in check_messages(pod, intent, checks)
-        ]
-        tests.append(
-            {
-                "name": pod["metadata"]["name"],
-                "object": f"cases/{pod['metadata']['name']}.yaml",
-                "assertions": assertions,
-            }
-        )
-    suite = {
-        "apiVersion": "test.gatekeeper.sh/v1alpha1",
-        "kind": "Suite",
-        "metadata": {"name": intent.name},
-        "tests": [
-            {
-                "name": intent.name,
-                "template": f"../../{intent.name}-template.yaml",
-                "constraint": f"../../{intent.name}-constraint.yaml",
-                "cases": tests,
-            }
-        ],
-    }
-    return to_yaml(suite) + "\n"
-
-
-def gatekeeper_test_files(intent: AdmissionIntent) -> list[RenderedFile]:
-    """`gator verify tests/...` (the checks) and `opa test tests/<name>/rego` (the Rego)."""
-    folder = f"tests/{intent.name}"
-    cases = _test_pods(intent)
-    files = [RenderedFile(f"{folder}/suite.yaml", _suite(intent, cases))]
-    files += [
-        RenderedFile(f"{folder}/cases/{p['metadata']['name']}.yaml", to_yaml(p) + "\n")
-        for p, _ in cases
-    ]
-    rego_cases = [
-        {
-            "name": p["metadata"]["name"],
-            "pod": p,
-            "checks": sorted(checks),
-            "messages": sorted(check_messages(p, intent, checks)),
-        }
-        for p, checks in cases
-    ]
-    source = render_text(REGO)
-    tests = render_text(
-        "gatekeeper/colocation_test.rego.j2", parameters=_parameters(intent), cases=rego_cases
-    )
-    files += [
-        RenderedFile(f"{folder}/rego/colocation.rego", source),
-        RenderedFile(f"{folder}/rego/colocation_test.rego", tests),
-    ]
-    return files

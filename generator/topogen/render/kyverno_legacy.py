@@ -322,9 +322,9 @@ def validation_rules(intent: AdmissionIntent) -> list[dict[str, Any]]:
     pod = f"pod {_pod_name()}: "
     zones = lit(list(intent.zones))
     sz = _selector_zone(intent)
-    within = f"contains({zones}, {sz}) || " + _every_term_has(
-        intent, f"length((values || `[]`)[?!contains({zones}, @)]) == `0`"
-    )
+    # a nodeSelector zone decides when present (the scheduler needs it and the terms)
+    every = _every_term_has(intent, f"length((values || `[]`)[?!contains({zones}, @)]) == `0`")
+    within = f"({sz} != null && contains({zones}, {sz})) || ({sz} == null && ({every}))"
     rules = [
         _deny(
             intent,
