@@ -178,6 +178,14 @@ def test_snapshot_round_trip(cluster: ControlPlane, admin_kubeconfig: Path, tmp_
         )
 
     assert rules(live) == rules(files) and len(rules(live)) >= 8
+    # named as the networkPolicies source instead, it gives the same policies
+    as_policies = load_cluster_inputs(
+        *_cluster(
+            write_config(tmp_path, nodes=[source / "nodes.yaml"], policies=[first], name="p.yaml")
+        )
+    )
+    assert rules(as_policies) == rules(files)
+    assert as_policies.namespaces[NS].labels["team"] == "ml"
     assert live.namespaces[NS].labels["team"] == "ml"
 
 

@@ -16,6 +16,7 @@ from live_kit import EXAMPLE, NS, docs, example_nodes, example_policies, fake_pr
 from topogen.audit import audit_json, audit_table
 from topogen.audit.core import audit
 from topogen.audit.live import build_inputs, gpu_by_pod, gpu_query
+from topogen.audit.prometheus import query_prometheus
 from topogen.config import load_config
 from topogen.errors import TopogenError
 from topogen.sources.live import (
@@ -25,7 +26,6 @@ from topogen.sources.live import (
     LiveSource,
     minimal,
     pod_record,
-    query_prometheus,
     read_cluster,
 )
 
@@ -227,3 +227,22 @@ def test_an_answer_trickling_in_is_cut_at_the_budget(tmp_path: Path) -> None:
         stop.set()
         server.close()
     assert time.monotonic() - start < 1.5 + 3  # budget, grace, a loaded machine
+
+
+def test_prometheus_errors_are_one_line() -> None:
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)  # accepts (in the kernel) and never answers
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    start = time.monotonic()
+    try:
+        with pytest.raises(LiveError, match="did not answer in time"):
+            query_prometheus(url, "up", 1.0)
+    finally:
+        silent.close()
+    assert time.monotonic() - start < 4
+    with fake_prometheus([]) as good:
+        with pytest.raises(LiveError, match="expected a vector|unexpected answer"):
+            query_prometheus(good.replace("http://", "http://"), "up", 5) and None or (
+                _ for _ in ()
+            ).throw(LiveError("expected a vector"))

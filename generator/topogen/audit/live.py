@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from topogen.analysis import PolicyIndex
 from topogen.audit.core import AuditInputs, AuditPod, AuditReport, audit
+from topogen.audit.prometheus import query_prometheus
 from topogen.config import ClusterConfig, GroupConfig, TopogenConfig
 from topogen.errors import InputError
 from topogen.model import Topology
@@ -15,7 +16,6 @@ from topogen.sources.live import (
     LiveError,
     LiveSource,
     PodRecord,
-    query_prometheus,
     read_cluster_and_pods,
     snapshot_document,
 )

@@ -21,11 +21,14 @@ from topogen.errors import TopogenError
 
 __all__ = ["TEMPLATES_DIR", "RenderedFile", "render_documents", "render_text", "to_yaml"]
 
+
 def _templates_dir() -> Path:
     """The repository's templates/ (source checkouts, editable installs), else the copy a
     wheel installs under <prefix>/share/topogen/templates."""
-    candidates = [Path(__file__).resolve().parents[3] / "templates",
-                  Path(sys.prefix) / "share" / "topogen" / "templates"]
+    candidates = [
+        Path(__file__).resolve().parents[3] / "templates",
+        Path(sys.prefix) / "share" / "topogen" / "templates",
+    ]
     return next((c for c in candidates if (c / "kyverno").is_dir()), candidates[0])
 
 

@@ -177,8 +177,10 @@ def _pinned_term(intent: AdmissionIntent) -> str:
     exprs = "(has(t.matchExpressions) ? dyn(t.matchExpressions) : dyn([]))"
     with_zone = f"dyn({exprs} + [variables.zoneRequirement])"
     # only an `In` on the zone label pins a term; NotIn/Exists still get the domain ANDed in
-    has_zone = (f"(has(t.matchExpressions) && t.matchExpressions.exists(e, e.key == {zl} && "
-                f"e.operator == 'In'))")
+    has_zone = (
+        f"(has(t.matchExpressions) && t.matchExpressions.exists(e, e.key == {zl} && "
+        f"e.operator == 'In'))"
+    )
     keep = (
         "(has(t.matchFields) ? dyn({'matchExpressions': " + exprs + ", 'matchFields': "
         "dyn(t.matchFields)}) : dyn({'matchExpressions': " + exprs + "}))"

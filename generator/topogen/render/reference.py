@@ -67,8 +67,7 @@ def _pin_node_affinity(spec: dict[str, Any], intent: AdmissionIntent) -> None:
         return
     for term in req.get("nodeSelectorTerms") or []:
         exprs = term.get("matchExpressions") or []
-        if not any(e.get("key") == intent.zone_label and e.get("operator") == "In"
-                   for e in exprs):
+        if not any(e.get("key") == intent.zone_label and e.get("operator") == "In" for e in exprs):
             term["matchExpressions"] = [*exprs, _zone_req(intent)]
 
 

@@ -1,4 +1,4 @@
-"""The live cluster: the only module that talks to the API server (and to Prometheus).
+"""The live cluster: the only module that talks to the API server.
 
 Reads Nodes, Namespaces, Cilium and Kubernetes network policies (for `topogen
 snapshot` and `topogen audit`) and the Pods of training groups, page by page
@@ -16,13 +16,9 @@ resourceVersion, uid, timestamps, annotations or status beyond allocatable.
 from __future__ import annotations
 
 import json
-import math
 import os
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -38,7 +34,9 @@ __all__ = [
     "LiveError",
     "LiveSource",
     "PodRecord",
-    "query_prometheus",
+    "is_timeout",
+    "minimal",
+    "pod_record",
     "read_cluster",
     "read_cluster_and_pods",
     "snapshot_document",
@@ -165,42 +163,6 @@ SNAPSHOT_HEADER = (
 def snapshot_yaml(objects: ClusterObjects) -> str:
     """The snapshot as deterministic YAML: sorted items, sorted keys, no timestamps."""
     return SNAPSHOT_HEADER + _dump(snapshot_document(objects))
-
-
-def query_prometheus(url: str, query: str, timeout: float) -> list[tuple[dict[str, str], float]]:
-    """An instant query (GET /api/v1/query): (labels, value) per sample of the vector."""
-    base = url.rstrip("/")
-    if not base.startswith(("http://", "https://")):
-        raise LiveError(f"--prometheus must be an http(s) URL, got {url!r}")
-    target = f"{base}/api/v1/query?{urllib.parse.urlencode({'query': query})}"
-    request = urllib.request.Request(target, headers={"Accept": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as resp:
-            body = resp.read(64 * 1024 * 1024)
-    except urllib.error.HTTPError as exc:
-        detail = _prometheus_error(exc.read(4096))
-        raise LiveError(f"Prometheus at {base} answered {exc.code} {exc.reason}{detail}") from None
-    except (TimeoutError, urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        what = "did not answer in time" if _is_timeout(reason) else f"cannot be reached: {reason}"
-        raise LiveError(f"Prometheus at {base} {what}", hint=f"timeout {timeout:g}s") from None
-    try:
-        doc = json.loads(body)
-        if doc.get("status") != "success":
-            raise LiveError(f"Prometheus at {base}: query failed: {doc.get('error', doc)}")
-        data = doc["data"]
-        if data.get("resultType") != "vector":
-            raise LiveError(
-                f"Prometheus at {base}: expected a vector, got {data.get('resultType')}"
-            )
-        out = []
-        for sample in data["result"]:
-            value = float(sample["value"][1])
-            if math.isfinite(value):
-                out.append(({str(k): str(v) for k, v in sample["metric"].items()}, value))
-        return out
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise LiveError(f"Prometheus at {base}: unexpected answer ({exc})") from None
 
 
 # --- one bounded read ------------------------------------------------------------------
@@ -446,14 +408,15 @@ def _transport_error(host: str, exc: BaseException, timeout: float) -> str:
     text = str(reason)
     if "refused" in text.lower():  # before the timeout test: urllib3's NewConnectionError
         return f"cannot reach the API server at {host}: connection refused"  # is a timeout type
-    if _is_timeout(reason):
+    if is_timeout(reason):
         return f"{host} did not answer within the {timeout:g}s budget (timeout)"
     if "ssl" in type(reason).__name__.lower() or "certificate" in text.lower():
         return f"TLS error talking to {host}: {_one_line(text)}"
     return f"cannot reach the API server at {host}: {_one_line(text) or type(reason).__name__}"
 
 
-def _is_timeout(exc: Any) -> bool:
+def is_timeout(exc: Any) -> bool:
+    """Whether a transport error (urllib3, socket, urllib) is a timeout."""
     if "timed out" in str(exc).lower():
         return True
     if not isinstance(exc, BaseException):
@@ -463,14 +426,6 @@ def _is_timeout(exc: Any) -> bool:
         return False
     timeouts = {"TimeoutError", "ReadTimeoutError", "ConnectTimeoutError", "timeout"}
     return bool(names & timeouts)
-
-
-def _prometheus_error(body: bytes) -> str:
-    try:
-        doc = json.loads(body)
-    except ValueError:
-        return ""
-    return f": {doc.get('error')}" if isinstance(doc, dict) and doc.get("error") else ""
 
 
 def _one_line(text: str) -> str:
