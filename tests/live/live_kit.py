@@ -163,28 +163,30 @@ def kyverno_apply(
 
 
 @contextmanager
-def fake_prometheus(samples: Sequence[tuple[Mapping[str, str], float]]) -> Iterator[str]:
-    """A Prometheus answering every instant query with these samples; yields its URL."""
+def fake_prometheus(
+    samples: Sequence[tuple[Mapping[str, str], float]],
+    status: int = 200,
+    body: Mapping[str, Any] | None = None,
+) -> Iterator[str]:
+    """A Prometheus answering every query with these samples (or `body`); yields its URL."""
     queries: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             queries.append(self.path)
-            body = json.dumps(
-                {
-                    "status": "success",
-                    "data": {
-                        "resultType": "vector",
-                        "result": [
-                            {"metric": dict(m), "value": [1700000000.0, str(v)]} for m, v in samples
-                        ],
-                    },
-                }
-            )
-            self.send_response(200)
+            answer = body or {
+                "status": "success",
+                "data": {
+                    "resultType": "vector",
+                    "result": [
+                        {"metric": dict(m), "value": [1700000000.0, str(v)]} for m, v in samples
+                    ],
+                },
+            }
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
-            self.wfile.write(body.encode())
+            self.wfile.write(json.dumps(answer).encode())
 
         def log_message(self, *args: Any) -> None:
             pass

@@ -241,8 +241,15 @@ def test_prometheus_errors_are_one_line() -> None:
     finally:
         silent.close()
     assert time.monotonic() - start < 4
-    with fake_prometheus([]) as good:
-        with pytest.raises(LiveError, match="expected a vector|unexpected answer"):
-            query_prometheus(good.replace("http://", "http://"), "up", 5) and None or (
-                _ for _ in ()
-            ).throw(LiveError("expected a vector"))
+    bad = {"status": "error", "errorType": "bad_data", "error": "parse error at char 3"}
+    with (
+        fake_prometheus([], status=400, body=bad) as url400,
+        pytest.raises(LiveError, match="answered 400 Bad Request: parse error at char 3"),
+    ):
+        query_prometheus(url400, "up{", 5)
+    matrix = {"status": "success", "data": {"resultType": "matrix", "result": []}}
+    with (
+        fake_prometheus([], body=matrix) as url_matrix,
+        pytest.raises(LiveError, match="expected a vector, got matrix"),
+    ):
+        query_prometheus(url_matrix, "up[5m]", 5)
