@@ -39,7 +39,11 @@ import yaml
 
 __all__ = ["SIZES", "FleetSpec", "generate", "main", "write_fleet"]
 
-_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Plain YAML: no anchors or aliases for objects the generator happens to share."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
@@ -397,6 +401,8 @@ class Team:
     profile: str
     isolated: bool  # zone-keyed network isolation (and identity label) for its pods
     group: dict[str, Any]
+    near: tuple[str, ...]  # zones of the region its data lives in (() anywhere)
+    pool: Pool  # the GPUs it mostly trains on
 
 
 def _teams(rng: random.Random, spec: FleetSpec, zones: list[str]) -> list[Team]:
@@ -427,7 +433,11 @@ def _teams(rng: random.Random, spec: FleetSpec, zones: list[str]) -> list[Team]:
             group["colocate"] = "domain"
         if i % 5 == 4:
             group["preferZones"] = sorted(rng.sample(zones, min(2, len(zones))))
-        out.append(Team(ns, profile, isolated, group))
+        near: tuple[str, ...] = ()
+        if i % 5 == 2 and len(zones) > 3:
+            region = _region(zones[(i * 7) % len(zones)])
+            near = tuple(z for z in zones if _region(z) == region)
+        out.append(Team(ns, profile, isolated, group, near, _GPU_POOLS[i % len(_GPU_POOLS)]))
     return out
 
 
@@ -693,24 +703,21 @@ class Shape:
     static_zone: str  # a zone label written into the template ("" none)
 
 
-def _shape(rng: random.Random, profile: str, zones: list[str]) -> Shape:
-    pool = rng.choice(_GPU_POOLS)
+def _shape(rng: random.Random, team: Team, spec: FleetSpec, zones: list[str]) -> Shape:
+    pool = team.pool if rng.random() < 0.8 else rng.choice(_GPU_POOLS)
     gpus = pool.gpus if rng.random() < 0.6 else rng.choice([1, 2, pool.gpus // 2])
+    # at most half the GPUs of this product in one zone, so most jobs fit a domain
+    per_zone = spec.nodes // spec.zones * pool.share // sum(p.share for p in POOLS)
+    cap = max(1, per_zone * (pool.gpus // gpus) // 2)
     how = rng.random()
-    product = pool.product if how < 0.5 else ""
-    instance = (pool.instance,) if 0.5 <= how < 0.75 else ()
-    near: tuple[str, ...] = ()
-    if rng.random() < 0.2 and len(zones) > 3:
-        region = _region(rng.choice(zones))
-        near = tuple(z for z in zones if _region(z) == region)
     return Shape(
         gpus=gpus,
-        workers=rng.choice([1, 2, 3, 4, 4, 8, 8, 16]),
-        product=product,
-        instance_affinity=instance,
-        zones=near,
+        workers=min(cap, rng.choice([1, 2, 3, 4, 4, 8, 8, 16])),
+        product=pool.product if how < 0.5 else "",
+        instance_affinity=(pool.instance,) if 0.5 <= how < 0.75 else (),
+        zones=team.near,
         gpu_coordinator=rng.random() < 0.4,
-        host_network=profile == "mpi-operator" and rng.random() < 0.5,
+        host_network=team.profile == "mpi-operator" and rng.random() < 0.5,
         spread=rng.random() < 0.1,
         kueue=rng.random() < 0.04,
         static_zone=rng.choice(zones) if rng.random() < 0.04 else "",
@@ -728,7 +735,8 @@ def _pod_spec(shape: Shape, role: str, job_selector: dict[str, str]) -> dict[str
         "env": [{"name": "NCCL_DEBUG", "value": "WARN"}, {"name": "NCCL_SOCKET_IFNAME", "value": "eth0"}],
         "ports": [{"containerPort": 29500, "name": "nccl", "protocol": "TCP"},
                   {"containerPort": 9400, "name": "metrics", "protocol": "TCP"}],
-        "resources": _resources("32" if gpu else "4", "256Gi" if gpu else "16Gi",
+        "resources": _resources(f"{4 * (shape.gpus if worker else 1)}" if gpu else "4",
+                                f"{16 * (shape.gpus if worker else 1)}Gi" if gpu else "16Gi",
                                 shape.gpus if worker else (1 if gpu else 0)),
         "volumeMounts": [{"mountPath": "/dev/shm", "name": "dshm"}],
     }  # fmt: skip
@@ -848,7 +856,7 @@ def _workloads(
     for j in range(spec.jobs):
         team = teams[j % len(teams)]
         name = f"{_MODELS[j % len(_MODELS)]}-{team.profile.split('-')[0][:6]}-{j:04d}"
-        out += _job(team.profile, name, team.namespace, _shape(rng, team.profile, zones))
+        out += _job(team.profile, name, team.namespace, _shape(rng, team, spec, zones))
     return out
 
 

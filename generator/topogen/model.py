@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
+from functools import cached_property
 
 __all__ = [
     "ALL_PORTS",
@@ -83,7 +84,7 @@ class Topology:
     gpu_resources: tuple[str, ...]
     gpu_node_selector: Labels = field(default_factory=dict)
 
-    @property
+    @cached_property
     def zones(self) -> tuple[str, ...]:
         return tuple(sorted({n.zone for n in self.nodes}))
 

@@ -13,9 +13,11 @@ from fractions import Fraction
 from topogen.analysis.context import AnalysisContext
 from topogen.analysis.domains import DomainCheck
 from topogen.analysis.findings import JobAnalysis
-from topogen.analysis.members import pin
+from topogen.analysis.placement import place_in_domains
+from topogen.analysis.zonepaths import Family, transpose
+from topogen.analysis.zonepaths import bits as _bits
 from topogen.config import GroupConfig
-from topogen.model import PolicyRef, Toleration
+from topogen.model import PolicyRef, Toleration, Topology
 from topogen.sources.nodes import NO_ZONE_PREFIX
 from topogen.sources.profiles import Profile, profile_for
 
@@ -100,8 +102,9 @@ def plan_group(
 
     if not planned:
         return make(None, (), (), None, None)
+    index = [_domain_index(j) for j in planned]
     names = [d.name for d in planned[0].domains]
-    good = [n for n in names if all(_by_name(j, n).ok for j in planned)]
+    good = [n for n in names if all(ix[n].ok for ix in index)]
     if not good:
         reasons = []
         for j in planned:
@@ -119,7 +122,7 @@ def plan_group(
     prefer = {z: i for i, z in enumerate(group.prefer_zones)}
 
     def score(name: str) -> tuple[int, int, float, str]:
-        checks = [_by_name(j, name) for j in planned]
+        checks = [ix[name] for ix in index]
         return (
             prefer.get(name, len(prefer)),
             -sum(c.already_eligible for c in checks),
@@ -128,10 +131,10 @@ def plan_group(
         )
 
     chosen = min(good, key=score)
-    check = _by_name(planned[0], chosen)
-    tolerations = tuple(sorted({t for j in planned for t in _by_name(j, chosen).tolerations}))
+    check = index[0][chosen]
+    tolerations = tuple(sorted({t for ix in index for t in ix[chosen].tolerations}))
     plan = make(chosen, check.zones, tolerations, check.identity, None)
-    total = sum((_by_name(j, chosen).gpus_needed for j in planned), Fraction(0))
+    total = sum((ix[chosen].gpus_needed for ix in index), Fraction(0))
     if len(planned) > 1 and total > check.gpus_free:
         note = (
             f"group {group.name}: its {len(planned)} jobs fit {chosen} one at a time but "
@@ -150,35 +153,105 @@ def _by_name(job: JobAnalysis, name: str) -> DomainCheck:
     return next(d for d in job.domains if d.name == name)
 
 
+def _domain_index(job: JobAnalysis) -> dict[str, DomainCheck]:
+    """name -> the job's check of that domain (the first, as _by_name finds it)."""
+    out: dict[str, DomainCheck] = {}
+    for d in job.domains:
+        out.setdefault(d.name, d)
+    return out
+
+
 def _denied_zone_pairs(
     jobs: Sequence[JobAnalysis], ctx: AnalysisContext
 ) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
-    """Zone pairs across which some job's internal traffic would be denied."""
-    zones = [z for z in ctx.topology.zones if not z.startswith(NO_ZONE_PREFIX)]
-    out: dict[tuple[str, str], set[PolicyRef]] = {}
-    anywhere = (Toleration("", "Exists"),)  # traffic, not taints, is the question here
+    """Zone pairs across which some job's internal traffic would be denied.
+
+    Each member is pinned to each zone, tolerating every taint (traffic, not taints, is
+    the question here), and every pair of its job's members is checked both ways.
+    Jobs whose members have the same identities and zones add the same pairs: each
+    such combination is looked at once.
+    """
+    topo = ctx.topology
+    eng = ctx.engine
+    single = _single_zones(topo)
+    combos: dict[tuple[int, int, int, int], tuple[Family, Family]] = {}
     for job in jobs:
         members = list(job.members)
-        pinned = {
-            (i, z): pin(m, ctx.topology, [z], anywhere)
-            for i, m in enumerate(members)
-            for z in zones
-        }
-        for za in zones:
-            for zb in zones:
-                if za >= zb:
+        placed = [
+            place_in_domains(m.template, topo, single.zones, single.anywhere) for m in members
+        ]
+        fams = [
+            eng.host_family_in_zones(pl, single.names, m.template.ports)
+            if m.template.host_network
+            else ctx.family(m)
+            for m, pl in zip(members, placed, strict=True)
+        ]
+        nonempty = [
+            sum(1 << eng.zone_index[z] for z, p in zip(single.names, pl, strict=True) if p.nodes)
+            for pl in placed
+        ]
+        for i, a in enumerate(members):
+            for j in range(len(members)):
+                if i == j and a.replicas < 2:
                     continue
-                for i, a in enumerate(members):
-                    for j in range(len(members)):
-                        if i == j and a.replicas < 2:
-                            continue
-                        for src_zone, dst_zone in ((za, zb), (zb, za)):
-                            pa, pb = pinned[(i, src_zone)], pinned[(j, dst_zone)]
-                            if not pa.placement.nodes or not pb.placement.nodes:
-                                continue
-                            blocked = ctx.check_path(pa, src_zone, pb, dst_zone)
-                            if blocked is not None:
-                                out.setdefault((za, zb), set()).update(blocked.policies)
-    return tuple(
-        (za, zb, tuple(sorted(str(p) for p in ps))) for (za, zb), ps in sorted(out.items())
-    )
+                key = (fams[i].fid, fams[j].fid, nonempty[i], nonempty[j])
+                combos.setdefault(key, (fams[i], fams[j]))
+    n = eng.n
+    rows: dict[tuple[PolicyRef, ...], list[int]] = {}
+    cols: dict[tuple[PolicyRef, ...], list[int]] = {}
+    for (_, _, ni, nj), (fa, fb) in combos.items():
+        m = eng.matrix(fa, fb)
+        for policies, prow in m.row_policies:
+            acc = rows.setdefault(policies, [0] * n)
+            for za in _bits(ni):
+                acc[za] |= prow[za] & nj
+        for policies, pcol in m.col_policies:
+            acc = cols.setdefault(policies, [0] * n)
+            for zb in _bits(nj):
+                acc[zb] |= pcol[zb] & ni
+    for policies, acc in cols.items():
+        by_row = rows.setdefault(policies, [0] * n)
+        for za, row in enumerate(transpose(acc, n)):
+            by_row[za] |= row
+    # per zone pair (in order): which of the policy tuples deny it, either way round; each
+    # distinct combination of tuples named once
+    tuples = list(rows)
+    both = [[r | c for r, c in zip(rows[p], transpose(rows[p], n), strict=True)] for p in tuples]
+    named: dict[int, tuple[str, ...]] = {}
+    zones = eng.zones
+    out = []
+    for za in range(n):
+        above = ~((2 << za) - 1)  # zones after za
+        any_row = 0
+        for sym in both:
+            any_row |= sym[za]
+        for zb in _bits(any_row & above):
+            mask = 0
+            for k, sym in enumerate(both):
+                if sym[za] >> zb & 1:
+                    mask |= 1 << k
+            text = named.get(mask)
+            if text is None:
+                refs = {p for k in _bits(mask) for p in tuples[k]}
+                text = named[mask] = tuple(sorted(str(p) for p in refs))
+            out.append((zones[za], zones[zb], text))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class _SingleZones:
+    names: tuple[str, ...]  # the zones (nodes without a zone label excluded)
+    zones: tuple[tuple[str, ...], ...]  # each as a one-zone domain
+    anywhere: tuple[tuple[Toleration, ...], ...]  # per zone: tolerate every taint
+
+
+def _single_zones(topology: Topology) -> _SingleZones:
+    hit = topology.__dict__.get("_topogen_single_zones")
+    if hit is None:
+        names = tuple(z for z in topology.zones if not z.startswith(NO_ZONE_PREFIX))
+        anywhere = (Toleration("", "Exists"),)
+        hit = topology.__dict__["_topogen_single_zones"] = _SingleZones(
+            names, tuple((z,) for z in names), tuple(anywhere for _ in names)
+        )
+    assert isinstance(hit, _SingleZones)
+    return hit

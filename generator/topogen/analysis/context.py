@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from topogen.analysis.members import Member, possible_zone_pairs
+from topogen.analysis.members import Member
 from topogen.analysis.ports import PortSet
 from topogen.analysis.reachability import PolicyIndex
+from topogen.analysis.zonepaths import Blocked, Engine, Family, JobPaths, Side, engine_for
 from topogen.config import GroupConfig
 from topogen.model import Namespace, PolicyRef, Topology
 from topogen.sources.profiles import Profile, profile_for
@@ -53,11 +54,17 @@ class AnalysisContext:
     domain_label: str | None = None
     required: PortSet = field(default_factory=PortSet)
     node_keys: set[str] = field(default_factory=set)
+    _engine: Engine | None = field(default=None, init=False, repr=False, compare=False)
+    _profile: Profile | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.required.empty:
             self.required = required_ports(self.group)
-        self.node_keys = self.index.node_label_keys()
+        # the same for every group of the cluster: computed once per policy index
+        keys = self.index.__dict__.get("_topogen_node_keys")
+        if keys is None:
+            keys = self.index.__dict__["_topogen_node_keys"] = self.index.node_label_keys()
+        self.node_keys = set(keys)
 
     @property
     def identity_label(self) -> str | None:
@@ -69,30 +76,56 @@ class AnalysisContext:
 
     @property
     def profile(self) -> Profile:
-        return profile_for(self.group)
+        if self._profile is None:
+            self._profile = profile_for(self.group)
+        return self._profile
+
+    @property
+    def engine(self) -> Engine:
+        """Zone-pair path analysis shared by every group of the cluster with these ports."""
+        if self._engine is None:
+            self._engine = engine_for(
+                self.topology,
+                self.index,
+                self.namespaces,
+                self.identity_label,
+                self.required,
+                self.node_keys,
+            )
+        return self._engine
+
+    def family(self, m: Member) -> Family:
+        """The member's network identity in every zone (Member.endpoints, interned)."""
+        t = m.template
+        if t.host_network:
+            return self.engine.host_family(m.placement, t.ports)
+        kind, _ = m.identity(self.identity_label)
+        return self.engine.pod_family(t.labels, m.workload.namespace, t.ports, kind == "stamped")
+
+    def side(self, m: Member, family: Family | None = None) -> Side:
+        eng = self.engine
+        return Side(
+            m.role,
+            m.replicas,
+            eng.zones_mask(m.placement.zones),
+            family or self.family(m),
+            m.placement,
+            m.workload.namespace,
+            m.template.labels,
+            m.template.pod_affinity,
+        )
+
+    def job_paths(self, members: Sequence[Member]) -> JobPaths:
+        """Blocked and split zone pairs of these members (placed on at least one node each)."""
+        return JobPaths(self.engine, [self.side(m) for m in members])
 
     def blocked_paths(self, members: Sequence[Member]) -> list[BlockedPath]:
         """Every path the scheduler's possible placements leave denied."""
-        pairs = possible_zone_pairs(members, self.topology)
-        out: list[BlockedPath] = []
-        for (i, j), zone_pairs in sorted(pairs.items()):
-            a, b = members[i], members[j]
-            for za, zb in zone_pairs:
-                blocked = self.check_path(a, za, b, zb)
-                if blocked is not None:
-                    out.append(blocked)
-        return out
+        return [blocked_path(b) for b in self.job_paths(members).blocked()]
 
     def cross_zone_pairs(self, members: Sequence[Member]) -> list[tuple[str, str, str, str]]:
         """(src role, dst role, src zone, dst zone) placements that are allowed but split."""
-        pairs = possible_zone_pairs(members, self.topology)
-        out = []
-        for (i, j), zone_pairs in sorted(pairs.items()):
-            a, b = members[i], members[j]
-            for za, zb in zone_pairs:
-                if za != zb and self.check_path(a, za, b, zb) is None:
-                    out.append((a.role, b.role, za, zb))
-        return out
+        return self.job_paths(members).split()
 
     def check_path(self, a: Member, za: str, b: Member, zb: str) -> BlockedPath | None:
         for src in a.endpoints(
@@ -112,3 +145,7 @@ class AnalysisContext:
                         tuple(verdict.blocking_policies(self.required)),
                     )
         return None
+
+
+def blocked_path(b: Blocked) -> BlockedPath:
+    return BlockedPath(b.src_role, b.dst_role, b.src_zone, b.dst_zone, b.reasons, b.policies)

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from topogen.analysis.context import AnalysisContext
-from topogen.analysis.members import Member, pin
-from topogen.analysis.placement import PodDemand, pack
-from topogen.model import PodAffinityTerm, Taint, Toleration, Topology
+from topogen.analysis.context import AnalysisContext, blocked_path
+from topogen.analysis.members import Member
+from topogen.analysis.placement import Placement, PodDemand, pack, place_in_domains, room
+from topogen.analysis.zonepaths import Family, JobPaths, Side, links
+from topogen.model import Node, PodAffinityTerm, Taint, Toleration, Topology
 from topogen.sources.nodes import NO_ZONE_PREFIX
 
-__all__ = ["DomainCheck", "candidate_domains", "check_domain", "gpu_taints"]
+__all__ = ["DomainCheck", "candidate_domains", "check_domain", "check_domains", "gpu_taints"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,17 @@ def candidate_domains(
     topology: Topology, colocate: str, domain_label: str | None
 ) -> list[tuple[str, tuple[str, ...]]]:
     """(name, zones): single zones, or zones grouped by the cluster's domain label."""
+    cache = topology.__dict__.setdefault("_topogen_candidates", {})
+    key = (colocate == "zone" or not domain_label, domain_label)
+    hit = cache.get(key)
+    if hit is None:
+        hit = cache[key] = _candidate_domains(topology, colocate, domain_label)
+    return list(hit)
+
+
+def _candidate_domains(
+    topology: Topology, colocate: str, domain_label: str | None
+) -> list[tuple[str, tuple[str, ...]]]:
     zones = [z for z in topology.zones if not z.startswith(NO_ZONE_PREFIX)]
     if colocate == "zone" or not domain_label:
         return [(z, (z,)) for z in zones]
@@ -70,50 +82,69 @@ def tolerations_for(taints: Sequence[Taint]) -> tuple[Toleration, ...]:
 def check_domain(
     members: Sequence[Member], name: str, zones: tuple[str, ...], ctx: AnalysisContext
 ) -> DomainCheck:
-    topo = ctx.topology
-    tolerations = tolerations_for(gpu_taints(topo, zones))
-    identity = (ctx.identity_label, zones[0]) if ctx.identity_label and len(zones) == 1 else None
-    key = topo.zone_label if ctx.colocate == "zone" or not ctx.domain_label else ctx.domain_label
-    coordinator = next((m for m in members if m.role == "coordinator"), None)
-    affinity = None
-    if coordinator is not None:
-        job = coordinator.template.labels.get(ctx.profile.job_label, "")
-        affinity = PodAffinityTerm(ctx.profile.coordinator_affinity(job), key)
-    fixed = [
-        pin(
-            m,
-            topo,
+    """The job confined to one domain as topogen's mutation would leave it: can every
+    member run there, is its traffic allowed, do its pods fit."""
+    return check_domains(members, [(name, zones)], ctx)[0]
+
+
+@dataclass(frozen=True)
+class _Domains:
+    """What depends only on the candidate domains of a topology."""
+
+    names: tuple[str, ...]
+    zones: tuple[tuple[str, ...], ...]
+    tolerations: tuple[tuple[Toleration, ...], ...]  # the coordinator's, per domain
+    none: tuple[tuple[Toleration, ...], ...]  # the workers' (none), per domain
+    nodes: tuple[tuple[Node, ...], ...]
+    gpus_free: tuple[Fraction, ...]
+    masks: tuple[int, ...]  # the domain's zones as bits over topology.zones
+
+
+def _domains(topology: Topology, candidates: Sequence[tuple[str, tuple[str, ...]]]) -> _Domains:
+    cache = topology.__dict__.setdefault("_topogen_domains", {})
+    key = tuple(candidates)
+    hit = cache.get(key)
+    if hit is None:
+        zones = tuple(z for _, z in candidates)
+        nodes = tuple(tuple(n for n in topology.nodes if n.zone in set(zs)) for zs in zones)
+        bit = {z: 1 << i for i, z in enumerate(topology.zones)}
+        hit = cache[key] = _Domains(
+            tuple(n for n, _ in candidates),
             zones,
-            tolerations if m.role == "coordinator" else (),
-            identity,
-            affinity if m.role == "worker" else None,
+            tuple(tolerations_for(gpu_taints(topology, zs)) for zs in zones),
+            tuple(() for _ in zones),
+            nodes,
+            tuple(
+                sum(
+                    (n.allocatable.get(g, Fraction(0)) for n in ns for g in topology.gpu_resources),
+                    Fraction(0),
+                )
+                for ns in nodes
+            ),
+            tuple(sum(bit[z] for z in zs) for zs in zones),
         )
-        for m in members
-    ]
-    problems: list[str] = []
-    policies: set[str] = set()
-    for m in fixed:
-        if not m.placement.nodes:
-            problems.append(f"{m.role} {m.name} cannot run in {name}: {m.placement.why_not()}")
-    traffic_ok = True
-    if not problems:
-        blocked = ctx.blocked_paths(fixed)
-        if blocked:
-            traffic_ok = False
-            for b in blocked[:3]:
-                problems.append(b.describe())
-            for b in blocked:
-                policies.update(str(p) for p in b.policies)
-    demands = [
-        PodDemand(
-            m.role, m.replicas, m.template.requests, frozenset(n.name for n in m.placement.nodes)
-        )
-        for m in fixed
-    ]
-    domain_nodes = [n for n in topo.nodes if n.zone in zones]
-    fits, short = pack(demands, domain_nodes, topo.gpu_resources) if not problems else (False, "")
-    if short:
-        problems.append(f"{name}: {short}")
+    assert isinstance(hit, _Domains)
+    return hit
+
+
+def _zone_bits(topology: Topology, zones: Sequence[str]) -> int:
+    bit = topology.__dict__.get("_topogen_zone_bits")
+    if bit is None:
+        bit = topology.__dict__["_topogen_zone_bits"] = {
+            z: 1 << i for i, z in enumerate(topology.zones)
+        }
+    return sum(bit[z] for z in zones)
+
+
+def check_domains(
+    members: Sequence[Member],
+    candidates: Sequence[tuple[str, tuple[str, ...]]],
+    ctx: AnalysisContext,
+) -> list[DomainCheck]:
+    """check_domain for every candidate domain, sharing the work between domains."""
+    topo = ctx.topology
+    doms = _domains(topo, candidates)
+    job = _JobInDomains(members, doms, ctx)
     gpus_needed = sum(
         (
             m.template.requests.get(g, Fraction(0)) * m.replicas
@@ -122,21 +153,309 @@ def check_domain(
         ),
         Fraction(0),
     )
-    gpus_free = sum(
-        (n.allocatable.get(g, Fraction(0)) for n in domain_nodes for g in topo.gpu_resources),
-        Fraction(0),
-    )
-    already = sum(1 for m in members if set(zones) & set(m.placement.zones))
-    return DomainCheck(
-        name,
-        zones,
-        tolerations,
-        identity,
-        traffic_ok,
-        fits,
-        tuple(problems),
-        tuple(sorted(policies)),
-        gpus_free,
-        gpus_needed,
-        already,
-    )
+    label = ctx.identity_label
+    member_zones = [_zone_bits(topo, m.placement.zones) for m in members]
+    packs = job.packs()
+    out = []
+    for d, name in enumerate(doms.names):
+        zones = doms.zones[d]
+        problems: list[str] = []
+        policies: tuple[str, ...] = ()
+        traffic_ok = True
+        fits = False
+        for i, m in enumerate(members):
+            if not job.pinned[i].nonempty(d):
+                placed = job.pinned[i][d]
+                problems.append(f"{m.role} {m.name} cannot run in {name}: {placed.why_not()}")
+        if not problems:
+            blocked = job.blocked(d)
+            if blocked:
+                traffic_ok = False
+                problems += blocked[0]
+                policies = tuple(sorted(blocked[1]))
+            else:
+                fits, short = job.pack(packs, d)
+                if short:
+                    problems.append(f"{name}: {short}")
+        mask = doms.masks[d]
+        out.append(
+            DomainCheck(
+                name,
+                zones,
+                doms.tolerations[d],
+                (label, zones[0]) if label and len(zones) == 1 else None,
+                traffic_ok,
+                fits,
+                tuple(problems),
+                policies,
+                doms.gpus_free[d],
+                gpus_needed,
+                sum(1 for zm in member_zones if zm & mask),
+            )
+        )
+    return out
+
+
+class _JobInDomains:
+    """One job pinned to each candidate domain (members.pin, for all domains at once)."""
+
+    def __init__(self, members: Sequence[Member], doms: _Domains, ctx: AnalysisContext) -> None:
+        self.members = list(members)
+        self.doms = doms
+        self.ctx = ctx
+        topo = ctx.topology
+        key = (
+            topo.zone_label if ctx.colocate == "zone" or not ctx.domain_label else ctx.domain_label
+        )
+        self.key = key
+        coordinator = next((m for m in members if m.role == "coordinator"), None)
+        self.affinity = None
+        if coordinator is not None:
+            job = coordinator.template.labels.get(ctx.profile.job_label, "")
+            self.affinity = PodAffinityTerm(ctx.profile.coordinator_affinity(job), key)
+        self._diagonal: tuple[int, bool] | None = None
+        self._diagonal_ready = False
+        self._pod_families: dict[tuple[int, bool], Family] = {}
+        self._host_families: dict[tuple[int, int], Family] = {}
+        self._order: list[int] | None = None
+        self._pairs: list[tuple[int, int, int | None, list[str], list[str]]] = []
+        self.pinned = [
+            place_in_domains(
+                m.template,
+                topo,
+                doms.zones,
+                doms.tolerations if m.role == "coordinator" else doms.none,
+            )
+            for m in members
+        ]
+
+    def identity(self, d: int) -> tuple[str, str] | None:
+        label = self.ctx.identity_label
+        zones = self.doms.zones[d]
+        return (label, zones[0]) if label and len(zones) == 1 else None
+
+    def _affinity_of(self, m: Member) -> tuple[PodAffinityTerm, ...]:
+        t = m.template
+        if m.role != "worker" or self.affinity is None:
+            return t.pod_affinity
+        return tuple(dict.fromkeys((*t.pod_affinity, self.affinity)))
+
+    def _family(self, i: int, d: int) -> Family:
+        eng = self.ctx.engine
+        m = self.members[i]
+        t = m.template
+        if t.host_network:
+            key = (i, d)
+            fam = self._host_families.get(key)
+            if fam is None:
+                fam = self._host_families[key] = eng.host_family(self.pinned[i][d], t.ports)
+            return fam
+        single = len(self.doms.zones[d]) == 1
+        hit = self._pod_families.get((i, single))
+        if hit is None:
+            hit = self._pod_families[(i, single)] = self._pod_family(i, d)
+        return hit
+
+    def _pod_family(self, i: int, d: int) -> Family:
+        eng = self.ctx.engine
+        m = self.members[i]
+        t = m.template
+        identity = self.identity(d)
+        if identity is not None:
+            # pinned: the identity label is set to the domain's zone; in that zone this is
+            # the identity the label would be stamped with
+            labels = {k: v for k, v in t.labels.items() if k != identity[0]}
+            return eng.pod_family(labels, m.workload.namespace, t.ports, True)
+        return self.ctx.family(m)
+
+    def paths(self, d: int) -> JobPaths:
+        """The job's zone pairs in domain d, as members.pin leaves its members."""
+        eng = self.ctx.engine
+        identity = self.identity(d)
+        sides = []
+        for i, m in enumerate(self.members):
+            placed = self.pinned[i][d]
+            labels = dict(m.template.labels)
+            if identity is not None:
+                labels[identity[0]] = identity[1]
+            sides.append(
+                Side(
+                    m.role,
+                    m.replicas,
+                    eng.zones_mask(placed.zones),
+                    self._family(i, d),
+                    placed,
+                    m.workload.namespace,
+                    labels,
+                    self._affinity_of(m),
+                )
+            )
+        return JobPaths(eng, sides)
+
+    def blocked(self, d: int) -> tuple[list[str], set[str]] | None:
+        """Domain d's blocked paths: (the first three described, every policy), or None."""
+        if not self._diagonal_ready:
+            self._diagonal = self._diagonal_setup()
+            self._diagonal_ready = True
+        if self._diagonal is None:
+            paths = self.paths(d)
+            if not paths.blocked_count:
+                return None
+            return (
+                [blocked_path(b).describe() for b in paths.blocked(limit=3)],
+                {str(p) for p in paths.blocked_policies()},
+            )
+        eng = self.ctx.engine
+        z = eng.zone_index[self.doms.zones[d][0]]
+        uniform, per_domain = self._diagonal
+        if not uniform >> z & 1 and not per_domain:
+            return None
+        texts: list[str] = []
+        policies: set[str] = set()
+        for i, j, masks, other, anti_keys in self._pairs:
+            if masks is not None:
+                if not masks >> z & 1:
+                    continue
+            elif not self._possible_in(i, j, d, z, other, anti_keys):
+                continue
+            fa, fb = self._family(i, d), self._family(j, d)
+            if masks is None and not eng.diagonal(fa, fb) >> z & 1:
+                continue
+            text, names = eng.described_cell(
+                self.members[i].role, fa, z, self.members[j].role, fb, z
+            )
+            if len(texts) < 3:
+                texts.append(text)
+            policies.update(names)
+        if not texts:
+            return None
+        return texts, policies
+
+    def _diagonal_setup(self) -> tuple[int, bool] | None:
+        """For one-zone domains co-located on the zone label: the member pairs, and the
+        zones where a pair that needs no per-domain check is blocked. None: domains need
+        the full check (several zones, co-location on another key)."""
+        ctx, doms = self.ctx, self.doms
+        eng = ctx.engine
+        if self.key != ctx.topology.zone_label or any(len(z) != 1 for z in doms.zones):
+            return None
+        ident = ctx.identity_label
+        views = [
+            _LinkView(m.workload.namespace, m.template.labels, self._affinity_of(m))
+            for m in self.members
+        ]
+        if ident and any(ident in set(t.selector.keys()) for v in views for t in v.pod_affinity):
+            return None  # links would depend on the identity each domain sets
+        roots, anchored, anti = links(views)
+        uniform = 0
+        per_domain = False
+        for i, a in enumerate(self.members):
+            for j, b in enumerate(self.members):
+                if i == j and a.replicas < 2:
+                    continue
+                if i == j:
+                    linked = [k for k, s in anchored.items() if i in s]
+                else:
+                    linked = [k for k, r in roots.items() if r[i] == r[j]]
+                other = [k for k in linked if k != self.key]
+                anti_keys = [k for k, s in anti.items() if i in s] if i == j else []
+                masks: int | None = None
+                pods = not a.template.host_network and not b.template.host_network
+                if pods and doms.zones and not other and not anti_keys:
+                    masks = eng.diagonal(self._family(i, 0), self._family(j, 0))
+                    uniform |= masks
+                else:
+                    per_domain = True
+                self._pairs.append((i, j, masks, other, anti_keys))
+        return uniform, per_domain
+
+    def _possible_in(
+        self, i: int, j: int, d: int, z: int, linked: list[str], anti_keys: list[str]
+    ) -> bool:
+        """May the scheduler put members i and j in zone z of domain d together?"""
+        eng = self.ctx.engine
+        pi, pj = self.pinned[i][d], self.pinned[j][d]
+        for k in linked:
+            if not eng.placement_values(pi, z, k) & eng.placement_values(pj, z, k):
+                return False
+        for k in anti_keys:
+            va, vb = eng.placement_values(pi, z, k), eng.placement_values(pj, z, k)
+            if not any(x != y for x in va for y in vb):
+                return False
+        return True
+
+    def packs(self) -> list[tuple[bool, str] | None]:
+        """pack() per domain, shared by every job of the same shape (filled when asked)."""
+        cache = self.ctx.topology.__dict__.setdefault("_topogen_packs", {})
+        key = (
+            tuple(
+                (m.role, m.replicas, tuple(m.template.requests.items()), id(self.pinned[i]))
+                for i, m in enumerate(self.members)
+            ),
+            id(self.doms),
+        )
+        results = cache.get(key)
+        if results is None:
+            results = cache[key] = [None] * len(self.doms.names)
+            cache.setdefault("_keep", []).extend([self.pinned, self.doms])
+        assert isinstance(results, list)
+        return results
+
+    def pack(self, results: list[tuple[bool, str] | None], d: int) -> tuple[bool, str]:
+        hit = results[d]
+        if hit is None:
+            if self._surely_fits(d):
+                hit = results[d] = (True, "")
+            else:
+                demands = [
+                    PodDemand(m.role, m.replicas, m.template.requests, _names(self.pinned[i][d]))
+                    for i, m in enumerate(self.members)
+                ]
+                hit = results[d] = pack(
+                    demands, self.doms.nodes[d], self.ctx.topology.gpu_resources
+                )
+        return hit
+
+    def _surely_fits(self, d: int) -> bool:
+        """True when placement.pack cannot fail, without placing pod by pod.
+
+        pack places the demands in order, each first-fit; identical pods first-fit onto a
+        set of nodes fail only when the nodes' remaining room (in pods) is short. A pod of
+        an earlier demand takes at most one node's room, so a demand surely fits when its
+        nodes' room when empty, less that much per earlier pod, still holds it.
+        """
+        if self._order is None:
+            gpus = self.ctx.topology.gpu_resources
+            self._order = sorted(
+                range(len(self.members)),
+                key=lambda i: (
+                    -sum(self.members[i].template.requests.get(g, 0) for g in gpus),
+                    -self.members[i].template.requests.get("cpu", 0),
+                    self.members[i].role,
+                ),
+            )
+        order = self._order
+        earlier = 0
+        topo = self.ctx.topology
+        for i in order:
+            m = self.members[i]
+            total, most = room(self.pinned[i].allocatables(d), topo, m.template.requests)
+            if total - earlier * most < m.replicas:
+                return False
+            earlier += m.replicas
+        return True
+
+
+@dataclass(frozen=True)
+class _LinkView:
+    namespace: str
+    labels: Mapping[str, str]
+    pod_affinity: tuple[PodAffinityTerm, ...]
+
+
+def _names(placement: Placement) -> frozenset[str]:
+    names = placement.__dict__.get("_topogen_names")
+    if names is None:
+        names = placement.__dict__["_topogen_names"] = frozenset(n.name for n in placement.nodes)
+    assert isinstance(names, frozenset)
+    return names

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from topogen.analysis.context import AnalysisContext, BlockedPath
-from topogen.analysis.domains import DomainCheck, candidate_domains, check_domain
+from topogen.analysis.context import AnalysisContext, BlockedPath, blocked_path
+from topogen.analysis.domains import DomainCheck, candidate_domains, check_domains
 from topogen.analysis.members import Member, members_of
+from topogen.analysis.zonepaths import BlockedPaths
 from topogen.model import Finding, FindingKind, TrainingGroup
 
 __all__ = ["CROSS_ZONE_COST", "JobAnalysis", "analyze_job"]
@@ -25,7 +27,7 @@ class JobAnalysis:
     members: tuple[Member, ...]
     findings: tuple[Finding, ...]
     domains: tuple[DomainCheck, ...]
-    blocked: tuple[BlockedPath, ...]
+    blocked: Sequence[BlockedPath]  # listed lazily: a job may have thousands
 
     @property
     def worst(self) -> FindingKind:
@@ -85,63 +87,63 @@ def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAn
                     f"{', '.join(elsewhere)}",
                 )
     placeable = all(m.placement.nodes for m in members)
-    blocked = ctx.blocked_paths(members) if placeable else []
+    paths = ctx.job_paths(members) if placeable else None
+    count = paths.blocked_count if paths is not None else 0
+    blocked: Sequence[BlockedPath] = ()
+    b_roles: set[str] = set()
+    b_zones: set[str] = set()
+    b_policies: set[str] = set()
+    if paths is not None and count:
+        jp = paths
+        blocked = BlockedPaths(count, lambda: (blocked_path(b) for b in jp.blocked()))
+        b_roles = paths.blocked_roles()
+        b_zones = paths.blocked_zones()
+        b_policies = {str(p) for p in paths.blocked_policies()}
     if job.kueue_managed:
         # Kueue TAS, not the free scheduler, picks the domain: report, never plan
-        policies = {str(p) for b in blocked for p in b.policies}
         note = (
             (
-                f"; across zones its traffic is denied ({', '.join(sorted(policies))}), so the "
+                f"; across zones its traffic is denied ({', '.join(sorted(b_policies))}), so the "
                 "Kueue topology request must keep it in one zone"
             )
-            if blocked
+            if count
             else ""
         )
         add(
             FindingKind.KUEUE_MANAGED,
             {m.role for m in members},
-            {z for b in blocked for z in (b.src_zone, b.dst_zone)},
-            policies,
+            b_zones,
+            b_policies,
             "placed by Kueue Topology Aware Scheduling (kueue.x-k8s.io/tas): topogen adds no "
             f"affinity; make the Kueue topology match the network domains{note}",
         )
-        return JobAnalysis(cluster, job, tuple(members), tuple(findings), (), tuple(blocked))
-    if blocked:
-        roles = {r for b in blocked for r in (b.src_role, b.dst_role)}
-        zones = {z for b in blocked for z in (b.src_zone, b.dst_zone)}
-        policies = {str(p) for b in blocked for p in b.policies}
-        shown = "; ".join(b.describe() for b in blocked[:2])
-        more = f" (+{len(blocked) - 2} more paths)" if len(blocked) > 2 else ""
+        return JobAnalysis(cluster, job, tuple(members), tuple(findings), (), blocked)
+    if paths is not None and count:
+        first = [blocked_path(b) for b in paths.blocked(limit=2)]
+        shown = "; ".join(b.describe() for b in first)
+        more = f" (+{count - 2} more paths)" if count > 2 else ""
         add(
             FindingKind.HARD_BLOCK,
-            roles,
-            zones,
-            policies,
+            b_roles,
+            b_zones,
+            b_policies,
             f"a placement the scheduler may choose leaves the group's traffic denied: {shown}{more}",
         )
     # a split denied in either direction is a hard block, never an "allowed" split
-    denied = {frozenset({(b.src_role, b.src_zone), (b.dst_role, b.dst_zone)}) for b in blocked}
-    split = [
-        s
-        for s in (ctx.cross_zone_pairs(members) if placeable else [])
-        if frozenset({(s[0], s[2]), (s[1], s[3])}) not in denied
-    ]
-    if split:
-        roles = {r for s in split for r in s[:2]}
-        zones = {z for s in split for z in s[2:]}
-        first = split[0]
-        add(
-            FindingKind.CROSS_ZONE,
-            roles,
-            zones,
-            set(),
-            f"the scheduler may split the group ({first[0]} in {first[2]}, {first[1]} in "
-            f"{first[3]}); traffic is allowed but {CROSS_ZONE_COST}",
-        )
-    domains = [
-        check_domain(members, name, zones, ctx)
-        for name, zones in candidate_domains(ctx.topology, ctx.colocate, ctx.domain_label)
-    ]
+    if paths is not None:
+        split, s_roles, s_zones = paths.split_summary()
+        if split is not None:
+            add(
+                FindingKind.CROSS_ZONE,
+                s_roles,
+                s_zones,
+                set(),
+                f"the scheduler may split the group ({split[0]} in {split[2]}, {split[1]} in "
+                f"{split[3]}); traffic is allowed but {CROSS_ZONE_COST}",
+            )
+    domains = check_domains(
+        members, candidate_domains(ctx.topology, ctx.colocate, ctx.domain_label), ctx
+    )
     if members and not any(d.ok for d in domains):
         detail = "; ".join(_domain_problem(d) for d in domains[:4]) or "the cluster has no zones"
         add(
@@ -162,9 +164,7 @@ def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAn
             f"every placement the scheduler may choose keeps the group in one zone with its "
             f"traffic allowed ({', '.join(sorted(zones)) or 'no zone'})",
         )
-    return JobAnalysis(
-        cluster, job, tuple(members), tuple(findings), tuple(domains), tuple(blocked)
-    )
+    return JobAnalysis(cluster, job, tuple(members), tuple(findings), tuple(domains), blocked)
 
 
 def _n(domains: list[DomainCheck]) -> str:

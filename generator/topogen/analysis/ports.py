@@ -38,6 +38,8 @@ class PortSet:
 
     @classmethod
     def everything(cls) -> PortSet:
+        if cls is PortSet:
+            return _EVERYTHING
         return cls.of({p: [(1, 65535)] for p in PROTOCOLS})
 
     @classmethod
@@ -121,3 +123,6 @@ class PortSet:
 
     def __str__(self) -> str:
         return ", ".join(self.describe()) or "nothing"
+
+
+_EVERYTHING = PortSet.of({p: [(1, 65535)] for p in PROTOCOLS})

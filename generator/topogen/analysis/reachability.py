@@ -8,8 +8,9 @@ subtract from that, whatever allowed it. The path allows the intersection.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from topogen.analysis.ports import PortSet
 from topogen.model import (
@@ -139,7 +140,7 @@ class PolicyIndex:
         self._isolations: dict[str, list[Isolation]] = {"ingress": [], "egress": []}
         for iso in policies.isolations:
             self._isolations[iso.direction].append(iso)
-        self._cache: dict[tuple[int, int], PathVerdict] = {}
+        self._cache: dict[tuple[int, int, bool], PathVerdict] = {}
         self._subject_cache: dict[
             tuple[int, str], tuple[tuple[Isolation, ...], list[PolicyRule]]
         ] = {}
@@ -155,6 +156,27 @@ class PolicyIndex:
         # per (subject, direction, namespace of the other end): the rules and peers that can
         # match there (peers pinned to other namespaces dropped), so a pair checks only those
         self._candidates: dict[tuple[int, str, str], list[tuple[PolicyRule, list[Peer]]]] = {}
+        # endpoints are interned by what the selectors can see of them: the label keys any
+        # selector reads, values it never names folded into one (so a per-job `app` value
+        # or a node's hostname does not make a new identity); hosts without their node name
+        # (verdicts between hosts carry a same-node flag instead)
+        self._pod_view = _label_view(
+            [r.subject for r in policies.rules if not r.subject_host]
+            + [i.subject for i in policies.isolations if not i.subject_host]
+            + [p.selector for r in policies.rules for p in r.peers if p.kind == "endpoints"]
+        )
+        self._host_view = _label_view(
+            [r.subject for r in policies.rules if r.subject_host]
+            + [i.subject for i in policies.isolations if i.subject_host]
+            + [p.selector for r in policies.rules for p in r.peers if p.kind == "nodes"]
+        )
+        # rules and isolations by the endpoints they can select: (host, namespace) buckets,
+        # within a bucket by one matchLabels pair of the subject selector
+        self._rule_index = {d: _SubjectIndex(self._by_direction[d]) for d in ("ingress", "egress")}
+        self._iso_index = {d: _SubjectIndex(self._isolations[d]) for d in ("ingress", "egress")}
+        self._families: dict[tuple[int, ...], _Family] = {}
+        self._family_of: dict[int, tuple[Sequence[Endpoint], _Family]] = {}
+        self._peer_masks: dict[tuple[int, int], int] = {}
 
     def node_label_keys(self) -> set[str]:
         """Node label keys any host-facing selector reads (for grouping similar nodes)."""
@@ -169,7 +191,8 @@ class PolicyIndex:
 
     def verdict(self, src: Endpoint, dst: Endpoint) -> PathVerdict:
         src_key, dst_key = self._key(src), self._key(dst)
-        hit = self._cache.get((src_key, dst_key))
+        same_node = src.host and dst.host and src.node == dst.node
+        hit = self._cache.get((src_key, dst_key, same_node))
         if hit is None:
             egress = self._side(src, src_key, dst, dst_key, "egress", dst)
             ingress = self._side(dst, dst_key, src, src_key, "ingress", dst)
@@ -177,14 +200,19 @@ class PolicyIndex:
             allowed = self._meets.get(both)
             if allowed is None:
                 allowed = self._meets[both] = egress.allowed.intersect(ingress.allowed)
-            hit = self._cache[(src_key, dst_key)] = PathVerdict(egress, ingress, allowed)
+            hit = self._cache[(src_key, dst_key, same_node)] = PathVerdict(egress, ingress, allowed)
         return hit
+
+    def identity_key(self, ep: Endpoint) -> int:
+        """A small int naming what the policies can see of an endpoint: equal keys, equal
+        verdicts (for hosts, together with whether both ends are the same node)."""
+        return self._key(ep)
 
     def _key(self, ep: Endpoint) -> int:
         known = self._ep_ids.get(id(ep))
         if known is not None and known[0] is ep:
             return known[1]
-        n = self._key_ids.setdefault(_ep_key(ep), len(self._key_ids))
+        n = self._key_ids.setdefault(self._ep_key(ep), len(self._key_ids))
         self._ep_ids[id(ep)] = (ep, n)
         return n
 
@@ -195,18 +223,10 @@ class PolicyIndex:
         hit = self._subject_cache.get(key)
         if hit is None:
             isolations = sorted(
-                {
-                    i
-                    for i in self._isolations[direction]
-                    if _selects(i.subject_host, i.subject, i.subject_namespace, subject)
-                },
+                set(self._iso_index[direction].selecting(subject)),
                 key=lambda i: (i.policy, i.index),
             )
-            rules = [
-                r
-                for r in self._by_direction[direction]
-                if _selects(r.subject_host, r.subject, r.subject_namespace, subject)
-            ]
+            rules = self._rule_index[direction].selecting(subject)
             hit = (tuple(isolations), rules)
             self._subject_cache[key] = hit
         return hit
@@ -251,6 +271,99 @@ class PolicyIndex:
         if hit is None:
             hit = self._sides[key] = self._trace(direction, isolations, matched, dst)
         return hit
+
+    def side_groups(
+        self, subject: Endpoint, direction: str, others: Sequence[Endpoint]
+    ) -> list[tuple[int, SideTrace]]:
+        """`subject`'s side of a path with each of `others`, many at once.
+
+        egress: subject -> others[i]; ingress: others[i] -> subject. `others` are pods of
+        one namespace exposing the same ports (typically one pod identity in every zone).
+        Returns (bitmask of positions in `others`, trace): disjoint masks covering every
+        position, each trace the one verdict() puts on that side of those paths.
+        """
+        if not others:
+            return []
+        first = others[0]
+        if any(o.host or o.namespace != first.namespace or o.ports != first.ports for o in others):
+            raise ValueError("side_groups needs pods of one namespace and one set of ports")
+        subject_key = self._key(subject)
+        isolations, rules = self._subject_rules(subject, subject_key, direction)
+        cand_key = (subject_key, direction, first.namespace)
+        candidates = self._candidates.get(cand_key)
+        if candidates is None:
+            candidates = self._candidates[cand_key] = [
+                (r, ps)
+                for r in rules
+                if (ps := [p for p in r.peers if _may_match_namespace(p, first.namespace)])
+            ]
+        family = self._family(others)
+        groups: list[tuple[int, tuple[int, ...], tuple[tuple[PolicyRule, Peer], ...]]] = [
+            ((1 << len(others)) - 1, (), ())
+        ]
+        for rule, peers in candidates:
+            split = []
+            for mask, signature, matched in groups:
+                rest = mask
+                for p in peers:
+                    hits = self._peer_mask(p, family, subject) & rest
+                    if hits:
+                        split.append((hits, (*signature, id(rule), id(p)), (*matched, (rule, p))))
+                        rest &= ~hits
+                        if not rest:
+                            break
+                if rest:
+                    split.append((rest, signature, matched))
+            groups = split
+        ports_of = first if direction == "egress" else subject
+        out = []
+        for mask, signature, matched in groups:
+            key = (subject_key, direction, signature, ports_of.ports if matched else ())
+            trace = self._sides.get(key)
+            if trace is None:
+                trace = self._sides[key] = self._trace(
+                    direction, isolations, list(matched), ports_of
+                )
+            out.append((mask, trace))
+        return out
+
+    def _family(self, others: Sequence[Endpoint]) -> _Family:
+        known = self._family_of.get(id(others))
+        if known is not None and known[0] is others:
+            return known[1]
+        ids = tuple(self._key(o) for o in others)
+        hit = self._families.get(ids)
+        if hit is None:
+            hit = self._families[ids] = _Family.of(len(self._families), others)
+        self._family_of[id(others)] = (others, hit)
+        return hit
+
+    def _peer_mask(self, p: Peer, family: _Family, subject: Endpoint) -> int:
+        """Positions of the family `p` matches (pods: never dependent on the subject)."""
+        key = (id(p), family.fid)
+        hit = self._peer_masks.get(key)
+        if hit is None:
+            hit = 0
+            for rep, mask in family.classes(p.selector):
+                rep_key = self._key(rep)
+                m = self._peer_hits.get((id(p), rep_key))
+                if m is None:
+                    m = self._peer_hits[(id(p), rep_key)] = self._peer_matches(p, rep, subject)
+                if m:
+                    hit |= mask
+            self._peer_masks[key] = hit
+        return hit
+
+    def _ep_key(self, ep: Endpoint) -> object:
+        view = self._host_view if ep.host else self._pod_view
+        labels = tuple(
+            sorted(
+                (k, v if v in named else _OTHER_VALUE)
+                for k, v in ep.labels.items()
+                if (named := view.get(k)) is not None
+            )
+        )
+        return (ep.host, ep.namespace, labels, ep.ports)
 
     def _trace(
         self,
@@ -337,11 +450,103 @@ def _selects(host: bool, selector: LabelSelector, namespace: str | None, ep: End
     return selector.matches(ep.labels)
 
 
-def _ep_key(ep: Endpoint) -> object:
-    return (
-        ep.host,
-        ep.namespace,
-        ep.node if ep.host else "",
-        tuple(sorted(ep.labels.items())),
-        ep.ports,
-    )
+_OTHER_VALUE = "\x00"  # a label value no selector names (label values cannot hold NUL)
+
+
+def _label_view(selectors: Iterable[LabelSelector]) -> dict[str, frozenset[str]]:
+    """Label key -> the values selectors name for it (empty: only its presence is read)."""
+    view: dict[str, set[str]] = {}
+    for sel in selectors:
+        for k, v in sel.match_labels:
+            view.setdefault(k, set()).add(v)
+        for req in sel.match_expressions:
+            view.setdefault(req.key, set()).update(req.values)
+    return {k: frozenset(vs) for k, vs in view.items()}
+
+
+_Item = TypeVar("_Item", PolicyRule, Isolation)
+
+
+class _SubjectIndex(Generic[_Item]):
+    """Rules (or isolations) by the endpoints their subject selectors can select."""
+
+    def __init__(self, items: Sequence[_Item]) -> None:
+        self.items: list[_Item] = list(items)
+        # (host, namespace or None) -> (always checked, {label key: {value: positions}})
+        self.buckets: dict[
+            tuple[bool, str | None], tuple[list[int], dict[str, dict[str, list[int]]]]
+        ] = {}
+        for pos, item in enumerate(self.items):
+            ns = None if item.subject_host else item.subject_namespace
+            scan, by_label = self.buckets.setdefault((item.subject_host, ns), ([], {}))
+            pairs = item.subject.match_labels
+            pair = next((kv for kv in pairs if kv[0] != NAMESPACE_KEY), pairs[0] if pairs else None)
+            if pair is None:
+                scan.append(pos)
+            else:
+                by_label.setdefault(pair[0], {}).setdefault(pair[1], []).append(pos)
+
+    def selecting(self, ep: Endpoint) -> list[_Item]:
+        positions: list[int] = []
+        keys = [(ep.host, None)] if ep.host else [(False, None), (False, ep.namespace)]
+        for bucket in keys:
+            hit = self.buckets.get(bucket)
+            if hit is None:
+                continue
+            scan, by_label = hit
+            positions += scan
+            for key, by_value in by_label.items():
+                value = ep.labels.get(key)
+                if value is not None:
+                    positions += by_value.get(value, ())
+        positions.sort()
+        out = []
+        for pos in positions:
+            item = self.items[pos]
+            if _selects(item.subject_host, item.subject, item.subject_namespace, ep):
+                out.append(item)
+        return out
+
+
+@dataclass(frozen=True)
+class _Family:
+    """Pod endpoints differing in at most one label (one identity in many zones)."""
+
+    fid: int
+    members: tuple[Endpoint, ...]
+    varying: str | None  # the one label key whose value differs; None: all alike
+    per_position: bool  # more than one key differs: evaluate every position
+
+    @classmethod
+    def of(cls, fid: int, members: Sequence[Endpoint]) -> _Family:
+        first = members[0].labels
+        differing: set[str] = set()
+        for m in members[1:]:
+            labels = m.labels
+            if labels is first:
+                continue
+            differing.update(
+                k for k in labels.keys() | first.keys() if labels.get(k) != first.get(k)
+            )
+        varying = next(iter(differing)) if len(differing) == 1 else None
+        return cls(fid, tuple(members), varying, len(differing) > 1)
+
+    def classes(self, selector: LabelSelector) -> list[tuple[Endpoint, int]]:
+        """(representative, positions) classes on which `selector` cannot differ."""
+        everyone = (1 << len(self.members)) - 1
+        if self.per_position:
+            return [(m, 1 << i) for i, m in enumerate(self.members)]
+        key = self.varying
+        if key is None or key not in set(selector.keys()):
+            return [(self.members[0], everyone)]
+        named = {v for k, v in selector.match_labels if k == key}
+        for req in selector.match_expressions:
+            if req.key == key:
+                named.update(req.values)
+        classes: dict[object, tuple[Endpoint, int]] = {}
+        for i, m in enumerate(self.members):
+            value = m.labels.get(key)
+            cls_key: object = value if value is None or value in named else _OTHER_VALUE
+            rep, mask = classes.get(cls_key, (m, 0))
+            classes[cls_key] = (rep, mask | 1 << i)
+        return list(classes.values())

@@ -309,7 +309,107 @@ def validation_variables(intent: AdmissionIntent) -> list[dict[str, str]]:
             f"{lit(list(intent.zones))}))))",
         },
         {"name": "hasCoordinatorTerm", "expression": has_coordinator_term(intent)},
+        *_span_variables(intent),
     ]
+
+
+# Up to this many denied zone pairs, each is a validation of its own (one line in a policy
+# report per pair); beyond, one validation looks the pod's zones up in a table of them. A
+# validation per pair grows with the square of the zones: at 60 zones 1,770 of them make a
+# 2 MB policy (over etcd's 1.5 MiB object limit) that admission evaluates pair by pair.
+PAIRS_INLINE = 3
+
+
+def _span_variables(intent: AdmissionIntent) -> list[dict[str, str]]:
+    """The denied zone pairs as tables, and the zones a pinned pod may land in.
+
+    Pairs denied by the same policies among every two zones of a set (a zone fence) are
+    that set (a clique); the rest are a table source zone -> destination zone -> policies.
+    """
+    pairs = intent.denied_zone_pairs
+    if len(pairs) <= PAIRS_INLINE:
+        return []
+    cliques, table = _denied_tables(pairs)
+    names = sorted(
+        {text for _, text in cliques} | {text for ps in table.values() for text in ps.values()}
+    )
+    index = {text: k for k, text in enumerate(names)}
+    zones = sorted({z for za, zb, _ in pairs for z in (za, zb)})
+    zl = lit(intent.zone_label)
+    may_land = (
+        "size(variables.selectorZone) > 0 ? variables.selectorZone[0] == z : "
+        "(variables.termsPinned && variables.terms.exists(t, t.matchExpressions.exists(e, "
+        f"e.key == {zl} && e.operator == 'In' && z in e.values)))"
+    )
+    out = [
+        {"name": "deniedBy", "expression": lit(names)},
+        # the zones of the pairs the pod may land in (only meaningful when pinned)
+        {"name": "landing", "expression": f"{lit(zones)}.filter(z, {may_land})"},
+    ]
+    tests = []
+    if cliques:
+        # every two zones of a set: [zones, index of the policies denying their paths]
+        entries = ", ".join(f"[dyn({lit(list(zs))}), dyn({index[text]})]" for zs, text in cliques)
+        out.append({"name": "deniedSets", "expression": f"[{entries}]"})
+        tests.append("variables.deniedSets.exists(s, a in s[0] && b in s[0])")
+    if table:
+        # source zone -> destination zone -> index of the policies denying that path
+        rows = ", ".join(
+            f"{json.dumps(za)}: {{"
+            + ", ".join(f"{json.dumps(zb)}: {index[text]}" for zb, text in sorted(ps.items()))
+            + "}"
+            for za, ps in sorted(table.items())
+        )
+        out.append({"name": "deniedPairs", "expression": "{" + rows + "}"})
+        tests.append("(a in variables.deniedPairs && b in variables.deniedPairs[a])")
+    denied = " || ".join(tests)
+    in_sets = "variables.deniedSets.filter(s, a in s[0] && b in s[0])[0][1]"
+    in_table = "variables.deniedPairs[a][b]"
+    if cliques and table:
+        policy = (
+            f"a in variables.deniedPairs && b in variables.deniedPairs[a] ? {in_table} : {in_sets}"
+        )
+    else:
+        policy = in_sets if cliques else in_table
+    return [
+        *out,
+        {
+            "name": "spanFrom",
+            "expression": "variables.landing.filter(a, variables.landing.exists(b, a < b && "
+            f"({denied})))",
+        },
+        {
+            "name": "spanTo",
+            "expression": "size(variables.spanFrom) == 0 ? '' : [variables.spanFrom[0]].map(a, "
+            f"variables.landing.filter(b, a < b && ({denied}))[0])[0]",
+        },
+        {
+            "name": "spanBy",
+            "expression": "size(variables.spanFrom) == 0 ? '' : [[variables.spanFrom[0], "
+            f"variables.spanTo]].map(p, [p[0]].map(a, [p[1]].map(b, variables.deniedBy[{policy}])"
+            "[0])[0])[0]",
+        },
+    ]
+
+
+def _denied_tables(
+    pairs: Sequence[tuple[str, str, tuple[str, ...]]],
+) -> tuple[list[tuple[tuple[str, ...], str]], dict[str, dict[str, str]]]:
+    """(cliques: zone sets whose every pair is denied by the same policies, the other pairs
+    as source -> destination -> policies)."""
+    by_text: dict[str, list[tuple[str, str]]] = {}
+    for za, zb, policies in pairs:
+        by_text.setdefault(", ".join(policies), []).append((za, zb))
+    cliques: list[tuple[tuple[str, ...], str]] = []
+    table: dict[str, dict[str, str]] = {}
+    for text, group in sorted(by_text.items()):
+        zones = sorted({z for pair in group for z in pair})
+        if len(group) == len(zones) * (len(zones) - 1) // 2:
+            cliques.append((tuple(zones), text))
+            continue
+        for za, zb in group:
+            table.setdefault(za, {})[zb] = text
+    return cliques, table
 
 
 def _may_land(zone: str, intent: AdmissionIntent) -> str:
@@ -364,6 +464,18 @@ def validations(intent: AdmissionIntent) -> list[dict[str, str]]:
                 "reason": "Forbidden",
             }
         )
+    if len(intent.denied_zone_pairs) > PAIRS_INLINE:
+        out.append(
+            {
+                # the first denied pair the pod spans, as the per-pair validations report it
+                "expression": "size(variables.spanFrom) == 0",
+                "messageExpression": pod
+                + "': node affinity spans ' + variables.spanFrom[0] + ' and ' + "
+                "variables.spanTo + ', whose traffic is denied by ' + variables.spanBy",
+                "reason": "Forbidden",
+            }
+        )
+        return out
     for za, zb, policies in intent.denied_zone_pairs:
         out.append(
             {

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from topogen.errors import InputError
+from topogen.sources.yamlfast import load_all_fast
 
 __all__ = ["MAX_FILE_BYTES", "Document", "expand_paths", "iter_documents", "load_yaml_text"]
 
@@ -79,6 +80,13 @@ def display_path(path: Path) -> str:
 
 def load_yaml_text(text: str, path: str) -> list[Any]:
     """Parse every document of a YAML stream; raise InputError naming the line."""
+    fast = load_all_fast(text)
+    if fast is not None:
+        docs, aliased = fast
+        for i, doc in enumerate(docs):
+            if aliased[i]:  # without aliases a document is exactly its written size
+                _check_alias_expansion(doc, path, i)
+        return docs
     try:
         docs = list(yaml.load_all(text, Loader=_Loader))
     except yaml.MarkedYAMLError as exc:

@@ -1,0 +1,546 @@
+"""`make bench`: topogen on synthetic fleets, against the YAML parsing floor and Kyverno.
+
+    .venv/bin/python bench/run.py [--runs 5] [--kyverno-pods 10000] [--quick] [--out bench/RESULTS.md]
+
+For every fleet (bench/fleet.py, cached under bench/.fleets/): the median of --runs
+whole-process runs of `topogen analyze -o json` and `topogen render --out DIR` (wall
+and CPU time, peak RSS of the process), the parsing floor (a process that only parses
+the same input files with yaml.CSafeLoader) and the ratio to it, and whether every run
+wrote byte-identical output. Three sweeps around the large fleet (nodes, policies,
+training jobs) give the scaling exponents. Then the Kyverno CLI evaluates the policies
+of the large fleet's largest group over --kyverno-pods pods of that group, against the
+same number of a minimal reference MutatingPolicy that adds one toleration.
+
+Results go to bench/RESULTS.md (Markdown) with the machine's description.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import fleet as fleetgen  # noqa: E402
+
+TOPOGEN = ROOT / ".venv" / "bin" / "topogen"
+PYTHON = ROOT / ".venv" / "bin" / "python"
+KYVERNO = ROOT / ".tools" / "bin" / "kyverno"
+FLEETS = HERE / ".fleets"
+
+# a process that runs one command and reports its own wall/CPU time and peak RSS
+_MEASURE = r"""
+import json, resource, subprocess, sys, time
+t = time.perf_counter()
+p = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1], "wb"), stderr=subprocess.PIPE)
+wall = time.perf_counter() - t
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"rc": p.returncode, "wall": wall, "cpu": r.ru_utime + r.ru_stime,
+                  "rss_kb": r.ru_maxrss, "stderr": p.stderr.decode(errors="replace")[-2000:]}))
+"""
+
+# only parse the files: the floor any YAML-reading tool pays
+_PARSE = r"""
+import sys, yaml
+for f in sys.argv[1:]:
+    with open(f, encoding="utf-8") as fh:
+        list(yaml.load_all(fh.read(), Loader=yaml.CSafeLoader))
+"""
+
+
+@dataclass(frozen=True)
+class Case:
+    label: str  # table row name
+    spec: fleetgen.FleetSpec
+    variant: str  # snapshot | kubectl
+    sweep: str = ""  # nodes | policies | jobs (scaling rows)
+
+
+@dataclass
+class Measured:
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    rss_kb: list[int] = field(default_factory=list)
+    digests: set[str] = field(default_factory=set)
+    rcs: set[int] = field(default_factory=set)
+
+    @property
+    def wall_med(self) -> float:
+        return statistics.median(self.wall)
+
+    @property
+    def cpu_med(self) -> float:
+        return statistics.median(self.cpu)
+
+    @property
+    def rss_mb(self) -> float:
+        return max(self.rss_kb) / 1024
+
+
+def _measure(cmd: Sequence[str], stdout: Path) -> dict[str, Any]:
+    out = subprocess.run(
+        [str(PYTHON), "-c", _MEASURE, str(stdout), *map(str, cmd)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+def tree_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def fleet_dir(spec: fleetgen.FleetSpec) -> Path:
+    """Generate the fleet once per generator version (bench/.fleets/<name>-<digest>)."""
+    name = f"{spec.nodes}n-{spec.zones}z-{spec.policies}p-{spec.jobs}j-s{spec.seed}"
+    out = FLEETS / f"{name}-{fleetgen.generator_digest()}"
+    if not (out / "MANIFEST").exists():
+        tmp = Path(tempfile.mkdtemp(prefix=".gen-", dir=FLEETS))
+        fleetgen.write_fleet(spec, tmp)
+        shutil.rmtree(out, ignore_errors=True)
+        tmp.rename(out)
+    return out
+
+
+def input_files(config: Path) -> list[Path]:
+    """Every YAML file the config reads (the parsing floor's input)."""
+    cfg = yaml.safe_load(config.read_text(encoding="utf-8"))
+    base = config.parent
+    paths = [config]
+    names = list(cfg.get("workloads") or [])
+    for c in cfg["clusters"]:
+        names += c.get("nodes", []) + c.get("networkPolicies", []) + c.get("namespaces", [])
+    for n in names:
+        p = base / n
+        paths += sorted(p.rglob("*.yaml")) if p.is_dir() else [p]
+    return paths
+
+
+def run_case(case: Case, runs: int, work: Path) -> dict[str, Any]:
+    config = fleet_dir(case.spec) / case.variant / "topogen.yaml"
+    results: dict[str, Any] = {"case": case}
+    analyze, render, floor = Measured(), Measured(), Measured()
+    for _ in range(runs):
+        out = work / "analyze.json"
+        r = _measure([TOPOGEN, "analyze", "-c", config, "-o", "json"], out)
+        analyze.wall.append(r["wall"])
+        analyze.cpu.append(r["cpu"])
+        analyze.rss_kb.append(r["rss_kb"])
+        analyze.rcs.add(r["rc"])
+        analyze.digests.add(hashlib.sha256(out.read_bytes()).hexdigest())
+        tree = work / "render"
+        shutil.rmtree(tree, ignore_errors=True)
+        r = _measure([TOPOGEN, "render", "-c", config, "--out", tree], work / "render.log")
+        render.wall.append(r["wall"])
+        render.cpu.append(r["cpu"])
+        render.rss_kb.append(r["rss_kb"])
+        render.rcs.add(r["rc"])
+        render.digests.add(tree_digest(tree))
+        r = _measure([PYTHON, "-c", _PARSE, *input_files(config)], work / "parse.log")
+        floor.wall.append(r["wall"])
+        floor.cpu.append(r["cpu"])
+        floor.rss_kb.append(r["rss_kb"])
+    results.update(analyze=analyze, render=render, floor=floor)
+    results["input_mb"] = sum(p.stat().st_size for p in input_files(config)) / 1e6
+    if analyze.rcs - {0, 1} or render.rcs - {0, 1}:
+        raise SystemExit(f"{case.label}: topogen failed (exit {analyze.rcs | render.rcs})")
+    return results
+
+
+def startup(runs: int, work: Path) -> float:
+    """Median wall time of `topogen --version` (interpreter and imports)."""
+    return statistics.median(
+        _measure([TOPOGEN, "--version"], work / "v.txt")["wall"] for _ in range(runs)
+    )
+
+
+# --- Kyverno ------------------------------------------------------------------------------
+
+REFERENCE_PATCH = (
+    "has(object.spec.tolerations) ? [JSONPatch{op: 'add', path: '/spec/tolerations/-', "
+    "value: {'key': 'example.com/reference', 'operator': 'Exists', 'effect': 'NoSchedule'}}] "
+    ": [JSONPatch{op: 'add', path: '/spec/tolerations', value: [{'key': "
+    "'example.com/reference', 'operator': 'Exists', 'effect': 'NoSchedule'}]}]"
+)
+
+
+def reference_policy(name: str) -> dict[str, Any]:
+    """The minimal MutatingPolicy: every Pod gets one toleration."""
+    return {
+        "apiVersion": "policies.kyverno.io/v1",
+        "kind": "MutatingPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "autogen": {"podControllers": {"controllers": []}},
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["pods"],
+                    }
+                ]
+            },
+            "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": REFERENCE_PATCH}}],
+        },
+    }
+
+
+def group_pods(config: Path, group: str, count: int) -> list[dict[str, Any]]:
+    """`count` pods of the group's jobs as their operators create them (labels, requests,
+    tolerations, nodeSelector of each pod template), cycling over its jobs and replicas."""
+    sys.path.insert(0, str(ROOT / "generator"))
+    from topogen.analysis.groups import find_groups
+    from topogen.config import load_config
+    from topogen.sources.loader import load_workload_inputs
+
+    cfg = load_config(config)
+    gcfg = next(g for g in cfg.groups if g.name == group)
+    jobs = find_groups(gcfg, load_workload_inputs(cfg).workloads)
+    templates = [
+        (w, role.name)
+        for job in jobs
+        for role in job.roles
+        for w in role.workloads
+        for _ in range(min(w.replicas, 16))
+    ]
+    pods = []
+    for n in range(count):
+        w, _ = templates[n % len(templates)]
+        t = w.template
+        spec: dict[str, Any] = {
+            "containers": [
+                {
+                    "name": "trainer",
+                    "image": "registry.example/trainer:2.5.1",
+                    "resources": {"requests": {k: str(v) for k, v in sorted(t.requests.items())}},
+                }
+            ]
+        }
+        if t.tolerations:
+            spec["tolerations"] = [
+                {k: v for k, v in (("key", x.key), ("operator", x.operator), ("value", x.value),
+                                   ("effect", x.effect)) if v}
+                for x in t.tolerations
+            ]  # fmt: skip
+        if t.node_selector:
+            spec["nodeSelector"] = dict(t.node_selector)
+        pods.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{w.name.lower()}-{n:05d}",
+                    "namespace": w.namespace,
+                    "labels": dict(t.labels),
+                },
+                "spec": spec,
+            }
+        )
+    return pods
+
+
+def _kyverno(policies: Sequence[Path], pods: Path) -> tuple[float, float, str]:
+    """(wall, CPU seconds, summary line) of one `kyverno apply` over one shard."""
+    r = _measure(
+        [KYVERNO, "apply", *policies, "-r", pods, "--remove-color"], pods.with_suffix(".out")
+    )
+    text = pods.with_suffix(".out").read_text(encoding="utf-8", errors="replace")
+    summary = next((ln for ln in text.splitlines()[::-1] if ln.startswith("pass:")), "?")
+    if "error: 0" not in summary:
+        raise SystemExit(f"kyverno apply reported errors: {summary}\n{r['stderr']}")
+    return r["wall"], r["cpu"], summary
+
+
+def run_kyverno(render_dir: Path, config: Path, pods: int, work: Path) -> dict[str, Any]:
+    """Generated policies of the largest group against as many reference policies."""
+    policy_dir = next((render_dir / "policies").glob("*/kyverno"))
+    groups: dict[str, list[Path]] = {}
+    for f in sorted(policy_dir.glob("*.yaml")):
+        if f.name == "kustomization.yaml":
+            continue
+        doc = yaml.safe_load(f.read_text(encoding="utf-8"))
+        groups.setdefault(doc["metadata"]["labels"]["topogen.io/group"], []).append(f)
+    group = max(groups, key=lambda g: sum(p.stat().st_size for p in groups[g]))
+    generated = groups[group]
+    ref = work / "reference.yaml"
+    ref.write_text(
+        yaml.safe_dump_all(
+            [reference_policy(f"reference-{i}") for i in range(len(generated))], sort_keys=True
+        ),
+        encoding="utf-8",
+    )
+    shard = 500
+    all_pods = group_pods(config, group, pods)
+    shards = []
+    for i in range(0, len(all_pods), shard):
+        p = work / f"pods-{i // shard:03d}.yaml"
+        p.write_text(yaml.safe_dump_all(all_pods[i : i + shard], sort_keys=True), encoding="utf-8")
+        shards.append(p)
+
+    def both(p: Path) -> tuple[tuple[float, float, str], tuple[float, float, str]]:
+        g = _kyverno(generated, p)
+        shutil.copy(p, p.with_name(p.stem + "-ref.yaml"))
+        r = _kyverno([ref], p.with_name(p.stem + "-ref.yaml"))
+        return g, r
+
+    t = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
+        results = list(ex.map(both, shards))
+    wall = time.perf_counter() - t
+    gen_cpu = sum(g[1] for g, _ in results)
+    ref_cpu = sum(r[1] for _, r in results)
+    return {
+        "group": group,
+        "policies": [p.name for p in generated],
+        "policy_bytes": sum(p.stat().st_size for p in generated),
+        "pods": len(all_pods),
+        "shards": len(shards),
+        "wall": wall,
+        "generated_cpu": gen_cpu,
+        "reference_cpu": ref_cpu,
+        "ratio": gen_cpu / ref_cpu,
+        "generated_summary": results[0][0][2],
+        "reference_summary": results[0][1][2],
+    }
+
+
+# --- report --------------------------------------------------------------------------------
+
+
+def machine() -> list[str]:
+    cpu = platform.processor() or "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = "?"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    except OSError:
+        pass
+    kyverno = "not built"
+    if KYVERNO.exists():
+        out = subprocess.run([str(KYVERNO), "version"], capture_output=True, text=True).stdout
+        kyverno = next((ln.split(":", 1)[1].strip() for ln in out.splitlines()
+                        if ln.startswith("Version")), "?")  # fmt: skip
+    return [
+        f"- CPU: {cpu}, {os.cpu_count()} cores (nproc)",
+        f"- memory: {mem}",
+        f"- Python {platform.python_version()} ({platform.python_implementation()}), "
+        f"PyYAML {yaml.__version__} with libyaml: {getattr(yaml, '__with_libyaml__', False)}",
+        f"- OS: {platform.system()} {platform.release()}",
+        f"- Kyverno CLI: {kyverno}",
+        f"- load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+    ]
+
+
+def exponent(points: Sequence[tuple[float, float]]) -> float:
+    """Least-squares slope of log(time) against log(size)."""
+    xs = [math.log(x) for x, _ in points]
+    ys = [math.log(max(y, 1e-3)) for _, y in points]
+    mx, my = statistics.mean(xs), statistics.mean(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mx) ** 2 for x in xs
+    )
+
+
+def _row(r: dict[str, Any], start: float) -> str:
+    c: Case = r["case"]
+    s = c.spec
+    a, rd, fl = r["analyze"], r["render"], r["floor"]
+    same = "yes" if len(a.digests) == 1 and len(rd.digests) == 1 else "**no**"
+    return (
+        f"| {c.label} | {s.nodes} | {s.zones} | {s.policies} | {s.jobs} | {c.variant} "
+        f"| {r['input_mb']:.1f} | {a.wall_med:.2f} | {a.cpu_med:.2f} | {rd.wall_med:.2f} "
+        f"| {rd.cpu_med:.2f} | {max(a.rss_mb, rd.rss_mb):.0f} | {fl.wall_med:.2f} "
+        f"| {a.wall_med / fl.wall_med:.2f} | {rd.wall_med / fl.wall_med:.2f} | {same} |"
+    )
+
+
+def report(
+    results: list[dict[str, Any]],
+    start: float,
+    kyv: dict[str, Any] | None,
+    runs: int,
+    env: list[str],
+    seconds: float,
+) -> str:
+    head = (
+        "| fleet | nodes | zones | policies | jobs | input | input MB | analyze s "
+        "| analyze CPU s | render s | render CPU s | peak RSS MB | parse floor s "
+        "| analyze / floor | render / floor | identical runs |\n"
+        "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n"
+    )
+    sizes = [r for r in results if not r["case"].sweep]
+    lines = [
+        "# topogen benchmark",
+        "",
+        "Generated by `make bench` (bench/run.py); do not edit. Times are the median of "
+        f"{runs} whole-process runs (wall clock, and user+system CPU of the process); "
+        "peak RSS is the largest of any run. The parse floor is a process that only "
+        "parses the same input files with PyYAML's C loader (`yaml.CSafeLoader`). "
+        "Every fleet is generated by bench/fleet.py (seed 1).",
+        "",
+        "## Machine",
+        "",
+        *env,
+        f"- `topogen --version` (interpreter and imports): {start:.2f} s",
+        f"- benchmark took {seconds / 60:.1f} min",
+        "",
+        "## Fleets",
+        "",
+        head + "\n".join(_row(r, start) for r in sizes),
+        "",
+        "## Scaling",
+        "",
+        "Each sweep varies one dimension around the large fleet (snapshot input) and holds "
+        "the others. The exponent is the least-squares slope of log(time) over log(size), "
+        "on the median wall time less the interpreter start-up; n log n over the nodes "
+        "sweep's range is an exponent of about 1.1, linear is 1.0.",
+        "",
+        "| sweep | sizes | analyze s | render s | analyze exponent | render exponent |",
+        "|---|---|---|---|---:|---:|",
+    ]
+    for sweep, dim in (("nodes", "nodes"), ("policies", "policies"), ("jobs", "jobs")):
+        rows = sorted(
+            (r for r in results if r["case"].sweep == sweep),
+            key=lambda r: getattr(r["case"].spec, dim),
+        )
+        if len(rows) < 2:
+            continue
+        sizes_ = [getattr(r["case"].spec, dim) for r in rows]
+        a = [(s, r["analyze"].wall_med - start) for s, r in zip(sizes_, rows, strict=True)]
+        rd = [(s, r["render"].wall_med - start) for s, r in zip(sizes_, rows, strict=True)]
+        a_times = ", ".join(f"{r['analyze'].wall_med:.2f}" for r in rows)
+        r_times = ", ".join(f"{r['render'].wall_med:.2f}" for r in rows)
+        lines.append(
+            f"| {sweep} | {', '.join(map(str, sizes_))} | {a_times} | {r_times} "
+            f"| {exponent(a):.2f} | {exponent(rd):.2f} |"
+        )
+    lines += ["", "## Kyverno", ""]
+    if kyv is None:
+        lines.append("Not measured (`--skip-kyverno`, or the Kyverno CLI is not built).")
+    else:
+        lines += [
+            f"The policies of group `{kyv['group']}` of the large fleet (its largest: "
+            f"{', '.join(kyv['policies'])}, {kyv['policy_bytes'] / 1024:.0f} KiB) against "
+            f"{len(kyv['policies'])} copies of a minimal MutatingPolicy that adds one "
+            f"toleration, each set through `kyverno apply` over the same {kyv['pods']} pods "
+            f"of the group (coordinators and workers, {kyv['shards']} runs of 500, two at a "
+            "time). The CLI compiles every policy for every resource, so this is compile and "
+            "evaluation cost per pod.",
+            "",
+            "| policies | CPU s | per pod ms | result of the first shard |",
+            "|---|---:|---:|---|",
+            f"| generated ({len(kyv['policies'])}) | {kyv['generated_cpu']:.1f} "
+            f"| {kyv['generated_cpu'] / kyv['pods'] * 1000:.1f} | {kyv['generated_summary']} |",
+            f"| reference ({len(kyv['policies'])}) | {kyv['reference_cpu']:.1f} "
+            f"| {kyv['reference_cpu'] / kyv['pods'] * 1000:.1f} | {kyv['reference_summary']} |",
+            "",
+            f"Ratio (generated / reference, per pod): **{kyv['ratio']:.2f}**.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def cases(quick: bool) -> list[Case]:
+    sizes = fleetgen.SIZES
+    out = []
+    for name in ("small", "medium", "large"):
+        if quick and name == "large":
+            continue
+        for variant in ("snapshot", "kubectl"):
+            out.append(Case(name, sizes[name], variant))
+    if quick:
+        return out
+    big = sizes["large"]
+    for n in (1250, 2500):
+        out.append(Case(f"nodes {n}", fleetgen.FleetSpec("sweep", n, big.zones, big.policies,
+                                                          big.jobs), "snapshot", "nodes"))  # fmt: skip
+    for p in (500, 1000):
+        out.append(Case(f"policies {p}", fleetgen.FleetSpec("sweep", big.nodes, big.zones, p,
+                                                            big.jobs), "snapshot", "policies"))  # fmt: skip
+    for j in (250, 500):
+        out.append(Case(f"jobs {j}", fleetgen.FleetSpec("sweep", big.nodes, big.zones,
+                                                        big.policies, j), "snapshot", "jobs"))  # fmt: skip
+    return out
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--kyverno-pods", type=int, default=10_000)
+    ap.add_argument("--skip-kyverno", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="small and medium fleets only")
+    ap.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
+    args = ap.parse_args(list(argv) if argv is not None else None)
+    began = time.perf_counter()
+    env = machine()
+    FLEETS.mkdir(exist_ok=True)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="topogen-bench-") as tmp:
+        work = Path(tmp)
+        start = startup(args.runs, work)
+        for case in cases(args.quick):
+            print(f"bench: {case.label} ({case.variant}) ...", file=sys.stderr, flush=True)
+            results.append(run_case(case, args.runs, work))
+            r = results[-1]
+            print(
+                f"bench:   analyze {r['analyze'].wall_med:.2f}s render {r['render'].wall_med:.2f}s "
+                f"floor {r['floor'].wall_med:.2f}s",
+                file=sys.stderr,
+                flush=True,
+            )
+        kyv = None
+        if not args.skip_kyverno and KYVERNO.exists():
+            spec = fleetgen.SIZES["small" if args.quick else "large"]
+            config = fleet_dir(spec) / "snapshot" / "topogen.yaml"
+            tree = work / "kyverno-render"
+            subprocess.run(
+                [str(TOPOGEN), "render", "-c", str(config), "--out", str(tree)],
+                capture_output=True,
+                check=False,
+            )
+            print("bench: kyverno ...", file=sys.stderr, flush=True)
+            kwork = work / "kyverno"
+            kwork.mkdir()
+            kyv = run_kyverno(tree, config, args.kyverno_pods, kwork)
+    text = report(results, start, kyv, args.runs, env, time.perf_counter() - began)
+    args.out.write_text(text, encoding="utf-8")
+    print(f"bench: wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""A faster construction of libyaml's parse events: the same Python data as CSafeLoader.
+
+PyYAML's C loader parses in C but composes and constructs in Python, one Node object and
+one constructor call per scalar; on a 5,000-node snapshot that is ~90% of the time. Here
+the C parser's events build the containers directly and each distinct plain scalar is
+resolved and constructed once (with PyYAML's own Resolver and SafeConstructor, so `yes`,
+`0o17`, `1_000`, `.inf`, `2001-12-14` come out exactly as SafeLoader makes them).
+
+Anything outside the common subset (explicit tags, merge keys, complex keys, recursive
+aliases, duplicate anchors, any parse error) returns None: the caller then loads the text
+with the C loader, which gives the same result or raises the same error it always did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+from yaml.events import (
+    AliasEvent,
+    DocumentEndEvent,
+    DocumentStartEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+)
+from yaml.nodes import ScalarNode
+
+__all__ = ["FastLoad", "load_all_fast"]
+
+_CParser: Any = getattr(yaml, "CSafeLoader", None)
+_RESOLVER: Any = yaml.resolver.Resolver()
+_CONSTRUCTOR: Any = yaml.constructor.SafeConstructor()
+_CONSTRUCTORS: dict[Any, Callable[..., Any]] = yaml.constructor.SafeConstructor.yaml_constructors
+_SPECIAL_TAGS = ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value")
+_CACHE_LIMIT = 200_000
+_plain_cache: dict[str, Any] = {}
+_NO_KEY: Any = object()
+
+
+class _Unsupported(Exception):
+    """Outside the fast subset: load with the C loader instead."""
+
+
+FastLoad = tuple[list[Any], list[bool]]  # documents, and whether each used an alias
+
+
+def _plain(value: str) -> Any:
+    """A plain scalar as SafeLoader constructs it (cached: scalars repeat a lot)."""
+    tag = _RESOLVER.resolve(ScalarNode, value, (True, False))
+    construct = _CONSTRUCTORS.get(tag)
+    if construct is None or tag in _SPECIAL_TAGS:
+        raise _Unsupported
+    result = construct(_CONSTRUCTOR, ScalarNode(tag, value))
+    if len(_plain_cache) >= _CACHE_LIMIT:
+        _plain_cache.clear()
+    _plain_cache[value] = result
+    return result
+
+
+def load_all_fast(text: str) -> FastLoad | None:
+    """Every document of the stream, or None when the C loader must do it."""
+    if _CParser is None:
+        return None
+    parser = _CParser(text)
+    try:
+        return _build(parser.get_event)
+    except (_Unsupported, yaml.YAMLError, KeyError, TypeError, ValueError):
+        return None
+    finally:
+        parser.dispose()
+
+
+def _build(get_event: Callable[[], Any]) -> FastLoad:
+    docs: list[Any] = []
+    aliased: list[bool] = []
+    stack: list[tuple[Any, Any]] = []
+    container: Any = None
+    key: Any = _NO_KEY
+    anchors: dict[str, Any] = {}
+    root: Any = None
+    used_alias = False
+    cache = _plain_cache
+    while True:
+        event = get_event()
+        if event is None:
+            break
+        kind = type(event)
+        if kind is ScalarEvent:
+            if event.tag is not None:
+                raise _Unsupported
+            if event.implicit[0]:
+                try:
+                    value = cache[event.value]
+                except KeyError:
+                    value = _plain(event.value)
+            else:
+                value = event.value
+            if event.anchor is not None:
+                _anchor(anchors, event.anchor, value)
+        elif kind is MappingStartEvent or kind is SequenceStartEvent:
+            if event.tag is not None:
+                raise _Unsupported
+            new: Any = {} if kind is MappingStartEvent else []
+            if event.anchor is not None:
+                _anchor(anchors, event.anchor, new)
+            stack.append((container, key))
+            container, key = new, _NO_KEY
+            continue
+        elif kind is MappingEndEvent or kind is SequenceEndEvent:
+            if key is not _NO_KEY:
+                raise _Unsupported
+            value = container
+            container, key = stack.pop()
+        elif kind is AliasEvent:
+            value = anchors[event.anchor]
+            if (value is container or any(value is c for c, _ in stack)) and isinstance(
+                value, dict | list
+            ):
+                raise _Unsupported  # a recursive structure
+            used_alias = True
+        elif kind is DocumentStartEvent:
+            anchors, container, key, root, used_alias = {}, None, _NO_KEY, None, False
+            continue
+        elif kind is DocumentEndEvent:
+            docs.append(root)
+            aliased.append(used_alias)
+            continue
+        else:  # stream start and end
+            continue
+        if container is None:
+            root = value
+        elif type(container) is list:
+            container.append(value)
+        elif key is _NO_KEY:
+            if isinstance(value, dict | list):
+                raise _Unsupported  # a complex key
+            key = value
+        else:
+            container[key] = value
+            key = _NO_KEY
+    return docs, aliased
+
+
+def _anchor(anchors: dict[str, Any], name: str, value: Any) -> None:
+    if name in anchors:
+        raise _Unsupported  # the C loader reports the duplicate anchor
+    anchors[name] = value

@@ -1,0 +1,294 @@
+"""The fast analysis equals the obvious one (tests/core/reference_impl.py).
+
+Node classes, identity families, zone bit matrices, per-domain placement, the pack
+shortcut, the rule index and endpoint projection in PolicyIndex, and the YAML event
+loader are checked against the per-node, per-pair, per-domain computation they replace,
+over generated fleets (bench/fleet.py) that mix every profile, hostNetwork jobs, pod
+anti-affinity, Kueue, static identity labels, zone-keyed isolation, host firewalls,
+deny rules and domain co-location.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from core import reference_impl as ref
+from topogen.analysis import AnalysisContext, PolicyIndex, analyze_job, find_groups
+from topogen.analysis.members import Member, pin
+from topogen.analysis.placement import place, place_in_domains
+from topogen.analysis.zonepaths import BlockedPaths
+from topogen.config import load_config
+from topogen.model import (
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodTemplate,
+    Toleration,
+)
+from topogen.plan import _denied_zone_pairs
+from topogen.sources.loader import load_cluster_inputs, load_workload_inputs
+from topogen.sources.yamlfast import load_all_fast
+from topogen.sources.yamlio import load_yaml_text
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import fleet
+
+FLEETS = [
+    fleet.FleetSpec("a", 70, 3, 70, 14, seed=2),
+    fleet.FleetSpec("b", 90, 5, 90, 16, seed=5),
+    fleet.FleetSpec("c", 120, 6, 110, 20, seed=11),
+    fleet.FleetSpec("d", 160, 8, 140, 30, seed=23),
+]
+
+
+@pytest.fixture(scope="module", params=FLEETS, ids=lambda s: f"{s.zones}z-seed{s.seed}")
+def fleet_config(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("fleet")
+    fleet.write_fleet(request.param, out)
+    return out / "snapshot" / "topogen.yaml"
+
+
+def _contexts(config: Path, naive: bool) -> list[tuple[AnalysisContext, list[Any]]]:
+    cfg = load_config(config)
+    loaded = load_workload_inputs(cfg)
+    out = []
+    for cluster in cfg.clusters:
+        inputs = load_cluster_inputs(cfg, cluster)
+        namespaces = {**loaded.namespaces, **inputs.namespaces}
+        index = (ref.NaiveIndex if naive else PolicyIndex)(inputs.policies, namespaces)
+        for group in cfg.groups_for(cluster.name):
+            ctx = AnalysisContext(
+                inputs.topology, index, namespaces, group, domain_label=cluster.domain_label
+            )
+            out.append((ctx, find_groups(group, loaded.workloads)))
+    return out
+
+
+def test_jobs_analyze_as_the_reference_does(fleet_config: Path) -> None:
+    fast = _contexts(fleet_config, naive=False)
+    slow = _contexts(fleet_config, naive=True)
+    checked = 0
+    for (ctx, jobs), (rctx, rjobs) in zip(fast, slow, strict=True):
+        analyses = []
+        for job, rjob in zip(jobs, rjobs, strict=True):
+            got = analyze_job("fleet", job, ctx)
+            want = ref.analyze_job("fleet", rjob, rctx)
+            assert got.members == want.members, job.key
+            assert got.findings == want.findings, job.key
+            assert got.domains == want.domains, job.key
+            assert list(got.blocked) == list(want.blocked), job.key
+            assert len(got.blocked) == len(want.blocked)
+            analyses.append(got)
+            checked += 1
+        planned = [j for j in analyses if not j.job.kueue_managed and j.members]
+        assert _denied_zone_pairs(planned, ctx) == ref.denied_zone_pairs(planned, rctx)
+    assert checked >= 10
+
+
+def test_placement_by_node_class_is_placement_by_node(fleet_config: Path) -> None:
+    ctx, _ = _contexts(fleet_config, naive=False)[0]
+    topo = ctx.topology
+    zone = topo.zone_label
+    some = topo.nodes[len(topo.nodes) // 2]
+    templates = [
+        PodTemplate(labels={}),
+        PodTemplate(labels={}, node_selector={"node-pool": "gpu", zone: topo.zones[0]}),
+        PodTemplate(labels={}, requests={"nvidia.com/gpu": Fraction(8), "cpu": Fraction(4)}),
+        PodTemplate(
+            labels={},
+            tolerations=(Toleration("nvidia.com/gpu", "Exists", "", "NoSchedule"),),
+            node_affinity=(
+                NodeSelectorTerm((NodeSelectorRequirement(zone, "In", tuple(topo.zones[:2])),)),
+                NodeSelectorTerm(()),  # matches nothing (and everything once pinned)
+                NodeSelectorTerm((NodeSelectorRequirement("nvidia.com/gpu.count", "Gt", ("4",)),)),
+            ),
+        ),
+        PodTemplate(
+            labels={},
+            node_affinity=(
+                NodeSelectorTerm((NodeSelectorRequirement("metadata.name", "In", (some.name,)),)),
+            ),
+        ),
+        PodTemplate(labels={}, node_affinity=()),
+        PodTemplate(labels={}, tolerations=(Toleration("", "Exists"),)),
+    ]
+    extras: list[tuple[Toleration, ...]] = [(), (Toleration("", "Exists"),)]
+    for t in templates:
+        for extra in extras:
+            for zones in (None, topo.zones[:1], topo.zones[1:3]):
+                got = place(t, topo, extra, zones)
+                want = ref.place(t, topo, extra, zones)
+                assert got == want
+                assert list(got.excluded) == list(want.excluded)  # same first-seen order
+        domains = (*((z,) for z in topo.zones), tuple(topo.zones[:2]))
+        tolerations = tuple(
+            (Toleration("nvidia.com/gpu", "Equal", "present", "NoSchedule"),) if i % 2 else ()
+            for i in range(len(domains))
+        )
+        pinned = place_in_domains(t, topo, domains, tolerations)
+        member = Member("worker", None, t, place(t, topo))  # type: ignore[arg-type]
+        for d, zs in enumerate(domains):
+            want = ref.pin(member, topo, zs, tolerations[d]).placement
+            assert pinned.nonempty(d) == bool(want.nodes)
+            assert pinned[d] == want
+            assert list(pinned[d].excluded) == list(want.excluded)
+            assert pin(member, topo, zs, tolerations[d]).placement == want
+
+
+def test_side_groups_are_the_sides_of_each_verdict(fleet_config: Path) -> None:
+    ctx, jobs = next((c, j) for c, j in _contexts(fleet_config, naive=False) if c.identity_label)
+    index = ctx.index
+    members = [m for job in jobs for m in ref.members_of(job, ctx.topology)]
+    pods = [m for m in members if not m.template.host_network][:4]
+    zones = ctx.topology.zones
+    for a in pods:
+        for b in pods:
+            fa = [
+                a.endpoints(z, ctx.identity_label, index, ctx.namespaces, set())[0] for z in zones
+            ]
+            fb = [
+                b.endpoints(z, ctx.identity_label, index, ctx.namespaces, set())[0] for z in zones
+            ]
+            for i, src in enumerate(fa):
+                groups = index.side_groups(src, "egress", fb)
+                covered = 0
+                for mask, trace in groups:
+                    assert not covered & mask
+                    covered |= mask
+                    for j in range(len(fb)):
+                        if mask >> j & 1:
+                            assert index.verdict(src, fb[j]).egress is trace
+                assert covered == (1 << len(fb)) - 1
+                for mask, trace in index.side_groups(fb[i], "ingress", fa):
+                    for j in range(len(fa)):
+                        if mask >> j & 1:
+                            assert index.verdict(fa[j], fb[i]).ingress is trace
+
+
+def test_projected_endpoints_give_the_same_verdicts(fleet_config: Path) -> None:
+    ctx, jobs = _contexts(fleet_config, naive=False)[0]
+    naive = ref.NaiveIndex(ctx.index.policies, ctx.namespaces)
+    members = [m for job in jobs for m in ref.members_of(job, ctx.topology)]
+    eps = [
+        e
+        for m in members
+        for z in ctx.topology.zones[:2]
+        for e in m.endpoints(z, ctx.identity_label, ctx.index, ctx.namespaces, ctx.node_keys)
+    ]
+    for src in eps[:30]:
+        for dst in eps[:30]:
+            got, want = ctx.index.verdict(src, dst), naive.verdict(src, dst)
+            assert got.allowed == want.allowed
+            assert got.blockers(ctx.required) == want.blockers(ctx.required)
+            assert got.blocking_policies(ctx.required) == want.blocking_policies(ctx.required)
+
+
+def test_blocked_paths_are_listed_only_when_asked() -> None:
+    made = []
+
+    def produce() -> Any:
+        made.append(1)
+        yield from ("a", "b")
+
+    paths = BlockedPaths(2, produce)
+    assert len(paths) == 2 and bool(paths) and not made
+    assert list(paths) == ["a", "b"] and paths[1] == "b" and paths == ("a", "b")
+    assert made == [1]
+    assert not BlockedPaths(0, produce)
+
+
+# --- YAML -------------------------------------------------------------------------------
+
+SCALARS = """
+a: yes
+b: No
+c: on
+d: ~
+e: null
+f: 0x1F
+g: 0o17
+h: 017
+i: 1_000
+j: 1e3
+k: 1.5e3
+l: .inf
+m: -.Inf
+n: 2001-12-14
+o: 2001-12-14t21:59:43.10-05:00
+p: 190:20:30
+q: ''
+r: "1"
+s: '2001-12-14'
+t: |
+  block
+u: >-
+  folded
+  text
+v: [1, "two", {w: x}]
+"": empty key
+1: int key
+3.5: float key
+true: bool key
+"""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        SCALARS,
+        "---\n---\na: 1\n--- |\n  text\n...\n---\n- x\n",
+        "a: &x {b: [1, 2]}\nc: *x\nd: &y 3\ne: *y\n",
+        "apiVersion: v1\nkind: List\nitems:\n- {kind: Node, metadata: {name: n}}\n",
+        "",
+        "# only a comment\n",
+    ],
+    ids=["scalars", "documents", "aliases", "flow", "empty", "comment"],
+)
+def test_fast_yaml_equals_the_c_loader(text: str) -> None:
+    fast = load_all_fast(text)
+    assert fast is not None
+    want = list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+    assert _same(fast[0], want)
+    assert load_yaml_text(text, "x.yaml") == want or _same(load_yaml_text(text, "x.yaml"), want)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: !!str 1\n",  # explicit tag
+        "base: &b {x: 1}\nderived:\n  <<: *b\n  y: 2\n",  # merge key
+        "? [a, b]\n: c\n",  # complex key
+        "a: &x 1\nb: &x 2\n",  # duplicate anchor: the C loader's error
+        "a: *nowhere\n",  # undefined alias: the C loader's error
+        "a: [1, 2\n",  # a parse error
+        "a: =\n",  # the value tag
+    ],
+)
+def test_fast_yaml_leaves_the_rest_to_the_c_loader(text: str) -> None:
+    assert load_all_fast(text) is None
+
+
+def test_fast_yaml_keeps_the_alias_bomb_guard() -> None:
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+    for i in range(1, 9):
+        bomb += f"{chr(97 + i)}: &{chr(97 + i)} [{', '.join(['*' + chr(96 + i)] * 10)}]\n"
+    with pytest.raises(Exception, match="alias"):
+        load_yaml_text(bomb, "bomb.yaml")
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
