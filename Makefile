@@ -5,13 +5,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help demo test lint fmt tools clean check-generated regenerate venv
+.PHONY: help demo test lint fmt tools clean check-generated regenerate venv bench
 
 help:
 	@echo "make demo   analyze and render the bundled examples"
 	@echo "make test   run the whole test suite (builds the real tools when missing)"
 	@echo "make lint   ruff and mypy"
 	@echo "make tools  build the pinned Go tools into ~/.cache/topogen (cached)"
+	@echo "make bench  time topogen on synthetic fleets; writes bench/RESULTS.md (~40 min)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +29,10 @@ demo: $(STAMP)
 
 test: $(STAMP) tools
 	$(BIN)/pytest -n 2 --dist loadfile
+
+# Never part of `make test`. BENCH_ARGS="--quick --runs 2 --kyverno-pods 500" for a short run.
+bench: $(STAMP) tools
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check generator tests

@@ -454,7 +454,7 @@ def report(
         lines.append("Not measured (`--skip-kyverno`, or the Kyverno CLI is not built).")
     else:
         lines += [
-            f"The policies of group `{kyv['group']}` of the large fleet (its largest: "
+            f"The policies of group `{kyv['group']}` of the {kyv['fleet']} fleet (its largest: "
             f"{', '.join(kyv['policies'])}, {kyv['policy_bytes'] / 1024:.0f} KiB) against "
             f"{len(kyv['policies'])} copies of a minimal MutatingPolicy that adds one "
             f"toleration, each set through `kyverno apply` over the same {kyv['pods']} pods "
@@ -536,6 +536,7 @@ def main(argv: Iterable[str] | None = None) -> int:
             kwork = work / "kyverno"
             kwork.mkdir()
             kyv = run_kyverno(tree, config, args.kyverno_pods, kwork)
+            kyv["fleet"] = "small" if args.quick else "large"
     text = report(results, start, kyv, args.runs, env, time.perf_counter() - began)
     args.out.write_text(text, encoding="utf-8")
     print(f"bench: wrote {args.out}", file=sys.stderr)

@@ -1,6 +1,6 @@
 """`python -m topogen`: the same CLI as the `topogen` console script."""
 
-from topogen.cli import main
+from topogen.cli import run
 
 if __name__ == "__main__":
-    main(prog_name="topogen")
+    run()

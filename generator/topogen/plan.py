@@ -187,7 +187,7 @@ def _denied_zone_pairs(
             for m, pl in zip(members, placed, strict=True)
         ]
         nonempty = [
-            sum(1 << eng.zone_index[z] for z, p in zip(single.names, pl, strict=True) if p.nodes)
+            sum(1 << eng.zone_index[z] for d, z in enumerate(single.names) if pl.nonempty(d))
             for pl in placed
         ]
         for i, a in enumerate(members):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from topogen.config import TopogenConfig
-from topogen.pipeline import AnalysisReport, analyze
+from topogen.pipeline import AnalysisReport, analyze, no_cycle_collection
 from topogen.render.base import RenderedFile
 from topogen.render.gatekeeper import gatekeeper_policies
 from topogen.render.gatekeeper_tests import gatekeeper_test_files
@@ -54,6 +54,11 @@ def _under(prefix: str, files: list[RenderedFile]) -> list[RenderedFile]:
 
 
 def render(cfg: TopogenConfig, clusters: list[str] | None = None) -> RenderResult:
+    with no_cycle_collection():  # see pipeline.no_cycle_collection
+        return _render(cfg, clusters)
+
+
+def _render(cfg: TopogenConfig, clusters: list[str] | None) -> RenderResult:
     report = analyze(cfg, clusters)
     files: list[RenderedFile] = []
     refused: list[str] = []

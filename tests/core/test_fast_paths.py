@@ -292,3 +292,29 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
+
+
+def test_groups_analyzed_in_parallel_give_the_same_report(
+    fleet_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """parallel.map_groups: workers' results come back as the serial run's, object for
+    object (shared inputs by reference, placements, lazy blocked paths)."""
+    from topogen.pipeline import analyze
+    from topogen.report import analysis_json
+
+    cfg = load_config(fleet_config)
+    monkeypatch.setenv("TOPOGEN_JOBS", "1")
+    serial = analyze(cfg)
+    monkeypatch.setenv("TOPOGEN_JOBS", "3")
+    forked = analyze(cfg)
+    assert analysis_json(forked) == analysis_json(serial)
+    for a, b in zip(serial.clusters, forked.clusters, strict=True):
+        assert a.plans == b.plans
+        for ja, jb in zip(a.jobs, b.jobs, strict=True):
+            assert ja.job == jb.job
+            # a worker's members refer to the parent's workloads, not to copies
+            mine = {id(w) for r in jb.job.roles for w in r.workloads}
+            assert all(id(m.workload) in mine for m in jb.members)
+            assert ja.members == jb.members and ja.domains == jb.domains
+            assert ja.findings == jb.findings
+            assert len(ja.blocked) == len(jb.blocked) and list(ja.blocked) == list(jb.blocked)

@@ -226,7 +226,8 @@ def test_an_answer_trickling_in_is_cut_at_the_budget(tmp_path: Path) -> None:
     finally:
         stop.set()
         server.close()
-    assert time.monotonic() - start < 1.5 + 3  # budget, grace, a loaded machine
+    # bounded: the server would trickle for 50 minutes; the grace covers a loaded CI machine
+    assert time.monotonic() - start < 1.5 + 10
 
 
 def test_prometheus_errors_are_one_line() -> None:

@@ -145,14 +145,12 @@ def check_domains(
     topo = ctx.topology
     doms = _domains(topo, candidates)
     job = _JobInDomains(members, doms, ctx)
-    gpus_needed = sum(
-        (
-            m.template.requests.get(g, Fraction(0)) * m.replicas
-            for m in members
-            for g in topo.gpu_resources
-        ),
-        Fraction(0),
-    )
+    gpus_needed = Fraction(0)
+    for m in members:
+        for g in topo.gpu_resources:
+            want = m.template.requests.get(g)
+            if want is not None:
+                gpus_needed += want * m.replicas
     label = ctx.identity_label
     member_zones = [_zone_bits(topo, m.placement.zones) for m in members]
     packs = job.packs()
@@ -165,8 +163,8 @@ def check_domains(
         fits = False
         for i, m in enumerate(members):
             if not job.pinned[i].nonempty(d):
-                placed = job.pinned[i][d]
-                problems.append(f"{m.role} {m.name} cannot run in {name}: {placed.why_not()}")
+                why = job.pinned[i].why_not(d)
+                problems.append(f"{m.role} {m.name} cannot run in {name}: {why}")
         if not problems:
             blocked = job.blocked(d)
             if blocked:

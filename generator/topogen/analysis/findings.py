@@ -95,7 +95,9 @@ def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAn
     b_policies: set[str] = set()
     if paths is not None and count:
         jp = paths
-        blocked = BlockedPaths(count, lambda: (blocked_path(b) for b in jp.blocked()))
+        blocked = BlockedPaths(
+            count, lambda: (blocked_path(b) for b in jp.blocked()), tuple(members)
+        )
         b_roles = paths.blocked_roles()
         b_zones = paths.blocked_zones()
         b_policies = {str(p) for p in paths.blocked_policies()}

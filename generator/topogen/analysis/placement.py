@@ -54,12 +54,17 @@ class Placement:
         return {z: tuple(ns) for z, ns in out.items()}
 
     def why_not(self, limit: int = 3) -> str:
-        parts = [
-            f"{count} node{'s' if count > 1 else ''}: {reason}"
-            for reason, count in sorted(self.excluded.items(), key=lambda kv: (-kv[1], kv[0]))
-        ]
-        more = f" (+{len(parts) - limit} more)" if len(parts) > limit else ""
-        return "; ".join(parts[:limit]) + more
+        return why_not(self.excluded, limit)
+
+
+def why_not(excluded: Mapping[str, int], limit: int = 3) -> str:
+    """Placement.why_not for these exclusion counts."""
+    parts = [
+        f"{count} node{'s' if count > 1 else ''}: {reason}"
+        for reason, count in sorted(excluded.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+    more = f" (+{len(parts) - limit} more)" if len(parts) > limit else ""
+    return "; ".join(parts[:limit]) + more
 
 
 def untolerated(taints: Iterable[Taint], tolerations: Sequence[Toleration]) -> list[Taint]:
@@ -493,6 +498,25 @@ class PinnedPlacements(Sequence[Placement]):
             hit = self._nonempty[d] = any(j.zone_ok(z, self.in_zone) for z in self.domains[d])
         return hit
 
+    def why_not(self, d: int) -> str:
+        """self[d].why_not(), from counts alone (no placement built)."""
+        built = self._items[d]
+        if built is not None:
+            return built.why_not()
+        j = self._judge(d)
+        outside = Counter(j.total)
+        excluded: Counter[str] = Counter()
+        for z in set(self.domains[d]):
+            for c, ps in self.in_zone.get(z, ()):
+                inside, out_reason = j.by_class[c] if j.by_class is not None else j.at(c, z)
+                outside[out_reason] -= len(ps)
+                if inside is not None:
+                    excluded[inside] += len(ps)
+        for reason, count in outside.items():
+            if count > 0:
+                excluded[reason] += count
+        return why_not(excluded)
+
     def allocatables(self, d: int) -> Mapping[int, int]:
         """The nodes of domain d's placement counted by allocatable (see room())."""
         built = self._items[d]
@@ -504,7 +528,7 @@ class PinnedPlacements(Sequence[Placement]):
         out: dict[int, int] = {}
         for z in self.domains[d]:
             for c, ps in self.in_zone.get(z, ()):
-                inside = j.by_class[c][0] if j.by_class is not None else j.by_zone[(c, z)][0]
+                inside = j.by_class[c][0] if j.by_class is not None else j.at(c, z)[0]
                 if inside is None:
                     a = classes[c].allocatable
                     out[a] = out.get(a, 0) + len(ps)
@@ -520,7 +544,7 @@ class PinnedPlacements(Sequence[Placement]):
         counts: Counter[int] = Counter()
         for z in wanted:
             for c, ps in self.in_zone.get(z, ()):
-                inside, out_reason = j.by_class[c] if j.by_class is not None else j.by_zone[(c, z)]
+                inside, out_reason = j.by_class[c] if j.by_class is not None else j.at(c, z)
                 outside[out_reason] -= len(ps)
                 if inside is None:
                     ok.extend(ps)
@@ -544,48 +568,67 @@ class _Outside:
     def __init__(self, judge: _Judge, classes: list[NodeClass]) -> None:
         self.judge = judge
         self.nodes = judge.nodes
+        self.classes = classes
         self.total: Counter[str] = Counter()
-        # reason -> runs of nodes it excludes, by first node: (first, zone or None, nodes)
-        self.runs: dict[str, list[tuple[int, str | None, tuple[int, ...]]]] = {}
-        # judge.pinned per class when the zone does not matter, else per class and zone
+        # judge.pinned per class when the zone does not matter, else per class and what
+        # the template reads of the zone (its signature)
         self.by_class: list[tuple[str | None, str]] | None = None
-        self.by_zone: dict[tuple[int, str], tuple[str | None, str]] = {}
+        self._by_sig: dict[tuple[int, object], tuple[str | None, str]] = {}
+        self._sig: dict[str, object] = {}
         self._zone_ok: dict[str, bool] = {}
+        self._runs: dict[str, list[tuple[int, str | None, tuple[int, ...]]]] | None = None
         if not judge.reads_zone:
             self.by_class = [
                 judge.pinned(c, cls, next(iter(cls.by_zone))) for c, cls in enumerate(classes)
             ]
-        for c, cls in enumerate(classes):
-            if judge.reads_zone:
-                for z, ps in cls.by_zone.items():
-                    judged = self.by_zone[(c, z)] = judge.pinned(c, cls, z)
-                    reason = judged[1]
-                    self.total[reason] += len(ps)
-                    self.runs.setdefault(reason, []).append((ps[0], z, ps))
-            else:
-                reason = judge.pinned(c, cls, next(iter(cls.by_zone)))[1]
+            for (_, reason), cls in zip(self.by_class, classes, strict=True):
                 self.total[reason] += len(cls.positions)
-                self.runs.setdefault(reason, []).append((cls.positions[0], None, cls.positions))
-        for runs in self.runs.values():
-            runs.sort()
+            return
+        for c, cls in enumerate(classes):
+            for z, ps in cls.by_zone.items():
+                self.total[self.at(c, z)[1]] += len(ps)
+
+    def at(self, c: int, zone: str) -> tuple[str | None, str]:
+        """judge.pinned for class c in a zone."""
+        if self.by_class is not None:
+            return self.by_class[c]
+        sig = self._sig.get(zone, self)
+        if sig is self:
+            cls = self.classes[c]
+            sig = self._sig[zone] = self.judge._signature(zone, self.nodes[cls.by_zone[zone][0]])
+        hit = self._by_sig.get((c, sig))
+        if hit is None:
+            hit = self._by_sig[(c, sig)] = self.judge.pinned(c, self.classes[c], zone)
+        return hit
 
     def zone_ok(self, zone: str, in_zone: Mapping[str, list[tuple[int, tuple[int, ...]]]]) -> bool:
         """Does some node of the zone take the template (inside the domain)?"""
         hit = self._zone_ok.get(zone)
         if hit is None:
-            if self.by_class is not None:
-                by_class = self.by_class
-                hit = any(by_class[c][0] is None for c, _ in in_zone.get(zone, ()))
-            else:
-                hit = any(self.by_zone[(c, zone)][0] is None for c, _ in in_zone.get(zone, ()))
-            self._zone_ok[zone] = hit
+            hit = self._zone_ok[zone] = any(
+                self.at(c, zone)[0] is None for c, _ in in_zone.get(zone, ())
+            )
         return hit
 
     def first_outside(self, reason: str, wanted: set[str]) -> int:
         """The first node outside the domain this reason excludes."""
+        if self._runs is None:
+            # reason -> runs of nodes it excludes, by first node: (first, zone or None, nodes)
+            runs: dict[str, list[tuple[int, str | None, tuple[int, ...]]]] = {}
+            for c, cls in enumerate(self.classes):
+                if self.by_class is not None:
+                    runs.setdefault(self.by_class[c][1], []).append(
+                        (cls.positions[0], None, cls.positions)
+                    )
+                    continue
+                for z, ps in cls.by_zone.items():
+                    runs.setdefault(self.at(c, z)[1], []).append((ps[0], z, ps))
+            for r in runs.values():
+                r.sort()
+            self._runs = runs
         nodes = self.nodes
         best = len(nodes)
-        for start, zone, run in self.runs[reason]:
+        for start, zone, run in self._runs[reason]:
             if start >= best:
                 break
             if zone is not None:

@@ -807,10 +807,16 @@ def links(sides: Sequence[Linkable]) -> Links:
 class BlockedPaths(Sequence[Any]):
     """A job's blocked paths, listed only when iterated (a count and the first few are cheap)."""
 
-    def __init__(self, count: int, produce: Callable[[], Iterator[Any]]) -> None:
+    def __init__(
+        self,
+        count: int,
+        produce: Callable[[], Iterator[Any]],
+        members: tuple[Any, ...] | None = None,
+    ) -> None:
         self._count = count
         self._produce = produce
         self._items: list[Any] | None = None
+        self.members = members  # the job's members they are listed from (see parallel.py)
 
     def _all(self) -> list[Any]:
         if self._items is None:

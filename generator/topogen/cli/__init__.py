@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 import os
 import sys
 from collections.abc import Callable
@@ -12,7 +14,7 @@ import click
 from topogen import __version__
 from topogen.errors import TopogenError
 
-__all__ = ["main"]
+__all__ = ["main", "run"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,6 +42,29 @@ class _Group(click.Group):
                 err=True,
             )
             sys.exit(3)
+
+
+def run() -> None:
+    """The console script: main(), then a quick exit.
+
+    A fleet-sized run builds millions of small objects. The process is about to end, so
+    the cyclic collector is off for the whole run (it would walk them again and again and
+    find nothing to free), and the exit skips freeing them one by one: output is flushed
+    and atexit handlers run, then the process leaves.
+    """
+    gc.disable()
+    code: int | str | None = 0
+    try:
+        main(prog_name="topogen")
+    except SystemExit as exc:
+        code = exc.code
+    if isinstance(code, str):
+        click.echo(code, err=True)
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(code or 0)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,10 +115,29 @@ def iter_documents(files: Iterable[Path]) -> Iterator[Document]:
             raise InputError("file is not UTF-8 text", path=shown) from None
         except OSError as exc:
             raise InputError(f"cannot read file: {exc.strerror}", path=shown) from None
-        for i, data in enumerate(load_yaml_text(text, shown)):
+        for i, data in enumerate(_parsed(text, shown)):
             if data is None:
                 continue
             yield Document(data, shown, i)
+
+
+_PARSED: OrderedDict[tuple[str, str], list[Any]] = OrderedDict()
+_PARSED_KEEP = 8
+
+
+def _parsed(text: str, shown: str) -> list[Any]:
+    """load_yaml_text, remembered for the last few files: one run reads some inputs twice
+    (render's workload patches re-read the workloads). The documents are shared: callers
+    treat them as read-only (KubeObject.body is a Mapping)."""
+    key = (shown, hashlib.sha1(text.encode("utf-8"), usedforsecurity=False).hexdigest())
+    hit = _PARSED.get(key)
+    if hit is None:
+        hit = _PARSED[key] = load_yaml_text(text, shown)
+        while len(_PARSED) > _PARSED_KEEP:
+            _PARSED.popitem(last=False)
+    else:
+        _PARSED.move_to_end(key)
+    return hit
 
 
 def _check_alias_expansion(doc: Any, path: str, index: int) -> None:

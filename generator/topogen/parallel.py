@@ -1,0 +1,192 @@
+"""Analyze config groups on every core: forked workers, results handed back by pickle.
+
+Groups are independent (pure functions of the cluster's inputs), so a fleet's groups
+are shared out among forked copies of the process: each claims the next group from a
+shared counter until none is left, then sends its results back. The parent runs its
+share too, then takes the others' results in group order, so the report is the same
+object for object, whichever process computed what.
+
+Objects the parent already holds (workloads, their templates, the jobs found in them,
+the group configs, the topology's nodes) cross the pipe as references to the parent's
+own; placements as node positions; a job's lazy list of blocked paths as what is
+needed to list them again in the parent. A worker that fails or dies leaves its groups
+to the parent, which computes them (and raises whatever they raise).
+
+Off when there is one core, few jobs, no fork (TOPOGEN_JOBS=1 turns it off,
+TOPOGEN_JOBS=N sets the number of processes).
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import os
+import pickle
+from array import array
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from topogen.analysis.placement import Placement
+from topogen.analysis.zonepaths import BlockedPaths
+from topogen.model import Node
+
+__all__ = ["Shared", "map_groups", "workers"]
+
+T = TypeVar("T")
+MIN_JOBS = 200  # below this many jobs a second process costs more than it saves
+
+# set while the parent unpickles a worker's results
+_current: Shared | None = None
+
+
+def workers(jobs: int) -> int:
+    """How many processes to analyze `jobs` training jobs with."""
+    env = os.environ.get("TOPOGEN_JOBS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env) if hasattr(os, "fork") else 1
+    if not hasattr(os, "fork") or jobs < MIN_JOBS:
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 4))
+
+
+class Shared:
+    """The parent's objects a worker refers to instead of copying."""
+
+    def __init__(
+        self,
+        objects: Sequence[object],
+        nodes: Sequence[Node],
+        blocked: Callable[[int, tuple[Any, ...]], Callable[[], Iterator[Any]]],
+    ) -> None:
+        self.objects = list(objects)
+        self.ids = {id(o): i for i, o in enumerate(self.objects)}
+        self.nodes = tuple(nodes)
+        self.node_ids = {id(n): i for i, n in enumerate(self.nodes)}
+        self.blocked = blocked  # (group, members) -> producer of that job's blocked paths
+        self.group = -1  # the group whose results are being pickled
+
+
+class _Pickler(pickle.Pickler):
+    def __init__(self, file: io.BytesIO, shared: Shared) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.shared = shared
+
+    def reducer_override(self, obj: Any) -> Any:
+        s = self.shared
+        i = s.ids.get(id(obj))
+        if i is not None:
+            return _shared, (i,)
+        if type(obj) is Placement:
+            positions = array("I", (s.node_ids[id(n)] for n in obj.nodes)).tobytes()
+            return _placement, (positions, dict(obj.excluded))
+        if type(obj) is BlockedPaths:
+            if obj.members is None:
+                return _materialized, (tuple(obj),)
+            return _lazy_blocked, (len(obj), s.group, obj.members)
+        return NotImplemented
+
+
+def _shared(i: int) -> object:
+    assert _current is not None
+    return _current.objects[i]
+
+
+def _placement(positions: bytes, excluded: dict[str, int]) -> Placement:
+    assert _current is not None
+    nodes = _current.nodes
+    return Placement(tuple(nodes[i] for i in array("I", positions)), excluded)
+
+
+def _lazy_blocked(count: int, group: int, members: tuple[Any, ...]) -> BlockedPaths:
+    assert _current is not None
+    return BlockedPaths(count, _current.blocked(group, members), members)
+
+
+def _materialized(items: tuple[Any, ...]) -> BlockedPaths:
+    return BlockedPaths(len(items), lambda: iter(items))
+
+
+def _dumps(results: Mapping[int, Any], shared: Shared) -> bytes:
+    buf = io.BytesIO()
+    p = _Pickler(buf, shared)
+    for i, r in sorted(results.items()):
+        shared.group = i
+        p.dump((i, r))
+    return buf.getvalue()
+
+
+def _loads(data: bytes, shared: Shared) -> dict[int, Any]:
+    global _current
+    _current = shared
+    try:
+        out = {}
+        f = io.BytesIO(data)
+        unpickler = pickle.Unpickler(f)  # one, like the pickler: its memo spans the results
+        while f.tell() < len(data):
+            i, r = unpickler.load()
+            out[i] = r
+        return out
+    finally:
+        _current = None
+
+
+def _read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def map_groups(func: Callable[[int], T], count: int, procs: int, shared: Shared) -> list[T]:
+    """[func(i) for i in range(count)], shared out among `procs` processes."""
+    if procs < 2 or count < 2:
+        return [func(i) for i in range(count)]
+    ctx = multiprocessing.get_context("fork")
+    counter = ctx.RawValue("i", 0)
+    lock = ctx.Lock()
+
+    def claim() -> int | None:
+        with lock:
+            i = counter.value
+            counter.value = i + 1
+        return i if i < count else None
+
+    children = []
+    for _ in range(procs - 1):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the worker: compute what it claims, hand it over, leave
+            os.close(r)
+            done: dict[int, Any] = {}
+            try:
+                while (i := claim()) is not None:
+                    done[i] = func(i)
+            except BaseException:  # the parent computes this group again and says why
+                pass
+            try:
+                data = _dumps(done, shared)
+            except BaseException:
+                data = b""
+            view = memoryview(data)
+            while view:
+                view = view[os.write(w, view) :]
+            os.close(w)
+            os._exit(0)
+        os.close(w)
+        children.append((pid, r))
+    results: dict[int, Any] = {}
+    while (i := claim()) is not None:
+        results[i] = func(i)
+    for pid, r in children:
+        data = _read_all(r)
+        os.close(r)
+        os.waitpid(pid, 0)
+        if data:
+            results.update(_loads(data, shared))
+    return [results[i] if i in results else func(i) for i in range(count)]
