@@ -39,11 +39,13 @@ import yaml
 
 __all__ = ["SIZES", "FleetSpec", "generate", "main", "write_fleet"]
 
+
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """Plain YAML: no anchors or aliases for objects the generator happens to share."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
 
 ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
@@ -845,7 +847,9 @@ def _job(profile: str, name: str, ns: str, shape: Shape) -> list[dict[str, Any]]
                              "resourcesPerNode": pod["containers"][0]["resources"]}},
     }  # fmt: skip
     if override:
-        body["spec"]["podTemplateOverrides"] = [{"targetJobs": [{"name": "node"}], "spec": override}]
+        body["spec"]["podTemplateOverrides"] = [
+            {"targetJobs": [{"name": "node"}], "spec": override}
+        ]
     return [body]
 
 
@@ -958,7 +962,9 @@ def _minimal(body: dict[str, Any]) -> dict[str, Any]:
 
 def _manifest(body: dict[str, Any]) -> dict[str, Any]:
     """A workload as a GitOps repository holds it (no status, no server-side metadata)."""
-    meta = {k: body["metadata"][k] for k in ("name", "namespace", "labels") if k in body["metadata"]}
+    meta = {
+        k: body["metadata"][k] for k in ("name", "namespace", "labels") if k in body["metadata"]
+    }
     return {**{k: v for k, v in body.items() if k not in ("status", "metadata")}, "metadata": meta}
 
 

@@ -1,9 +1,9 @@
-"""Many denied zone pairs: one validation over tables, judged by the real Kyverno CLI.
+"""Many denied zone pairs: one validation over a table, judged by the real Kyverno CLI.
 
-Up to cel.PAIRS_INLINE pairs each is its own validation; beyond, the pairs are zone
-sets (every two zones of a set denied by the same policies) and a pair table. A pod's
-verdict and message must be what the per-pair validations gave: denied when it may land
-in both zones of a denied pair, naming the first such pair and its policies.
+Up to cel.PAIRS_INLINE pairs each is its own validation; beyond, one validation looks
+the pod's zones up in a table of the pairs. A pod's verdict and message must be what
+the per-pair validations gave: denied when it may land in both zones of a denied pair,
+naming the first such pair and the policies that deny it.
 """
 
 from __future__ import annotations
@@ -28,13 +28,15 @@ from topogen.render.reference import sample_pods, violations
 
 pytestmark = pytest.mark.tools
 
-ZONES = ("zone-a", "zone-b", "zone-c", "zone-d", "zone-e", "zone-f")
+ZONES = ("zone-a", "zone-b", "zone-c", "zone-d", "zone-e", "zone-f", "zone-g", "zone-h")
 P1, P2, P3 = ("ccnp fence",), ("cnp train/deny-a-e", "netpol train/x"), ("ccnp e-f",)
+P4 = ("ccnp host-firewall-g", "ccnp host-firewall-h")
 PAIRS = tuple(
     sorted(
         [(a, b, P1) for i, a in enumerate(ZONES[:4]) for b in ZONES[i + 1 : 4]]  # a zone fence
         + [("zone-a", "zone-e", P2), ("zone-c", "zone-f", P2)]  # a table
         + [("zone-e", "zone-f", P3)]  # a set of two
+        + [(a, b, P4) for a in ZONES[:2] for b in ZONES[6:]]  # a block: {a, b} x {g, h}
     )
 )
 
@@ -61,16 +63,28 @@ def _pinned(pod: dict[str, Any], name: str, zones: list[str], label: str) -> dic
     return pod
 
 
-def test_tables_replace_per_pair_validations(intent: AdmissionIntent) -> None:
-    sets, table = cel._denied_tables(PAIRS)
-    assert sets == [(("zone-e", "zone-f"), "ccnp e-f"), (ZONES[:4], "ccnp fence")]
-    assert table == {
-        "zone-a": {"zone-e": P2[0] + ", " + P2[1]},
-        "zone-c": {"zone-f": ", ".join(P2)},
-    }
+def test_a_table_replaces_per_pair_validations(intent: AdmissionIntent) -> None:
+    names = {v["name"]: v["expression"] for v in cel.validation_variables(intent)}
+    # the CLI compiles the policy per pod: every expression costs, and literal elements
+    assert {"landing", "spanFrom"} <= set(names)
+    assert not {"deniedPairs", "deniedBy", "spanTo", "spanBy"} & set(names)
+    table = names["spanFrom"].split('"')[1]
+    assert table.startswith("|01=")  # zone-a zone-b
+    assert table.count("|") == len(PAIRS)
+    assert names["landing"].startswith('"0 1 2 3 4 5 6 7".split')
     assert len(cel.validations(intent)) < len(PAIRS)
     few = replace(intent, denied_zone_pairs=PAIRS[: cel.PAIRS_INLINE])
     assert len(cel.validations(few)) == len(cel.validations(intent)) - 1 + cel.PAIRS_INLINE
+    assert "spanFrom" not in {v["name"] for v in cel.validation_variables(few)}
+
+
+def test_zone_codes_sort_as_the_zones() -> None:
+    zones = [f"zone-{i:03d}" for i in range(200)]
+    codes = cel.zone_codes(list(reversed(zones)))
+    assert [codes[z] for z in zones] == sorted(codes.values())
+    assert {len(c) for c in codes.values()} == {2}
+    assert cel.zone_codes(zones[:62])["zone-061"] == "z"
+    assert {len(c) for c in cel.zone_codes(zones[:63]).values()} == {2}
 
 
 def test_kyverno_judges_spans_as_the_pairs_do(intent: AdmissionIntent, tmp_path: Path) -> None:
@@ -90,6 +104,8 @@ def test_kyverno_judges_spans_as_the_pairs_do(intent: AdmissionIntent, tmp_path:
         "fence-first": ["zone-f", "zone-c", "zone-d"],
         "set-of-two": ["zone-f", "zone-e"],
         "outside": ["zone-x", "zone-y"],
+        "block": ["zone-h", "zone-b", "zone-e"],
+        "block-and-fence": ["zone-g", "zone-d", "zone-a"],
     }
     pods = [_pinned(coordinator, n, z, intent.zone_label) for n, z in cases.items()]
     (tmp_path / "pods.yaml").write_text(yaml.safe_dump_all(pods), encoding="utf-8")
@@ -118,3 +134,4 @@ def test_kyverno_judges_spans_as_the_pairs_do(intent: AdmissionIntent, tmp_path:
             f"pod {name}: node affinity spans {za} and {zb}, whose traffic is denied by {policies}"
         ), name
     assert got["fence"] and got["table-first"] and got["fence-first"] and got["set-of-two"]
+    assert got["block"] and "host-firewall" in got["block"]

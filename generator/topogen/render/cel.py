@@ -320,96 +320,97 @@ def validation_variables(intent: AdmissionIntent) -> list[dict[str, str]]:
 PAIRS_INLINE = 3
 
 
-def _span_variables(intent: AdmissionIntent) -> list[dict[str, str]]:
-    """The denied zone pairs as tables, and the zones a pinned pod may land in.
+# Zone codes in the span table: one character each up to 62 zones, in ASCII order.
+CODE_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-    Pairs denied by the same policies among every two zones of a set (a zone fence) are
-    that set (a clique); the rest are a table source zone -> destination zone -> policies.
+
+def zone_codes(zones: Sequence[str]) -> dict[str, str]:
+    """Sorted zones -> fixed-width codes that sort as the zones do."""
+    width, n = 1, len(CODE_DIGITS)
+    while n < len(zones):
+        width, n = width + 1, n * len(CODE_DIGITS)
+    out: dict[str, str] = {}
+    for i, z in enumerate(sorted(zones)):
+        code = ""
+        for _ in range(width):
+            i, d = divmod(i, len(CODE_DIGITS))
+            code = CODE_DIGITS[d] + code
+        out[z] = code
+    return out
+
+
+def _span_table(intent: AdmissionIntent) -> dict[str, str]:
+    """The denied zone pairs as CEL text literals, and the zones a pinned pod may land in.
+
+    The Kyverno CLI compiles a policy for every resource it evaluates: each expression
+    (variable, validation, message) costs a fixed amount, and a literal in proportion to
+    its size (a list or map, to its elements). So the 1,770 pairs of 60 zones are one text
+    `pairs` of `|ab=k` entries, a and b the zones' codes (`zone_codes`, listed in `codes`
+    and named in `zones`) and k the line of `lines` listing, as indexes into the lines of
+    `names`, the policies that deny the pair; and only `landing` (the codes of the zones a
+    pinned pod may land in) and `spanFrom` are variables.
     """
     pairs = intent.denied_zone_pairs
-    if len(pairs) <= PAIRS_INLINE:
+    names = sorted({name for _, _, policies in pairs for name in policies})
+    name_at = {name: str(k) for k, name in enumerate(names)}
+    lines = sorted({",".join(name_at[n] for n in policies) for _, _, policies in pairs})
+    line_at = {line: k for k, line in enumerate(lines)}
+    codes = zone_codes(sorted({z for za, zb, _ in pairs for z in (za, zb)}))
+    table = "|" + "|".join(
+        f"{codes[za]}{codes[zb]}={line_at[','.join(name_at[n] for n in p)]}" for za, zb, p in pairs
+    )
+    return {
+        "pairs": lit(table),
+        "lines": lit("\n".join(lines)),
+        "names": lit("\n".join(names)),
+        "codes": lit(" ".join(codes.values())),
+        "zones": lit(" ".join(codes)),
+        "width": str(len(next(iter(codes.values()))) + 1),
+    }
+
+
+def _span_variables(intent: AdmissionIntent) -> list[dict[str, str]]:
+    if len(intent.denied_zone_pairs) <= PAIRS_INLINE:
         return []
-    cliques, table = _denied_tables(pairs)
-    names = sorted(
-        {text for _, text in cliques} | {text for ps in table.values() for text in ps.values()}
-    )
-    index = {text: k for k, text in enumerate(names)}
-    zones = sorted({z for za, zb, _ in pairs for z in (za, zb)})
+    t = _span_table(intent)
     zl = lit(intent.zone_label)
+    z = f"{t['zones']}.split(' ')[{t['codes']}.indexOf(c) / {t['width']}]"
     may_land = (
-        "size(variables.selectorZone) > 0 ? variables.selectorZone[0] == z : "
+        f"size(variables.selectorZone) > 0 ? variables.selectorZone[0] == {z} : "
         "(variables.termsPinned && variables.terms.exists(t, t.matchExpressions.exists(e, "
-        f"e.key == {zl} && e.operator == 'In' && z in e.values)))"
+        f"e.key == {zl} && e.operator == 'In' && {z} in e.values)))"
     )
-    out = [
-        {"name": "deniedBy", "expression": lit(names)},
-        # the zones of the pairs the pod may land in (only meaningful when pinned)
-        {"name": "landing", "expression": f"{lit(zones)}.filter(z, {may_land})"},
-    ]
-    tests = []
-    if cliques:
-        # every two zones of a set: [zones, index of the policies denying their paths]
-        entries = ", ".join(f"[dyn({lit(list(zs))}), dyn({index[text]})]" for zs, text in cliques)
-        out.append({"name": "deniedSets", "expression": f"[{entries}]"})
-        tests.append("variables.deniedSets.exists(s, a in s[0] && b in s[0])")
-    if table:
-        # source zone -> destination zone -> index of the policies denying that path
-        rows = ", ".join(
-            f"{json.dumps(za)}: {{"
-            + ", ".join(f"{json.dumps(zb)}: {index[text]}" for zb, text in sorted(ps.items()))
-            + "}"
-            for za, ps in sorted(table.items())
-        )
-        out.append({"name": "deniedPairs", "expression": "{" + rows + "}"})
-        tests.append("(a in variables.deniedPairs && b in variables.deniedPairs[a])")
-    denied = " || ".join(tests)
-    in_sets = "variables.deniedSets.filter(s, a in s[0] && b in s[0])[0][1]"
-    in_table = "variables.deniedPairs[a][b]"
-    if cliques and table:
-        policy = (
-            f"a in variables.deniedPairs && b in variables.deniedPairs[a] ? {in_table} : {in_sets}"
-        )
-    else:
-        policy = in_sets if cliques else in_table
     return [
-        *out,
+        # the codes of the zones the pod may land in (only meaningful when pinned)
+        {
+            "name": "landing",
+            "expression": f"{t['codes']}.split(' ').filter(c, {may_land})",
+        },
+        # the codes of the zones the pod may land in paired with a later one it may land in
         {
             "name": "spanFrom",
             "expression": "variables.landing.filter(a, variables.landing.exists(b, a < b && "
-            f"({denied})))",
-        },
-        {
-            "name": "spanTo",
-            "expression": "size(variables.spanFrom) == 0 ? '' : [variables.spanFrom[0]].map(a, "
-            f"variables.landing.filter(b, a < b && ({denied}))[0])[0]",
-        },
-        {
-            "name": "spanBy",
-            "expression": "size(variables.spanFrom) == 0 ? '' : [[variables.spanFrom[0], "
-            f"variables.spanTo]].map(p, [p[0]].map(a, [p[1]].map(b, variables.deniedBy[{policy}])"
-            "[0])[0])[0]",
+            f"{t['pairs']}.contains('|' + a + b + '=')))",
         },
     ]
 
 
-def _denied_tables(
-    pairs: Sequence[tuple[str, str, tuple[str, ...]]],
-) -> tuple[list[tuple[tuple[str, ...], str]], dict[str, dict[str, str]]]:
-    """(cliques: zone sets whose every pair is denied by the same policies, the other pairs
-    as source -> destination -> policies)."""
-    by_text: dict[str, list[tuple[str, str]]] = {}
-    for za, zb, policies in pairs:
-        by_text.setdefault(", ".join(policies), []).append((za, zb))
-    cliques: list[tuple[tuple[str, ...], str]] = []
-    table: dict[str, dict[str, str]] = {}
-    for text, group in sorted(by_text.items()):
-        zones = sorted({z for pair in group for z in pair})
-        if len(group) == len(zones) * (len(zones) - 1) // 2:
-            cliques.append((tuple(zones), text))
-            continue
-        for za, zb in group:
-            table.setdefault(za, {})[zb] = text
-    return cliques, table
+def _span_message(intent: AdmissionIntent) -> str:
+    """The first denied pair the pod spans, and the policies denying it, as a text."""
+    t = _span_table(intent)
+
+    def zone(c: str) -> str:
+        return f"{t['zones']}.split(' ')[{t['codes']}.indexOf({c}) / {t['width']}]"
+
+    by = (
+        f"{t['lines']}.split('\\n')[int({t['pairs']}.split('|' + a + b + '=')[1].split('|')[0])]"
+        f".split(',').map(k, {t['names']}.split('\\n')[int(k)]).join(', ')"
+    )
+    return (
+        "[variables.spanFrom[0]].map(a, [variables.landing.filter(b, a < b && "
+        f"{t['pairs']}.contains('|' + a + b + '='))[0]].map(b, ': node affinity spans ' + "
+        f"{zone('a')} + ' and ' + {zone('b')} + ', whose traffic is denied by ' + {by})[0])[0]"
+    )
 
 
 def _may_land(zone: str, intent: AdmissionIntent) -> str:
@@ -469,9 +470,7 @@ def validations(intent: AdmissionIntent) -> list[dict[str, str]]:
             {
                 # the first denied pair the pod spans, as the per-pair validations report it
                 "expression": "size(variables.spanFrom) == 0",
-                "messageExpression": pod
-                + "': node affinity spans ' + variables.spanFrom[0] + ' and ' + "
-                "variables.spanTo + ', whose traffic is denied by ' + variables.spanBy",
+                "messageExpression": pod + _span_message(intent),
                 "reason": "Forbidden",
             }
         )
