@@ -519,14 +519,18 @@ def _training_policies(team: Team, rng: random.Random) -> list[dict[str, Any]]:
                 "policyTypes": ["Ingress", "Egress"],
             })
         )  # fmt: skip
-    if rng.random() < 0.3:
-        # an operator debugging port nobody should reach: hits groups talking on 29400-29410
+    debug = rng.random()
+    if debug < 0.3 and (team.group.get("ports") or debug < 0.02):
+        # debugger ports nobody should reach (groups that declare no ports need every port,
+        # so only those that declare theirs get it); now and then a range that hits the
+        # rendezvous ports (29400-29410) of the group itself, which no domain can then hold
+        first, last = (29400, 29405) if debug < 0.02 else (5678, 5680)
         out.append(
             _cnp("deny-debug-ports", ns, {
                 "enableDefaultDeny": {"egress": False, "ingress": False},
                 "endpointSelector": {"matchExpressions": [{"key": job, "operator": "Exists"}]},
                 "ingressDeny": [{"fromEntities": ["cluster"],
-                                 "toPorts": [{"ports": [{"port": "29400", "endPort": 29405,
+                                 "toPorts": [{"ports": [{"port": str(first), "endPort": last,
                                                          "protocol": "TCP"}]}]}],
             })
         )  # fmt: skip
