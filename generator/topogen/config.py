@@ -32,13 +32,19 @@ __all__ = [
 API_VERSION = "topogen.io/v1alpha1"
 
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)]
-LabelKey = Annotated[str, StringConstraints(
-    pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
-    max_length=317)]
-LabelValue = Annotated[str, StringConstraints(
-    pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$", max_length=63)]
-Profile = Literal["kubeflow-training-operator", "kubeflow-trainer", "mpi-operator", "jobset",
-                  "volcano", "custom"]
+LabelKey = Annotated[
+    str,
+    StringConstraints(
+        pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
+        max_length=317,
+    ),
+]
+LabelValue = Annotated[
+    str, StringConstraints(pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$", max_length=63)
+]
+Profile = Literal[
+    "kubeflow-training-operator", "kubeflow-trainer", "mpi-operator", "jobset", "volcano", "custom"
+]
 Engine = Literal["kyverno", "kyverno-legacy", "gatekeeper", "native"]
 
 
@@ -54,10 +60,12 @@ class ClusterConfig(_Strict):
     zone_label: LabelKey = Field("topology.kubernetes.io/zone", alias="zoneLabel")
     domain_label: LabelKey | None = Field(None, alias="domainLabel")
     gpu_resources: list[str] = Field(["nvidia.com/gpu", "amd.com/gpu"], alias="gpuResources")
-    gpu_node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict,
-                                                          alias="gpuNodeSelector")
+    gpu_node_selector: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict, alias="gpuNodeSelector"
+    )
     kubernetes_version: Annotated[str, StringConstraints(pattern=r"^1\.\d+$")] = Field(
-        "1.35", alias="kubernetesVersion")
+        "1.35", alias="kubernetesVersion"
+    )
     engines: list[Engine] | None = None
     validation_action: Literal["Audit", "Enforce"] | None = Field(None, alias="validationAction")
 
@@ -102,10 +110,16 @@ class GroupConfig(_Strict):
     @model_validator(mode="after")
     def _custom_needs_labels(self) -> GroupConfig:
         if self.profile == "custom":
-            missing = [k for k, v in (("groupLabel", self.group_label),
-                                      ("roleLabel", self.role_label),
-                                      ("coordinatorRoles", self.coordinator_roles),
-                                      ("workerRoles", self.worker_roles)) if not v]
+            missing = [
+                k
+                for k, v in (
+                    ("groupLabel", self.group_label),
+                    ("roleLabel", self.role_label),
+                    ("coordinatorRoles", self.coordinator_roles),
+                    ("workerRoles", self.worker_roles),
+                )
+                if not v
+            ]
             if missing:
                 raise ValueError(f"profile custom needs {', '.join(missing)}")
         return self
@@ -165,7 +179,9 @@ class TopogenConfig(_Strict):
     groups: list[GroupConfig] = Field(min_length=1)
     engines: list[Engine] = Field(default_factory=lambda: list[Engine](["kyverno"]))
     validation_action: Literal["Audit", "Enforce"] = Field("Audit", alias="validationAction")
-    monitoring: MonitoringConfig = Field(default_factory=lambda: MonitoringConfig.model_validate({}))
+    monitoring: MonitoringConfig = Field(
+        default_factory=lambda: MonitoringConfig.model_validate({})
+    )
 
     # set by load_config, not by users
     base_dir: Path = Field(Path("."), exclude=True)
@@ -173,8 +189,10 @@ class TopogenConfig(_Strict):
 
     @model_validator(mode="after")
     def _unique_names(self) -> TopogenConfig:
-        for what, names in (("clusters", [c.name for c in self.clusters]),
-                            ("groups", [g.name for g in self.groups])):
+        for what, names in (
+            ("clusters", [c.name for c in self.clusters]),
+            ("groups", [g.name for g in self.groups]),
+        ):
             dupes = sorted({n for n in names if names.count(n) > 1})
             if dupes:
                 raise ValueError(f"duplicate {what} name: {', '.join(dupes)}")
@@ -208,8 +226,9 @@ def load_config(path: str | Path) -> TopogenConfig:
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError("config file not found", path=shown,
-                         hint="pass -c PATH or run `topogen init`") from None
+        raise InputError(
+            "config file not found", path=shown, hint="pass -c PATH or run `topogen init`"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read config: {exc}", path=shown) from None
     docs = [d for d in load_yaml_text(text, shown) if d is not None]
@@ -220,8 +239,9 @@ def load_config(path: str | Path) -> TopogenConfig:
 
 def parse_config(data: dict[str, Any], shown: str, base_dir: Path) -> TopogenConfig:
     if data.get("apiVersion") != API_VERSION:
-        raise InputError(f"apiVersion must be {API_VERSION}, got {data.get('apiVersion')!r}",
-                         path=shown)
+        raise InputError(
+            f"apiVersion must be {API_VERSION}, got {data.get('apiVersion')!r}", path=shown
+        )
     try:
         cfg = TopogenConfig.model_validate(data)
     except ValidationError as exc:
@@ -238,5 +258,6 @@ def parse_config(data: dict[str, Any], shown: str, base_dir: Path) -> TopogenCon
 
 def _is_union_tag(part: int | str) -> bool:
     """pydantic names union members in error locations (constrained-str, function-after[..])."""
-    return isinstance(part, str) and (part.startswith(("constrained-", "function-"))
-                                      or "[" in part or part in ("int", "str"))
+    return isinstance(part, str) and (
+        part.startswith(("constrained-", "function-")) or "[" in part or part in ("int", "str")
+    )

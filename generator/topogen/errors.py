@@ -10,8 +10,14 @@ class TopogenError(Exception):
 
     exit_code = 2
 
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 hint: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        hint: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.path = path

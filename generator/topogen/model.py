@@ -294,9 +294,7 @@ class PortRange:
         return f"{port}/{self.protocol}"
 
 
-ALL_PORTS: tuple[PortRange, ...] = tuple(
-    PortRange(p, 1, 65535) for p in ("TCP", "UDP", "SCTP")
-)
+ALL_PORTS: tuple[PortRange, ...] = tuple(PortRange(p, 1, 65535) for p in ("TCP", "UDP", "SCTP"))
 
 
 @dataclass(frozen=True, order=True)
@@ -307,8 +305,11 @@ class PolicyRef:
     source: str = field(default="", compare=False)
 
     def __str__(self) -> str:
-        short = {"CiliumNetworkPolicy": "cnp", "CiliumClusterwideNetworkPolicy": "ccnp",
-                 "NetworkPolicy": "netpol"}.get(self.kind, self.kind)
+        short = {
+            "CiliumNetworkPolicy": "cnp",
+            "CiliumClusterwideNetworkPolicy": "ccnp",
+            "NetworkPolicy": "netpol",
+        }.get(self.kind, self.kind)
         return f"{short} {self.namespace}/{self.name}" if self.namespace else f"{short} {self.name}"
 
 
@@ -405,8 +406,12 @@ class FindingKind(StrEnum):
 
 
 PROBLEM_KINDS = frozenset(
-    {FindingKind.HARD_BLOCK, FindingKind.CROSS_ZONE, FindingKind.UNSCHEDULABLE,
-     FindingKind.IDENTITY_MISMATCH}
+    {
+        FindingKind.HARD_BLOCK,
+        FindingKind.CROSS_ZONE,
+        FindingKind.UNSCHEDULABLE,
+        FindingKind.IDENTITY_MISMATCH,
+    }
 )
 
 

@@ -39,12 +39,12 @@ MIN_JOBS = 200  # below this many jobs a second process costs more than it saves
 _current: Shared | None = None
 
 
-def workers(jobs: int) -> int:
-    """How many processes to analyze `jobs` training jobs with."""
+def workers(jobs: int, minimum: int = MIN_JOBS) -> int:
+    """How many processes to handle `jobs` items with (one below `minimum` items)."""
     env = os.environ.get("TOPOGEN_JOBS", "")
     if env.isdigit() and int(env) > 0:
         return int(env) if hasattr(os, "fork") else 1
-    if not hasattr(os, "fork") or jobs < MIN_JOBS:
+    if not hasattr(os, "fork") or jobs < minimum:
         return 1
     try:
         cores = len(os.sched_getaffinity(0))

@@ -15,6 +15,7 @@ from topogen.model import Finding, Namespace, TrainingGroup, Workload
 from topogen.parallel import Shared, map_groups, workers
 from topogen.plan import GroupPlan, plan_group
 from topogen.sources.loader import ClusterInputs, load_cluster_inputs, load_workload_inputs
+from topogen.sources.objects import KubeObject
 
 __all__ = ["AnalysisReport", "ClusterAnalysis", "analyze", "no_cycle_collection"]
 
@@ -33,6 +34,8 @@ class AnalysisReport:
     clusters: tuple[ClusterAnalysis, ...]
     skipped: tuple[str, ...]
     warnings: tuple[str, ...]
+    # the objects of the config's workload files, as read (render patches them)
+    workload_objects: tuple[KubeObject, ...] | None = None
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -168,4 +171,5 @@ def _analyze(
             ClusterAnalysis(cluster.name, inputs, tuple(jobs), tuple(plans), tuple(findings))
         )
     skipped = loaded.skipped + tuple(s for c in results for s in c.inputs.skipped)
-    return AnalysisReport(tuple(results), skipped, tuple(warnings))
+    objects = loaded.objects if workloads is None else None
+    return AnalysisReport(tuple(results), skipped, tuple(warnings), objects)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 
 from topogen.config import TopogenConfig
+from topogen.parallel import Shared, map_groups, workers
 from topogen.pipeline import AnalysisReport, analyze, no_cycle_collection
 from topogen.render.base import RenderedFile
 from topogen.render.gatekeeper import gatekeeper_policies
@@ -20,6 +21,7 @@ from topogen.render.native import native_policies
 __all__ = ["RenderResult", "render"]
 
 Backend = Callable[[AdmissionIntent], list[RenderedFile]]
+MIN_RENDER_UNITS = 40  # below this many (group, engine) renders one process is faster
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,8 @@ def _render(cfg: TopogenConfig, clusters: list[str] | None) -> RenderResult:
     report = analyze(cfg, clusters)
     files: list[RenderedFile] = []
     refused: list[str] = []
+    # (folder, backend, intent): one group's files for one engine, rendered below
+    work: list[tuple[str, Backend, AdmissionIntent]] = []
     for ca in report.clusters:
         cluster = cfg.cluster(ca.cluster)
         action = cfg.validation_action_for(cluster)
@@ -80,14 +84,27 @@ def _render(cfg: TopogenConfig, clusters: list[str] | None) -> RenderResult:
                         "in this topogen version"
                     )
                     continue
-                policies, tests = engines[engine]
                 prefix = f"policies/{ca.cluster}/{engine}"
-                files += _under(prefix, policies(intent))
+                policies, tests = engines[engine]
+                work.append((prefix, policies, intent))
                 if tests is not None:
-                    files += _under(prefix, tests(intent))
+                    work.append((prefix, tests, intent))
         files += _monitoring(ca, cfg)
+
+    def one(i: int) -> list[RenderedFile]:
+        prefix, backend, intent = work[i]
+        return _under(prefix, backend(intent))
+
+    # independent of each other: shared out among the cores on a fleet (see parallel.py)
+    procs = workers(len(work), minimum=MIN_RENDER_UNITS)
+    for rendered in map_groups(one, len(work), procs, Shared([], [], _nothing_blocked)):
+        files += rendered
     files += kustomize_files(files, report, cfg)
     return RenderResult(tuple(sorted(files, key=lambda f: f.path)), tuple(refused), report)
+
+
+def _nothing_blocked(group: int, members: tuple[object, ...]) -> Callable[[], Iterator[object]]:
+    raise AssertionError("rendered files hold no blocked paths")
 
 
 def _monitoring(ca: object, cfg: TopogenConfig) -> list[RenderedFile]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import importlib
 import os
 import sys
 from collections.abc import Callable
@@ -19,8 +20,31 @@ __all__ = ["main", "run"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+# command -> the module that defines it: imported when the command runs (or for --help),
+# so `topogen render` does not pay for importing `diff` and its dependencies
+_COMMANDS = {
+    "analyze": "analyze",
+    "audit": "audit",
+    "connectivity": "connectivity",
+    "diff": "diff",
+    "explain": "explain",
+    "init": "init",
+    "render": "render",
+    "snapshot": "snapshot",
+}
+
+
 class _Group(click.Group):
-    """Maps TopogenError to its exit code with one line on stderr; never a traceback."""
+    """Maps TopogenError to its exit code with one line on stderr; never a traceback.
+    Imports a command's module when the command is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(_COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in _COMMANDS and cmd_name not in self.commands:
+            importlib.import_module(f"topogen.cli.{_COMMANDS[cmd_name]}")  # registers it
+        return self.commands.get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -98,12 +122,3 @@ def verbose_option(f: F) -> F:
     return click.option(
         "-v", "--verbose", is_flag=True, help="also list skipped objects and warnings on stderr"
     )(f)
-
-
-from topogen.cli import analyze as _analyze  # noqa: E402,F401  (registers the command)
-from topogen.cli import audit as _audit  # noqa: E402,F401
-from topogen.cli import diff as _diff  # noqa: E402,F401
-from topogen.cli import explain as _explain  # noqa: E402,F401  (registers explain and connectivity)
-from topogen.cli import init as _init  # noqa: E402,F401
-from topogen.cli import render as _render  # noqa: E402,F401
-from topogen.cli import snapshot as _snapshot  # noqa: E402,F401

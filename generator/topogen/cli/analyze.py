@@ -15,11 +15,13 @@ from topogen.report import analysis_json, analysis_table
 @main.command("analyze")
 @config_option
 @cluster_option
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
+@click.option(
+    "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
 @verbose_option
-def analyze_command(config_path: str, clusters: tuple[str, ...], output: str,
-                    verbose: bool) -> None:
+def analyze_command(
+    config_path: str, clusters: tuple[str, ...], output: str, verbose: bool
+) -> None:
     """Find training groups whose placement can break their own traffic.
 
     Exit 0: no problem; 1: a HARD_BLOCK, CROSS_ZONE, UNSCHEDULABLE or

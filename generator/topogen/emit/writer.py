@@ -40,8 +40,9 @@ def swap_units(files: Sequence[RenderedFile], clusters: Sequence[str] | None) ->
     return sorted(units)
 
 
-def write_tree(files: Sequence[RenderedFile], out: Path, header: str,
-               clusters: Sequence[str] | None = None) -> list[str]:
+def write_tree(
+    files: Sequence[RenderedFile], out: Path, header: str, clusters: Sequence[str] | None = None
+) -> list[str]:
     """Write `files` under `out`, replacing the folders they live in (see swap_units)."""
     tops = swap_units(files, clusters)
     paths = [f.path for f in files]

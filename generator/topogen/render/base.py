@@ -18,6 +18,7 @@ import jinja2
 import yaml
 
 from topogen.errors import TopogenError
+from topogen.plaindata import dump_yaml
 from topogen.sources.yamlfast import load_all_fast
 
 __all__ = ["TEMPLATES_DIR", "RenderedFile", "render_documents", "render_text", "to_yaml"]
@@ -34,7 +35,6 @@ def _templates_dir() -> Path:
 
 
 TEMPLATES_DIR = _templates_dir()
-_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -54,14 +54,7 @@ class _Serialized(str):
 
 def to_yaml(value: Any, indent: int = 0) -> str:
     """Deterministic block YAML (sorted keys), indented for embedding under a key."""
-    text = yaml.dump(
-        value,
-        Dumper=_Dumper,
-        sort_keys=True,
-        default_flow_style=False,
-        allow_unicode=True,
-        width=10_000,
-    )
+    text = dump_yaml(value, width=10_000, allow_unicode=True)
     if text.endswith("...\n"):
         text = text[:-4]
     text = text.rstrip("\n")

@@ -5,11 +5,11 @@ model (render/reference.py), over the Kyverno tests' validation cases.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Sequence
 from typing import Any
 
+from topogen.plaindata import copy_plain
 from topogen.render.base import RenderedFile, render_text, to_yaml
 from topogen.render.gatekeeper import coordinator_term, parameters
 from topogen.render.intent import AdmissionIntent
@@ -90,7 +90,7 @@ def _test_pods(intent: AdmissionIntent) -> list[tuple[dict[str, Any], list[str]]
     pods = validation_cases(intent)
     out = [(p, reference_checks(p, intent) if role_of(p, intent) else []) for p in pods]
     worker = next(p for p in pods if p["metadata"]["name"] == "admitted-worker")
-    own = _as_gatekeeper_worker(copy.deepcopy(worker), intent)
+    own = _as_gatekeeper_worker(copy_plain(worker), intent)
     own["metadata"]["name"] = "gatekeeper-mutated-worker"
     out.append((own, reference_checks(worker, intent)))
     return out

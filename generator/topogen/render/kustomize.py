@@ -26,9 +26,12 @@ from topogen.render.base import RenderedFile, render_text, to_yaml
 from topogen.render.intent import AdmissionIntent, intent_for
 from topogen.render.workload_patches import WorkloadPatch, workload_patches
 from topogen.sources.loader import read_objects
+from topogen.sources.objects import KubeObject
+from topogen.sources.yamlfast import load_all_fast
 
 __all__ = ["DEPRECATED_FIELDS", "kustomize_files"]
 
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 ROOT = "kustomize"
 KUSTOMIZATION = "kustomization.yaml"
 # Fields Kustomize deprecated (v5) and topogen never writes.
@@ -69,8 +72,10 @@ _WAVES: list[tuple[dict[str, str], str]] = [
 def _kustomization(path: str, template: str, **values: Any) -> RenderedFile:
     """Render a kustomization template; parse it back and check its kind and fields."""
     text = render_text(f"kustomize/{template}", **values)
+    fast = load_all_fast(text)  # the C loader's result, faster (None: let it say why)
     try:
-        doc = yaml.safe_load(text)
+        docs = fast[0] if fast is not None else list(yaml.load_all(text, Loader=_Loader))
+        doc = docs[0] if len(docs) == 1 else None
     except yaml.YAMLError as exc:
         raise TopogenError(f"template kustomize/{template} rendered invalid YAML: {exc}") from None
     if not isinstance(doc, dict) or _KINDS.get(doc.get("apiVersion", "")) != doc.get("kind"):
@@ -113,10 +118,15 @@ def _patch_file(p: WorkloadPatch, taken: set[str]) -> str:
 
 
 def _workload_patches(
-    cluster: str, intents: Sequence[AdmissionIntent], cfg: TopogenConfig
+    cluster: str,
+    intents: Sequence[AdmissionIntent],
+    cfg: TopogenConfig,
+    read: Sequence[KubeObject] | None,
 ) -> list[RenderedFile]:
     folder = f"{ROOT}/components/workload-patches/{cluster}"
-    objects = read_objects(cfg.workloads, cfg.base_dir, "workloads") if intents else []
+    objects: Sequence[KubeObject] = []
+    if intents:  # the objects the analysis read, or read them again
+        objects = read_objects(cfg.workloads, cfg.base_dir, "workloads") if read is None else read
     patches, skipped = workload_patches(objects, intents)
     out: list[RenderedFile] = []
     entries: list[dict[str, Any]] = []
@@ -167,5 +177,5 @@ def kustomize_files(
         )
     for ca in sorted(report.clusters, key=lambda c: c.cluster):
         out.append(_overlay(ca.cluster, list(folders)))
-        out += _workload_patches(ca.cluster, _intents(ca, cfg), cfg)
+        out += _workload_patches(ca.cluster, _intents(ca, cfg), cfg, report.workload_objects)
     return out

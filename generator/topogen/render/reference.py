@@ -7,10 +7,10 @@ the generated CLI tests come from here, the actual ones from the engine.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from topogen.model import LabelSelector
+from topogen.plaindata import copy_plain
 from topogen.render.cel import toleration_dicts
 from topogen.render.intent import AdmissionIntent
 
@@ -103,7 +103,7 @@ def mutate(pod: Pod, intent: AdmissionIntent) -> Pod:
     role = role_of(pod, intent)
     if role is None:
         return pod
-    out = copy.deepcopy(pod)
+    out = copy_plain(pod)
     spec = out.setdefault("spec", {})
     if role == "coordinator":
         existing = spec.get("tolerations")

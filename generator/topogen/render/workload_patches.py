@@ -29,12 +29,12 @@ because a patch must be computed against them, not against the parsed model.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from topogen.model import Workload
+from topogen.plaindata import copy_plain
 from topogen.render.intent import AdmissionIntent
 from topogen.render.reference import mutate, role_of
 from topogen.sources.objects import KubeObject
@@ -161,11 +161,11 @@ def _admitted(template: Json, w: Workload, intents: Sequence[AdmissionIntent]) -
             "labels": dict(labels),
             "annotations": dict(w.template.annotations),
         },
-        "spec": copy.deepcopy(template.get("spec") or {}),
+        "spec": copy_plain(template.get("spec") or {}),
     }
     for intent in intents:
         pod = mutate(pod, intent)
-    out = copy.deepcopy(template)
+    out = copy_plain(template)
     out["spec"] = pod["spec"]
     added = {k: v for k, v in pod["metadata"]["labels"].items() if labels.get(k) != v}
     if added:
@@ -195,7 +195,7 @@ def _trainjob_ops(
             continue
         for key in ("nodeSelector", "affinity", "tolerations"):
             if key in (o.get("spec") or {}):
-                effective[key] = copy.deepcopy(o["spec"][key])
+                effective[key] = copy_plain(o["spec"][key])
     before: Json = {"spec": effective}
     after = before
     for w in members:
@@ -230,7 +230,7 @@ def _object_ops(
         before = _get(obj.body, at)
         if not isinstance(before, dict):
             return f"the pod template at {pointer(at)} is not a mapping"
-        after = copy.deepcopy(before)
+        after = copy_plain(before)
         for w in sites[at]:
             after = _admitted(after, w, intents)
         ops += json_patch_ops(before, after, pointer(at))

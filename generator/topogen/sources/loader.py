@@ -38,6 +38,7 @@ class WorkloadInputs:
     workloads: tuple[Workload, ...]
     namespaces: dict[str, Namespace]
     skipped: tuple[str, ...] = field(default=())
+    objects: tuple[KubeObject, ...] = field(default=())  # as read, for the workload patches
 
 
 def read_objects(paths: list[str], base: Path, what: str) -> list[KubeObject]:
@@ -93,7 +94,7 @@ def load_workload_inputs(
     skipped: list[str] = []
     workloads = read_workloads(objs, skipped)
     namespaces = {n.name: n for n in read_namespaces(objs)}
-    return WorkloadInputs(tuple(workloads), namespaces, tuple(skipped))
+    return WorkloadInputs(tuple(workloads), namespaces, tuple(skipped), tuple(objs))
 
 
 def shown(path: Path) -> str:

@@ -1,0 +1,113 @@
+"""Plain data (dicts, lists and scalars, as YAML and JSON hold them), handled fast.
+
+`copy_plain` is copy.deepcopy for such trees at a fraction of the cost (no memo: a
+container referenced twice is copied twice, which plain data never notices).
+
+`dump_yaml` is yaml.dump(..., sort_keys=True, default_flow_style=False) with the
+representer's work done in one pass: it builds the same nodes SafeRepresenter builds
+and hands them to the same (C) serializer, so the text is the same to the byte. A
+tree it does not cover (a container referenced twice, which PyYAML writes as an
+anchor and alias; any type but dict, list, str, int, float, bool and None) goes to
+yaml.dump itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from typing import Any, TypeVar
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+__all__ = ["copy_plain", "dump_yaml"]
+
+T = TypeVar("T")
+
+_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_SCALARS = (str, int, float, bool, type(None))
+_STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+
+
+def copy_plain(value: T) -> T:
+    """A deep copy of plain data (anything else inside is deep-copied the usual way)."""
+    return _copy(value)  # type: ignore[no-any-return]
+
+
+def _copy(value: Any) -> Any:
+    t = type(value)
+    if t is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if t is list:
+        return [_copy(v) for v in value]
+    if t in _SCALARS:
+        return value
+    return copy.deepcopy(value)
+
+
+class _Uncovered(Exception):
+    """Outside what the fast representer covers: let yaml.dump do it."""
+
+
+def _float(value: float) -> str:
+    # SafeRepresenter.represent_float
+    if value != value:
+        return ".nan"
+    if value == float("inf"):
+        return ".inf"
+    if value == float("-inf"):
+        return "-.inf"
+    text = repr(value).lower()
+    if "." not in text and "e" in text:
+        text = text.replace("e", ".0e", 1)
+    return text
+
+
+def _node(value: Any, seen: set[int]) -> Node:
+    t = type(value)
+    if t is str:
+        return ScalarNode(_STR, value)
+    if t is dict or t is list:
+        if id(value) in seen:
+            raise _Uncovered  # PyYAML would write an anchor and an alias
+        seen.add(id(value))
+        if t is list:
+            return SequenceNode(_SEQ, [_node(v, seen) for v in value], flow_style=False)
+        items = list(value.items())
+        with contextlib.suppress(TypeError):  # as SafeRepresenter: unsortable keys stay put
+            items = sorted(items)
+        return MappingNode(
+            _MAP, [(_node(k, seen), _node(v, seen)) for k, v in items], flow_style=False
+        )
+    if t is bool:
+        return ScalarNode(_BOOL, "true" if value else "false")
+    if t is int:
+        return ScalarNode(_INT, str(value))
+    if value is None:
+        return ScalarNode(_NULL, "null")
+    if t is float:
+        return ScalarNode(_FLOAT, _float(value))
+    raise _Uncovered
+
+
+def dump_yaml(value: Any, *, width: int, allow_unicode: bool) -> str:
+    """yaml.dump(value, Dumper=CSafeDumper, sort_keys=True, default_flow_style=False, ...)."""
+    try:
+        node = _node(value, set())
+    except _Uncovered:
+        return yaml.dump(
+            value,
+            Dumper=_Dumper,
+            sort_keys=True,
+            default_flow_style=False,
+            allow_unicode=allow_unicode,
+            width=width,
+        )
+    text: str = yaml.serialize(node, Dumper=_Dumper, allow_unicode=allow_unicode, width=width)
+    return text

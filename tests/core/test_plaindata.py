@@ -1,0 +1,87 @@
+"""plaindata: the fast copy and YAML dump give what copy.deepcopy and yaml.dump give."""
+
+from __future__ import annotations
+
+import copy
+import random
+from typing import Any
+
+import pytest
+import yaml
+
+from topogen.plaindata import copy_plain, dump_yaml
+
+DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+# scalars whose quoting PyYAML decides: implicit types, indicators, unicode, blanks
+AWKWARD = [
+    "", " ", "yes", "No", "on", "null", "~", "true", "0o17", "017", "1_000", "0x1F", "1e3",
+    ".inf", "-.nan", "2001-12-14", "12:30:00", "a: b", "- x", "#c", "&a", "*a", "!t", "%p",
+    "@x", "`y", "'q'", '"d"', "{a}", "[b]", "x\ny", "line\n", "tab\there", " lead", "trail ",
+    "ünïcødé", "日本", "emoji 🚀", "\x85next", "a" * 300, "k=v,w", "http://x/y?z#f", "|", ">",
+]  # fmt: skip
+SCALARS: list[Any] = [*AWKWARD, 0, -1, 7, 10**30, 0.5, -2.0, 1e17, 1e-7, float("inf"),
+                      float("-inf"), float("nan"), True, False, None]  # fmt: skip
+
+
+def _tree(rng: random.Random, depth: int) -> Any:
+    if depth == 0 or rng.random() < 0.3:
+        return rng.choice(SCALARS)
+    if rng.random() < 0.5:
+        return [_tree(rng, depth - 1) for _ in range(rng.randrange(0, 4))]
+    keys = rng.sample([s for s in AWKWARD if s] + ["name", "spec", "z", "A"], rng.randrange(0, 5))
+    return {k: _tree(rng, depth - 1) for k in keys}
+
+
+def _reference(value: Any) -> str:
+    return yaml.dump(
+        value, Dumper=DUMPER, sort_keys=True, default_flow_style=False, allow_unicode=True,
+        width=10_000,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_dump_matches_yaml_dump(seed: int) -> None:
+    value = _tree(random.Random(seed), 5)
+    assert dump_yaml(value, width=10_000, allow_unicode=True) == _reference(value)
+
+
+@pytest.mark.parametrize("value", [*SCALARS, {}, [], {"a": {}}, [[]], {1: "x", "1": "y"}])
+def test_dump_matches_for_edge_values(value: Any) -> None:
+    assert dump_yaml(value, width=10_000, allow_unicode=True) == _reference(value)
+
+
+def test_narrow_width_and_ascii_match() -> None:
+    value = {"msg": "word " * 40, "u": "ünï"}
+    got = dump_yaml(value, width=40, allow_unicode=False)
+    assert got == yaml.dump(value, Dumper=DUMPER, sort_keys=True, default_flow_style=False,
+                            allow_unicode=False, width=40)  # fmt: skip
+    assert "\\xFC" in got or "\\xfc" in got
+
+
+def test_shared_containers_keep_pyyaml_anchors() -> None:
+    shared = {"key": "v"}
+    value = {"a": shared, "b": shared}
+    got = dump_yaml(value, width=10_000, allow_unicode=True)
+    assert got == _reference(value)
+    assert "&id001" in got
+
+
+def test_unsorted_keys_and_other_types_fall_back() -> None:
+    mixed = {1: "a", "b": 2}  # int and str keys cannot be sorted together
+    assert dump_yaml(mixed, width=10_000, allow_unicode=True) == _reference(mixed)
+    with pytest.raises(yaml.representer.RepresenterError):
+        dump_yaml({"x": object()}, width=10_000, allow_unicode=True)
+
+
+def test_copy_plain_is_deep_and_equal() -> None:
+    rng = random.Random(7)
+    for _ in range(100):
+        value = {"root": _tree(rng, 5), "list": [{"x": [1, {"y": None}]}]}
+        got = copy_plain(value)
+        assert got == copy.deepcopy(value)
+        got["list"][0]["x"][1]["y"] = "changed"
+        assert value["list"][0]["x"][1]["y"] is None
+    other = {"s": {1, 2}}
+    dup = copy_plain(other)
+    assert dup == other and dup["s"] is not other["s"]
