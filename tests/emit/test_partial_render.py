@@ -28,13 +28,22 @@ def _two_clusters(tmp: Path) -> Path:
 
 
 def test_swap_units() -> None:
-    files = [RenderedFile(p, "x") for p in (
-        "policies/lab/kyverno/a.yaml", "kustomize/overlays/lab/kustomization.yaml",
-        "kustomize/base/kustomization.yaml", "monitoring/lab/rules.yaml")]
+    files = [
+        RenderedFile(p, "x")
+        for p in (
+            "policies/lab/kyverno/a.yaml",
+            "kustomize/overlays/lab/kustomization.yaml",
+            "kustomize/base/kustomization.yaml",
+            "monitoring/lab/rules.yaml",
+        )
+    ]
     assert swap_units(files, None) == ["kustomize", "monitoring", "policies"]
     assert swap_units(files, ["lab"]) == [
-        "kustomize/base/kustomization.yaml", "kustomize/overlays/lab", "monitoring/lab",
-        "policies/lab"]
+        "kustomize/base/kustomization.yaml",
+        "kustomize/overlays/lab",
+        "monitoring/lab",
+        "policies/lab",
+    ]
 
 
 def test_render_of_one_cluster_keeps_the_others(tmp_path: Path) -> None:
@@ -42,15 +51,14 @@ def test_render_of_one_cluster_keeps_the_others(tmp_path: Path) -> None:
     out = tmp_path / "out"
     runner = CliRunner()
     assert runner.invoke(main, ["render", "-c", str(config), "--out", str(out)]).exit_code == 0
-    before = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*")
-              if p.is_file()}
+    before = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert any(k.startswith("policies/lab2/") for k in before)
     stale = out / "policies" / "lab" / "kyverno" / "stale.yaml"
     stale.write_text("# left over\n")
-    result = runner.invoke(main, ["render", "-c", str(config), "--out", str(out),
-                                  "--cluster", "lab"])
+    result = runner.invoke(
+        main, ["render", "-c", str(config), "--out", str(out), "--cluster", "lab"]
+    )
     assert result.exit_code == 0, result.output
-    after = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*")
-             if p.is_file()}
+    after = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert after == before  # lab2 untouched, lab rendered again, the stale file gone
     assert not stale.exists()

@@ -67,10 +67,12 @@ def _admission_pods(config: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]
     for w in load_workload_inputs(cfg).workloads:
         raw = _template_of(w.source, w.kind, w.name, w.replica_name)
         name = f"{w.name}-{w.replica_name.lower() or 'pod'}"
-        pod = {"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"name": name, "namespace": w.namespace,
-                            "labels": dict(w.template.labels)},
-               "spec": raw["spec"]}
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": w.namespace, "labels": dict(w.template.labels)},
+            "spec": raw["spec"],
+        }
         pods.append(pod)
         owners[name] = w
     return pods, owners
@@ -134,19 +136,22 @@ EXAMPLES = ["zone-split", "pytorch-three-zone", "hostnetwork-mpi"]
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
-def test_mutated_example_pods_are_no_longer_blocked(kyverno: Path, tmp_path: Path,
-                                                     example: str) -> None:
+def test_mutated_example_pods_are_no_longer_blocked(
+    kyverno: Path, tmp_path: Path, example: str
+) -> None:
     """Before workloads -> generated policies (real CLI) -> analyze: the conflict is gone."""
     root = REPO / "examples" / example
     policies_before = _digest(root / "cilium")
     before = analyze(load_config(root / "topogen.yaml"))
     assert FindingKind.HARD_BLOCK in {f.kind for f in before.findings}
     out = tmp_path / "out"
-    result = CliRunner().invoke(main, ["render", "-c", str(root / "topogen.yaml"),
-                                       "--out", str(out)])
+    result = CliRunner().invoke(
+        main, ["render", "-c", str(root / "topogen.yaml"), "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
-    mutating = sorted(out.glob("policies/*/kyverno/topogen-*-coordinator.yaml")) + \
-        sorted(out.glob("policies/*/kyverno/topogen-*-worker.yaml"))
+    mutating = sorted(out.glob("policies/*/kyverno/topogen-*-coordinator.yaml")) + sorted(
+        out.glob("policies/*/kyverno/topogen-*-worker.yaml")
+    )
     assert mutating
     pods, owners = _admission_pods(root / "topogen.yaml")
     mutated = _apply(kyverno, mutating, pods, tmp_path)
@@ -156,15 +161,28 @@ def test_mutated_example_pods_are_no_longer_blocked(kyverno: Path, tmp_path: Pat
     docs: list[dict[str, Any]] = []
     for pod in mutated:
         w = owners[pod["metadata"]["name"]]
-        docs.append({"apiVersion": "apps/v1", "kind": "Deployment",
-                     "metadata": {"name": pod["metadata"]["name"], "namespace": w.namespace},
-                     "spec": {"replicas": w.replicas, "template": {
-                         "metadata": {"labels": pod["metadata"]["labels"]},
-                         "spec": pod["spec"]}}})
+        docs.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": pod["metadata"]["name"], "namespace": w.namespace},
+                "spec": {
+                    "replicas": w.replicas,
+                    "template": {
+                        "metadata": {"labels": pod["metadata"]["labels"]},
+                        "spec": pod["spec"],
+                    },
+                },
+            }
+        )
     (tmp_path / "workloads.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=True))
     report = analyze(load_config(_relocated_config(root, tmp_path, "workloads.yaml")))
-    bad = {FindingKind.HARD_BLOCK, FindingKind.UNSCHEDULABLE, FindingKind.IDENTITY_MISMATCH,
-           FindingKind.CROSS_ZONE}
+    bad = {
+        FindingKind.HARD_BLOCK,
+        FindingKind.UNSCHEDULABLE,
+        FindingKind.IDENTITY_MISMATCH,
+        FindingKind.CROSS_ZONE,
+    }
     assert not [f.message for f in report.findings if f.kind in bad]
     assert _digest(root / "cilium") == policies_before
 
