@@ -32,6 +32,7 @@ test: $(STAMP) tools
 
 # Never part of `make test`. BENCH_ARGS="--quick --runs 2 --kyverno-pods 500" for a short run.
 bench: $(STAMP) tools
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 lint: $(STAMP)

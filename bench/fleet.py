@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
 import json
 import random
 import sys
@@ -36,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from topogen.sources.live import json_yaml
 
 __all__ = ["SIZES", "FleetSpec", "generate", "main", "write_fleet"]
 
@@ -1007,7 +1010,8 @@ def fleet_files(fleet: Fleet) -> dict[str, str]:
     snapshot = {"apiVersion": "topogen.io/v1alpha1", "kind": "TopogenSnapshot", "items": snap}
     files = {
         "snapshot/topogen.yaml": _config(fleet, ["cluster.yaml"], [], []),
-        "snapshot/cluster.yaml": "# topogen snapshot (synthetic)\n" + _dump(snapshot),
+        # as `topogen snapshot` writes it: JSON, which is YAML
+        "snapshot/cluster.yaml": "# topogen snapshot (synthetic)\n" + json_yaml(snapshot),
         "snapshot/workloads.yaml": _dump_all([_manifest(w) for w in fleet.workloads]),
     }
     by_kind: dict[str, list[dict[str, Any]]] = {k: [] for k in _POLICY_API}
@@ -1041,7 +1045,9 @@ def write_fleet(spec: FleetSpec, out: Path) -> dict[str, str]:
 
 def generator_digest() -> str:
     """Changes whenever this generator does (the benchmark's fleet cache key)."""
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    h.update(inspect.getsource(json_yaml).encode())  # the snapshot writer it shares
+    return h.hexdigest()[:16]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -45,8 +46,7 @@ def write_tree(
 ) -> list[str]:
     """Write `files` under `out`, replacing the folders they live in (see swap_units)."""
     tops = swap_units(files, clusters)
-    paths = [f.path for f in files]
-    dupes = sorted({p for p in paths if paths.count(p) > 1})
+    dupes = sorted(p for p, n in Counter(f.path for f in files).items() if n > 1)
     if dupes:
         raise TopogenError(f"two rendered files share the path {dupes[0]}")
     for f in files:
@@ -59,10 +59,13 @@ def write_tree(
     except OSError as exc:
         raise TopogenError(f"cannot write the output tree: {exc}", path=str(out)) from None
     try:
+        made: set[Path] = set()
         for f in sorted(files, key=lambda f: f.path):
             target = staging / f.path
             try:
-                target.parent.mkdir(parents=True, exist_ok=True)
+                if target.parent not in made:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    made.add(target.parent)
                 target.write_text(_content(f, header), encoding="utf-8", newline="\n")
             except OSError as exc:
                 raise TopogenError(f"cannot write {f.path}: {exc}", path=str(out)) from None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -161,8 +162,19 @@ SNAPSHOT_HEADER = (
 
 
 def snapshot_yaml(objects: ClusterObjects) -> str:
-    """The snapshot as deterministic YAML: sorted items, sorted keys, no timestamps."""
-    return SNAPSHOT_HEADER + _dump(snapshot_document(objects))
+    """The snapshot as deterministic YAML: sorted items, sorted keys, no timestamps.
+
+    The body is JSON, which is YAML (every YAML tool reads it, diffs stay a line per
+    field) and which topogen reads with the json module, ~9x faster than block YAML on
+    a 5,000-node snapshot (sources/yamlfast.py)."""
+    return SNAPSHOT_HEADER + json_yaml(snapshot_document(objects))
+
+
+def json_yaml(doc: Any) -> str:
+    """`doc` as indented JSON that PyYAML reads as the same data: characters YAML does
+    not print or reads as line breaks are escaped (json.dumps leaves them raw)."""
+    text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False)
+    return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 # --- one bounded read ------------------------------------------------------------------
@@ -520,19 +532,7 @@ def _item_order(item: Mapping[str, Any]) -> tuple[int, str, str]:
     return order.index(item["kind"]), meta.get("namespace", ""), meta["name"]
 
 
-# --- deterministic YAML ---------------------------------------------------------------------
+# --- deterministic JSON-as-YAML ----------------------------------------------------------
 
-_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-def _dump(doc: Any) -> str:
-    return str(
-        yaml.dump(
-            doc,
-            Dumper=_Dumper,
-            sort_keys=True,
-            default_flow_style=False,
-            allow_unicode=True,
-            width=10_000,
-        )
-    )
+# raw in a JSON string, PyYAML rejects these or reads them as line breaks
+_YAML_UNSAFE = re.compile(f"{yaml.reader.Reader.NON_PRINTABLE.pattern}|[\x85\u2028\u2029]")

@@ -6,6 +6,9 @@ the C parser's events build the containers directly and each distinct plain scal
 resolved and constructed once (with PyYAML's own Resolver and SafeConstructor, so `yes`,
 `0o17`, `1_000`, `.inf`, `2001-12-14` come out exactly as SafeLoader makes them).
 
+A text that is JSON (as `kubectl get -o json` and topogen snapshots write it) is read by
+the json module, numbers resolved as the plain scalars they are in YAML.
+
 Anything outside the common subset (explicit tags, merge keys, complex keys, recursive
 aliases, duplicate anchors, any parse error) returns None: the caller then loads the text
 with the C loader, which gives the same result or raises the same error it always did.
@@ -13,6 +16,8 @@ with the C loader, which gives the same result or raises the same error it alway
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +44,9 @@ _SPECIAL_TAGS = ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value")
 _CACHE_LIMIT = 200_000
 _plain_cache: dict[str, Any] = {}
 _NO_KEY: Any = object()
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+# characters PyYAML rejects, and those it reads as line breaks (inside a JSON string)
+_NOT_JSON_ALIKE = re.compile(f"{yaml.reader.Reader.NON_PRINTABLE.pattern}|[\x85\u2028\u2029]")
 
 
 class _Unsupported(Exception):
@@ -63,6 +71,11 @@ def _plain(value: str) -> Any:
 
 def load_all_fast(text: str) -> FastLoad | None:
     """Every document of the stream, or None when the C loader must do it."""
+    body = _json_body(text)
+    if body is not None:
+        doc = _json(body)
+        if doc is not _NO_KEY:
+            return [doc], [False]
     if _CParser is None:
         return None
     parser = _CParser(text)
@@ -72,6 +85,40 @@ def load_all_fast(text: str) -> FastLoad | None:
         return None
     finally:
         parser.dispose()
+
+
+def _json_body(text: str) -> str | None:
+    """The text from its first character on, when that opens a JSON object or array
+    (after blank and comment lines); else None."""
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in " \t\r\n":
+            i += 1
+        elif c == "#":
+            j = text.find("\n", i)
+            if j < 0:
+                return None
+            i = j + 1
+        else:
+            return text[i:] if c in "{[" else None
+    return None
+
+
+def _json(body: str) -> Any:
+    """A JSON text as SafeLoader reads it (JSON is YAML: a flow collection of quoted
+    strings and plain numbers), or _NO_KEY when it is not plain JSON or PyYAML would
+    read it otherwise: escaped surrogates and characters it does not accept (it rejects
+    them, and only the YAML loader says so), and raw line breaks other than \\n inside strings. Numbers are resolved as plain scalars,
+    so `1e5` stays a string as in YAML 1.1."""
+    if "\\u" in body and _SURROGATE_ESCAPE.search(body):
+        return _NO_KEY
+    if "\x7f" in body or (not body.isascii() and _NOT_JSON_ALIKE.search(body)):
+        return _NO_KEY
+    try:
+        return json.loads(body, parse_float=_plain, parse_int=_plain, parse_constant=_plain)
+    except (ValueError, RecursionError, _Unsupported):
+        return _NO_KEY
 
 
 def _build(get_event: Callable[[], Any]) -> FastLoad:
