@@ -6,6 +6,7 @@ import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from typing import Any
 
 from topogen.analysis import AnalysisContext, JobAnalysis, PolicyIndex, analyze_job, find_groups
 from topogen.analysis.context import BlockedPath, blocked_path
@@ -27,6 +28,8 @@ class ClusterAnalysis:
     jobs: tuple[JobAnalysis, ...]
     plans: tuple[GroupPlan, ...]
     findings: tuple[Finding, ...]
+    # what analyze's `then` made of each plan (in the same order), when it was given one
+    then: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -34,8 +37,10 @@ class AnalysisReport:
     clusters: tuple[ClusterAnalysis, ...]
     skipped: tuple[str, ...]
     warnings: tuple[str, ...]
-    # the objects of the config's workload files, as read (render patches them)
+    # the objects of the config's workload files, as read, and the workloads in them
+    # (render patches them); None when analyze was handed other workloads
     workload_objects: tuple[KubeObject, ...] | None = None
+    workloads: tuple[Workload, ...] | None = None
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -68,6 +73,9 @@ def no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
+Then = Callable[[str, GroupPlan], Any]  # see analyze()
+
+
 class _ClusterGroups:
     """The groups of one cluster, analyzed one by one (see parallel.map_groups)."""
 
@@ -87,6 +95,7 @@ class _ClusterGroups:
         self.namespaces = namespaces
         self.groups = groups
         self.found: list[list[TrainingGroup]] = []
+        self.then: Then | None = None
         self._contexts: dict[int, AnalysisContext] = {}
 
     def context(self, g: int) -> AnalysisContext:
@@ -101,10 +110,11 @@ class _ClusterGroups:
             )
         return ctx
 
-    def one(self, g: int) -> tuple[list[JobAnalysis], GroupPlan]:
+    def one(self, g: int) -> tuple[list[JobAnalysis], GroupPlan, Any]:
         ctx = self.context(g)
         group_jobs = [analyze_job(self.cluster, j, ctx) for j in self.found[g]]
-        return group_jobs, plan_group(self.cluster, self.groups[g], group_jobs, ctx)
+        plan = plan_group(self.cluster, self.groups[g], group_jobs, ctx)
+        return group_jobs, plan, None if self.then is None else self.then(self.cluster, plan)
 
     def blocked(self, g: int, members: tuple[Member, ...]) -> Callable[[], Iterator[BlockedPath]]:
         """The blocked paths of a job of group g, listed when asked for."""
@@ -115,16 +125,23 @@ def analyze(
     cfg: TopogenConfig,
     clusters: list[str] | None = None,
     workloads: tuple[Workload, ...] | None = None,
+    then: Then | None = None,
 ) -> AnalysisReport:
-    """Analyze every (or the named) cluster of the config against its workloads."""
+    """Analyze every (or the named) cluster of the config against its workloads.
+
+    `then(cluster, plan)` runs on each group's plan where the group was analyzed (on a
+    fleet, in the worker process: render passes the rendering of a group's policies);
+    its results are ClusterAnalysis.then.
+    """
     with no_cycle_collection():
-        return _analyze(cfg, clusters, workloads)
+        return _analyze(cfg, clusters, workloads, then)
 
 
 def _analyze(
     cfg: TopogenConfig,
     clusters: list[str] | None,
     workloads: tuple[Workload, ...] | None,
+    then: Then | None,
 ) -> AnalysisReport:
     loaded = load_workload_inputs(cfg)
     all_workloads = loaded.workloads if workloads is None else workloads
@@ -139,6 +156,7 @@ def _analyze(
         groups = cfg.groups_for(cluster.name)
         run = _ClusterGroups(cluster.name, cluster.domain_label, inputs, index, namespaces, groups)
         run.found = [find_groups(group, all_workloads) for group in groups]
+        run.then = then
         shared = Shared(
             [
                 *all_workloads,
@@ -154,7 +172,8 @@ def _analyze(
         jobs: list[JobAnalysis] = []
         plans: list[GroupPlan] = []
         findings: list[Finding] = []
-        for group, (group_jobs, plan) in zip(groups, analyzed, strict=True):
+        made: list[Any] = []
+        for group, (group_jobs, plan, after) in zip(groups, analyzed, strict=True):
             if not group_jobs:
                 warnings.append(
                     f"cluster {cluster.name}: no workloads of group {group.name} "
@@ -167,9 +186,23 @@ def _analyze(
                 findings.extend(replace(f, fix=fix) if f.kind.is_problem else f for f in j.findings)
             jobs.extend(group_jobs)
             plans.append(plan)
+            made.append(after)
         results.append(
-            ClusterAnalysis(cluster.name, inputs, tuple(jobs), tuple(plans), tuple(findings))
+            ClusterAnalysis(
+                cluster.name,
+                inputs,
+                tuple(jobs),
+                tuple(plans),
+                tuple(findings),
+                tuple(made) if then is not None else (),
+            )
         )
     skipped = loaded.skipped + tuple(s for c in results for s in c.inputs.skipped)
-    objects = loaded.objects if workloads is None else None
-    return AnalysisReport(tuple(results), skipped, tuple(warnings), objects)
+    read = workloads is None
+    return AnalysisReport(
+        tuple(results),
+        skipped,
+        tuple(warnings),
+        loaded.objects if read else None,
+        loaded.workloads if read else None,
+    )

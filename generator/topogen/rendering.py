@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 
 from topogen.config import TopogenConfig
-from topogen.parallel import Shared, map_groups, workers
 from topogen.pipeline import AnalysisReport, analyze, no_cycle_collection
+from topogen.plan import GroupPlan
 from topogen.render.base import RenderedFile
 from topogen.render.gatekeeper import gatekeeper_policies
 from topogen.render.gatekeeper_tests import gatekeeper_test_files
@@ -21,7 +21,6 @@ from topogen.render.native import native_policies
 __all__ = ["RenderResult", "render"]
 
 Backend = Callable[[AdmissionIntent], list[RenderedFile]]
-MIN_RENDER_UNITS = 40  # below this many (group, engine) renders one process is faster
 
 
 @dataclass(frozen=True)
@@ -61,50 +60,43 @@ def render(cfg: TopogenConfig, clusters: list[str] | None = None) -> RenderResul
 
 
 def _render(cfg: TopogenConfig, clusters: list[str] | None) -> RenderResult:
-    report = analyze(cfg, clusters)
+    # each group's policy files are rendered where the group is analyzed (see parallel.py)
+    report = analyze(cfg, clusters, then=partial(_plan_files, cfg))
     files: list[RenderedFile] = []
     refused: list[str] = []
-    # (folder, backend, intent): one group's files for one engine, rendered below
-    work: list[tuple[str, Backend, AdmissionIntent]] = []
     for ca in report.clusters:
         cluster = cfg.cluster(ca.cluster)
-        action = cfg.validation_action_for(cluster)
         engines = _engines(cluster.kubernetes_version)
-        for plan in ca.plans:
+        for plan, rendered in zip(ca.plans, ca.then, strict=True):
             if plan.refused:
                 refused.append(f"cluster {ca.cluster}: {plan.refused}")
                 continue
             if not plan.enforceable:
                 continue
-            intent = intent_for(plan, action)
-            for engine in cfg.engines_for(cluster):
-                if engine not in engines:
-                    refused.append(
-                        f"cluster {ca.cluster}: engine {engine} is not available "
-                        "in this topogen version"
-                    )
-                    continue
-                prefix = f"policies/{ca.cluster}/{engine}"
-                policies, tests = engines[engine]
-                work.append((prefix, policies, intent))
-                if tests is not None:
-                    work.append((prefix, tests, intent))
+            refused += [
+                f"cluster {ca.cluster}: engine {engine} is not available in this topogen version"
+                for engine in cfg.engines_for(cluster)
+                if engine not in engines
+            ]
+            files += rendered
         files += _monitoring(ca, cfg)
-
-    def one(i: int) -> list[RenderedFile]:
-        prefix, backend, intent = work[i]
-        return _under(prefix, backend(intent))
-
-    # independent of each other: shared out among the cores on a fleet (see parallel.py)
-    procs = workers(len(work), minimum=MIN_RENDER_UNITS)
-    for rendered in map_groups(one, len(work), procs, Shared([], [], _nothing_blocked)):
-        files += rendered
     files += kustomize_files(files, report, cfg)
     return RenderResult(tuple(sorted(files, key=lambda f: f.path)), tuple(refused), report)
 
 
-def _nothing_blocked(group: int, members: tuple[object, ...]) -> Callable[[], Iterator[object]]:
-    raise AssertionError("rendered files hold no blocked paths")
+def _plan_files(cfg: TopogenConfig, cluster_name: str, plan: GroupPlan) -> list[RenderedFile]:
+    """One group's policies and CLI tests for every engine of its cluster."""
+    if plan.refused or not plan.enforceable:
+        return []
+    cluster = cfg.cluster(cluster_name)
+    engines = _engines(cluster.kubernetes_version)
+    intent = intent_for(plan, cfg.validation_action_for(cluster))
+    out: list[RenderedFile] = []
+    for engine in cfg.engines_for(cluster):
+        for backend in engines.get(engine, ()):
+            if backend is not None:
+                out += _under(f"policies/{cluster_name}/{engine}", backend(intent))
+    return out
 
 
 def _monitoring(ca: object, cfg: TopogenConfig) -> list[RenderedFile]:

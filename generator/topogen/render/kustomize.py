@@ -121,13 +121,16 @@ def _workload_patches(
     cluster: str,
     intents: Sequence[AdmissionIntent],
     cfg: TopogenConfig,
-    read: Sequence[KubeObject] | None,
+    report: AnalysisReport,
 ) -> list[RenderedFile]:
     folder = f"{ROOT}/components/workload-patches/{cluster}"
     objects: Sequence[KubeObject] = []
-    if intents:  # the objects the analysis read, or read them again
-        objects = read_objects(cfg.workloads, cfg.base_dir, "workloads") if read is None else read
-    patches, skipped = workload_patches(objects, intents)
+    workloads = None
+    if intents and report.workload_objects is not None:  # as the analysis read them
+        objects, workloads = report.workload_objects, report.workloads
+    elif intents:
+        objects = read_objects(cfg.workloads, cfg.base_dir, "workloads")
+    patches, skipped = workload_patches(objects, intents, workloads)
     out: list[RenderedFile] = []
     entries: list[dict[str, Any]] = []
     taken: set[str] = {KUSTOMIZATION}
@@ -177,5 +180,5 @@ def kustomize_files(
         )
     for ca in sorted(report.clusters, key=lambda c: c.cluster):
         out.append(_overlay(ca.cluster, list(folders)))
-        out += _workload_patches(ca.cluster, _intents(ca, cfg), cfg, report.workload_objects)
+        out += _workload_patches(ca.cluster, _intents(ca, cfg), cfg, report)
     return out

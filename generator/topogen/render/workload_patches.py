@@ -238,12 +238,20 @@ def _object_ops(
 
 
 def workload_patches(
-    objects: Sequence[KubeObject], intents: Sequence[AdmissionIntent]
+    objects: Sequence[KubeObject],
+    intents: Sequence[AdmissionIntent],
+    workloads: Sequence[Workload] | None = None,
 ) -> tuple[list[WorkloadPatch], list[str]]:
-    """JSON patches for the training objects among `objects`, and the ones left unpatched."""
+    """JSON patches for the training objects among `objects`, and the ones left unpatched.
+    `workloads`: read_workloads(objects), when the caller has it already."""
+    # an intent acts only in its namespaces (reference.role_of): look only at those
+    by_namespace: dict[str, list[AdmissionIntent]] = {}
+    for intent in intents:
+        for ns in intent.namespaces:
+            by_namespace.setdefault(ns, []).append(intent)
     members: dict[tuple[str, str, str, str], list[Workload]] = {}
     by_key = {(o.api_version, o.kind, o.namespace or "default", o.name): o for o in objects}
-    for w in read_workloads(objects, []):
+    for w in read_workloads(objects, []) if workloads is None else workloads:
         pod = {
             "metadata": {
                 "namespace": w.namespace,
@@ -251,13 +259,13 @@ def workload_patches(
                 "annotations": dict(w.template.annotations),
             }
         }
-        if any(role_of(pod, i) for i in intents):
+        if any(role_of(pod, i) for i in by_namespace.get(w.namespace, ())):
             members.setdefault((w.api_version, w.kind, w.namespace, w.name), []).append(w)
     patches: list[WorkloadPatch] = []
     skipped: list[str] = []
     for key in sorted(members):
         obj = by_key[key]
-        ops = _object_ops(obj, members[key], intents)
+        ops = _object_ops(obj, members[key], by_namespace.get(key[2], ()))
         if isinstance(ops, str):
             skipped.append(f"{obj.where()}: {ops}")
         elif ops:

@@ -194,11 +194,24 @@ _SUFFIX: dict[str, Fraction | int] = {
 
 def parse_quantity(value: Any, what: str, obj: KubeObject) -> Fraction:
     """A Kubernetes resource quantity ("500m", "32Gi", 4) as an exact number."""
+    if type(value) is str:  # a fleet repeats a few quantities thousands of times
+        hit = _QUANTITIES.get(value)
+        if hit is not None:
+            return hit
     if isinstance(value, bool):
         raise InputError(f"{obj.where()}: {what} is not a quantity: {value}", path=obj.path)
     if isinstance(value, int):
         return Fraction(value)
-    text = str(value).strip()
+    quantity = _parse_text(str(value).strip(), what, obj)
+    if type(value) is str and len(_QUANTITIES) < 10_000:
+        _QUANTITIES[value] = quantity  # Fractions are immutable
+    return quantity
+
+
+_QUANTITIES: dict[str, Fraction] = {}
+
+
+def _parse_text(text: str, what: str, obj: KubeObject) -> Fraction:
     match = _QUANTITY.match(text)
     if not match:
         raise InputError(f"{obj.where()}: {what} is not a quantity: {text!r}", path=obj.path)
