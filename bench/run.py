@@ -723,6 +723,9 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     args = ap.parse_args(list(argv) if argv is not None else None)
     began = time.perf_counter()
+    # byte-compile topogen as `pip install` does for an installed package (an editable
+    # install compiles on first import, unless PYTHONDONTWRITEBYTECODE forbids it)
+    subprocess.run([str(PYTHON), "-m", "compileall", "-q", str(ROOT / "generator")], check=True)
     env = machine()
     FLEETS.mkdir(exist_ok=True)
     results = []

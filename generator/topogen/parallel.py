@@ -143,10 +143,18 @@ def _read_all(fd: int) -> bytes:
         chunks.append(chunk)
 
 
-def map_groups(func: Callable[[int], T], count: int, procs: int, shared: Shared) -> list[T]:
-    """[func(i) for i in range(count)], shared out among `procs` processes."""
+def map_groups(
+    func: Callable[[int], T],
+    count: int,
+    procs: int,
+    shared: Shared,
+    order: Sequence[int] | None = None,
+) -> list[T]:
+    """[func(i) for i in range(count)], shared out among `procs` processes, which claim
+    the items in `order` (the largest first balances them best)."""
     if procs < 2 or count < 2:
         return [func(i) for i in range(count)]
+    claims = list(order) if order is not None else list(range(count))
     ctx = multiprocessing.get_context("fork")
     counter = ctx.RawValue("i", 0)
     lock = ctx.Lock()
@@ -155,7 +163,7 @@ def map_groups(func: Callable[[int], T], count: int, procs: int, shared: Shared)
         with lock:
             i = counter.value
             counter.value = i + 1
-        return i if i < count else None
+        return claims[i] if i < count else None
 
     children = []
     for _ in range(procs - 1):

@@ -168,7 +168,8 @@ def _analyze(
             run.blocked,
         )
         jobs_count = sum(len(js) for js in run.found)
-        analyzed = map_groups(run.one, len(groups), workers(jobs_count), shared)
+        largest_first = sorted(range(len(groups)), key=lambda g: -len(run.found[g]))
+        analyzed = map_groups(run.one, len(groups), workers(jobs_count), shared, largest_first)
         jobs: list[JobAnalysis] = []
         plans: list[GroupPlan] = []
         findings: list[Finding] = []

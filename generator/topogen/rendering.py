@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 
 from topogen.config import TopogenConfig
+from topogen.parallel import Shared, map_groups, workers
 from topogen.pipeline import AnalysisReport, analyze, no_cycle_collection
 from topogen.plan import GroupPlan
 from topogen.render.base import RenderedFile
 from topogen.render.gatekeeper import gatekeeper_policies
 from topogen.render.gatekeeper_tests import gatekeeper_test_files
 from topogen.render.intent import AdmissionIntent, intent_for
-from topogen.render.kustomize import kustomize_files
+from topogen.render.kustomize import kustomize_files, workload_patch_files
 from topogen.render.kyverno import kyverno_policies
 from topogen.render.kyverno_tests import kyverno_test_files
 from topogen.render.native import native_policies
@@ -21,6 +22,14 @@ from topogen.render.native import native_policies
 __all__ = ["RenderResult", "render"]
 
 Backend = Callable[[AdmissionIntent], list[RenderedFile]]
+MIN_PLANS = 40  # below this many groups the work after the analysis stays in one process
+
+
+def _no_blocked_paths(group: int, members: tuple[object, ...]) -> Callable[[], Iterator[object]]:
+    raise AssertionError("rendered files carry no blocked paths")
+
+
+_NOTHING_SHARED = Shared([], [], _no_blocked_paths)  # rendered files refer to nothing
 
 
 @dataclass(frozen=True)
@@ -79,8 +88,17 @@ def _render(cfg: TopogenConfig, clusters: list[str] | None) -> RenderResult:
                 if engine not in engines
             ]
             files += rendered
-        files += _monitoring(ca, cfg)
-    files += kustomize_files(files, report, cfg)
+    # the rest, cluster by cluster: signals and workload patches, shared out among the cores
+    # on a fleet (each takes a few tenths of a second there)
+    work: list[Callable[[], list[RenderedFile]]] = []
+    for ca in report.clusters:
+        work += [partial(_monitoring, ca, cfg), partial(workload_patch_files, ca, report, cfg)]
+    procs = workers(sum(len(ca.plans) for ca in report.clusters), minimum=MIN_PLANS)
+    done = map_groups(lambda i: work[i](), len(work), procs, _NOTHING_SHARED)
+    patches = {ca.cluster: done[2 * k + 1] for k, ca in enumerate(report.clusters)}
+    for k in range(len(report.clusters)):
+        files += done[2 * k]
+    files += kustomize_files(files, report, cfg, patches)
     return RenderResult(tuple(sorted(files, key=lambda f: f.path)), tuple(refused), report)
 
 

@@ -340,6 +340,17 @@ def zone_codes(zones: Sequence[str]) -> dict[str, str]:
 
 
 def _span_table(intent: AdmissionIntent) -> dict[str, str]:
+    """_table(intent), once per intent (its variables and its message both need it)."""
+    last = _SPAN_TABLE.get("last")
+    if last is None or last[0] is not intent:
+        last = _SPAN_TABLE["last"] = (intent, _table(intent))
+    return last[1]
+
+
+_SPAN_TABLE: dict[str, tuple[AdmissionIntent, dict[str, str]]] = {}
+
+
+def _table(intent: AdmissionIntent) -> dict[str, str]:
     """The denied zone pairs as CEL text literals, and the zones a pinned pod may land in.
 
     The Kyverno CLI compiles a policy for every resource it evaluates: each expression

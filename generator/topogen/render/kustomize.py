@@ -13,7 +13,7 @@ files hold no Kubernetes objects: they never reach `topogen render --stdout`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -29,7 +29,7 @@ from topogen.sources.loader import read_objects
 from topogen.sources.objects import KubeObject
 from topogen.sources.yamlfast import load_all_fast
 
-__all__ = ["DEPRECATED_FIELDS", "kustomize_files"]
+__all__ = ["DEPRECATED_FIELDS", "kustomize_files", "workload_patch_files"]
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 ROOT = "kustomize"
@@ -162,10 +162,21 @@ def _overlay(cluster: str, folders: Sequence[str]) -> RenderedFile:
     )
 
 
-def kustomize_files(
-    files: Sequence[RenderedFile], report: AnalysisReport, cfg: TopogenConfig
+def workload_patch_files(
+    ca: ClusterAnalysis, report: AnalysisReport, cfg: TopogenConfig
 ) -> list[RenderedFile]:
-    """The kustomize/ tree (and a kustomization.yaml per folder of objects) for `files`."""
+    """kustomize/components/workload-patches/<cluster>/: the mutation as manifest patches."""
+    return _workload_patches(ca.cluster, _intents(ca, cfg), cfg, report)
+
+
+def kustomize_files(
+    files: Sequence[RenderedFile],
+    report: AnalysisReport,
+    cfg: TopogenConfig,
+    patches: Mapping[str, list[RenderedFile]] | None = None,
+) -> list[RenderedFile]:
+    """The kustomize/ tree (and a kustomization.yaml per folder of objects) for `files`;
+    `patches`: each cluster's workload_patch_files, when rendered already."""
     folders = _object_folders(files)
     out = [
         _kustomization(f"{d}/{KUSTOMIZATION}", "resources.yaml.j2", resources=names)
@@ -180,5 +191,8 @@ def kustomize_files(
         )
     for ca in sorted(report.clusters, key=lambda c: c.cluster):
         out.append(_overlay(ca.cluster, list(folders)))
-        out += _workload_patches(ca.cluster, _intents(ca, cfg), cfg, report)
+        if patches is not None and ca.cluster in patches:
+            out += patches[ca.cluster]
+        else:
+            out += workload_patch_files(ca, report, cfg)
     return out

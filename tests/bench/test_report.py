@@ -1,0 +1,92 @@
+"""bench/run.py's report: the scaling fit and each target's verdict, on made-up timings.
+
+The benchmark itself (`make bench`) is never part of the test run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+import fleet  # noqa: E402
+import run  # noqa: E402
+
+LARGE = fleet.SIZES["large"]
+
+
+def _measured(wall: float, rss_mb: float = 200, digests: int = 1) -> run.Measured:
+    return run.Measured(
+        wall=[wall] * 3, cpu=[wall] * 3, rss_kb=[int(rss_mb * 1024)] * 3,
+        digests={str(i) for i in range(digests)}, rcs={0},
+    )  # fmt: skip
+
+
+def _result(case: run.Case, analyze: float, render: float, floor: float, **kw: Any) -> dict:
+    floors = {run.FLOOR_TARGET: _measured(floor), "yaml-rs": _measured(floor * 0.9)}
+    return {
+        "case": case, "analyze": _measured(analyze, **kw), "render": _measured(render, **kw),
+        "floors": floors, "floor": floors[run.FLOOR_TARGET], "input_mb": 12.0,
+    }  # fmt: skip
+
+
+def _fleet(analyze: float, render: float, floor: float, **kw: Any) -> list[dict[str, Any]]:
+    """The large snapshot fleet and the three sweeps, times scaling as given."""
+    out = [_result(run.Case("large", LARGE, "snapshot"), analyze, render, floor, **kw)]
+    for sweep, sizes in (("nodes", (1250, 2500)), ("policies", (500, 1000)), ("jobs", (250, 500))):
+        for n in sizes:
+            spec = dataclasses.replace(LARGE, name="sweep", **{sweep: n})
+            share = n / getattr(LARGE, sweep)
+            out.append(_result(run.Case(f"{sweep} {n}", spec, "snapshot", sweep),
+                               analyze * share, render * share, floor * share))  # fmt: skip
+    return out
+
+
+def _verdicts(lines: list[str]) -> dict[str, str]:
+    rows = [ln.strip("|").split("|") for ln in lines[2:]]
+    return {cells[0].strip(): cells[2].strip() for cells in rows}
+
+
+def test_exponent_fits_a_power_law() -> None:
+    assert run.exponent([(n, 2e-4 * n) for n in (100, 1000, 5000)]) == pytest.approx(1.0)
+    assert run.exponent([(n, 1e-6 * n * n) for n in (100, 1000, 5000)]) == pytest.approx(2.0)
+    nlogn = run.exponent([(n, n * math.log(n)) for n in (1250, 2500, 5000)])
+    assert nlogn == pytest.approx(run.NLOGN, abs=0.01)
+
+
+def test_targets_hold_when_the_numbers_do() -> None:
+    kyv = {"ratio": 1.4, "net_ratio": 1.45, "fleet": "large", "pods": 10_000}
+    got = _verdicts(run.targets(_fleet(2.0, 2.5, 1.5), kyv, start=0.0))
+    assert set(got.values()) == {"yes"}, got
+    assert len(got) == 10
+
+
+def test_targets_fail_when_the_numbers_do() -> None:
+    kyv = {"ratio": 1.6, "net_ratio": 1.7, "fleet": "large", "pods": 10_000}
+    results = _fleet(3.2, 3.5, 1.0, rss_mb=450, digests=2)
+    results[1]["analyze"] = _measured(0.1)  # nodes 1,250: far faster, so a steep fit
+    got = _verdicts(run.targets(results, kyv, start=0.0))
+    assert got["large snapshot: `analyze` median under 3 s"] == "**no**"
+    assert got["large snapshot: `render` median under 3 s"] == "**no**"
+    assert got["large snapshot: peak memory under 400 MB"] == "**no**"
+    assert got[f"within 2x of the `{run.FLOOR_TARGET}` parse floor, every fleet"] == "**no**"
+    assert got["scaling in nodes no worse than n log n (exponent 1.13)"] == "**no**"
+    assert got["scaling in jobs no worse than linear (exponent 1.00)"] == "yes"
+    assert got["within 2x of the `yaml-rs` parse floor, every fleet"] == "**no**"
+    assert got["Kyverno cost at most 1.5x the reference per pod"] == "**no**"
+    assert got["output byte-identical across runs, every size"] == "**no**"
+
+
+def test_a_quick_run_says_what_it_did_not_measure() -> None:
+    small = _result(run.Case("small", fleet.SIZES["small"], "snapshot"), 0.2, 0.3, 0.1)
+    got = _verdicts(run.targets([small], None, start=0.0))
+    assert got["5,000 nodes / 2,000 policies / 1,000 jobs from snapshots"] == "n/a"
+    assert got["Kyverno cost at most 1.5x the reference per pod"] == "n/a"
+    text = run.report([small], 0.05, None, 3, ["- machine"], 60.0)
+    assert "## Targets" in text and "| small | 100 | 3 | 100 | 10 | snapshot |" in text
