@@ -9,14 +9,18 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from topogen.analysis import AnalysisContext, JobAnalysis, PolicyIndex, analyze_job, find_groups
-from topogen.analysis.context import BlockedPath, blocked_path
+from topogen.analysis.context import BlockedPath
 from topogen.analysis.members import Member
 from topogen.config import GroupConfig, TopogenConfig
 from topogen.model import Finding, Namespace, TrainingGroup, Workload
 from topogen.parallel import Shared, map_groups, workers
 from topogen.plan import GroupPlan, plan_group
-from topogen.sources.loader import ClusterInputs, load_cluster_inputs, load_workload_inputs
-from topogen.sources.objects import KubeObject
+from topogen.sources.loader import (
+    ClusterInputs,
+    WorkloadInputs,
+    load_cluster_inputs,
+    load_workload_inputs,
+)
 
 __all__ = ["AnalysisReport", "ClusterAnalysis", "analyze", "no_cycle_collection"]
 
@@ -37,10 +41,9 @@ class AnalysisReport:
     clusters: tuple[ClusterAnalysis, ...]
     skipped: tuple[str, ...]
     warnings: tuple[str, ...]
-    # the objects of the config's workload files, as read, and the workloads in them
-    # (render patches them); None when analyze was handed other workloads
-    workload_objects: tuple[KubeObject, ...] | None = None
-    workloads: tuple[Workload, ...] | None = None
+    # the config's workload files as read (render patches them); None when analyze was
+    # handed other workloads
+    read: WorkloadInputs | None = None
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -118,7 +121,7 @@ class _ClusterGroups:
 
     def blocked(self, g: int, members: tuple[Member, ...]) -> Callable[[], Iterator[BlockedPath]]:
         """The blocked paths of a job of group g, listed when asked for."""
-        return lambda: (blocked_path(b) for b in self.context(g).job_paths(members).blocked())
+        return lambda: self.context(g).job_paths(members).blocked()
 
 
 def analyze(
@@ -199,11 +202,5 @@ def _analyze(
             )
         )
     skipped = loaded.skipped + tuple(s for c in results for s in c.inputs.skipped)
-    read = workloads is None
-    return AnalysisReport(
-        tuple(results),
-        skipped,
-        tuple(warnings),
-        loaded.objects if read else None,
-        loaded.workloads if read else None,
-    )
+    read = loaded if workloads is None else None
+    return AnalysisReport(tuple(results), skipped, tuple(warnings), read)

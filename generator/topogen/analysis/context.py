@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from topogen.analysis.members import Member
 from topogen.analysis.ports import PortSet
 from topogen.analysis.reachability import PolicyIndex
-from topogen.analysis.zonepaths import Blocked, Engine, Family, JobPaths, Side, engine_for
+from topogen.analysis.zonepaths import BlockedPath, Engine, Family, JobPaths, Side, engine_for
 from topogen.config import GroupConfig
-from topogen.model import Namespace, PolicyRef, Topology
+from topogen.model import Namespace, Topology
 from topogen.sources.profiles import Profile, profile_for
 
 __all__ = ["AnalysisContext", "BlockedPath", "required_ports"]
@@ -27,22 +27,6 @@ def required_ports(group: GroupConfig) -> PortSet:
         lo, _, hi = port.partition("-")
         m.setdefault(proto or "TCP", []).append((int(lo), int(hi or lo)))
     return PortSet.of(m)
-
-
-@dataclass(frozen=True)
-class BlockedPath:
-    src_role: str
-    dst_role: str
-    src_zone: str
-    dst_zone: str
-    reasons: tuple[str, ...]
-    policies: tuple[PolicyRef, ...]
-
-    def describe(self) -> str:
-        return (
-            f"{self.src_role} ({self.src_zone}) -> {self.dst_role} ({self.dst_zone}): "
-            + "; ".join(self.reasons)
-        )
 
 
 @dataclass
@@ -121,7 +105,7 @@ class AnalysisContext:
 
     def blocked_paths(self, members: Sequence[Member]) -> list[BlockedPath]:
         """Every path the scheduler's possible placements leave denied."""
-        return [blocked_path(b) for b in self.job_paths(members).blocked()]
+        return list(self.job_paths(members).blocked())
 
     def cross_zone_pairs(self, members: Sequence[Member]) -> list[tuple[str, str, str, str]]:
         """(src role, dst role, src zone, dst zone) placements that are allowed but split."""
@@ -145,7 +129,3 @@ class AnalysisContext:
                         tuple(verdict.blocking_policies(self.required)),
                     )
         return None
-
-
-def blocked_path(b: Blocked) -> BlockedPath:
-    return BlockedPath(b.src_role, b.dst_role, b.src_zone, b.dst_zone, b.reasons, b.policies)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from topogen.analysis.context import AnalysisContext, blocked_path
+from topogen.analysis.context import AnalysisContext
 from topogen.analysis.members import Member
 from topogen.analysis.placement import Placement, PodDemand, pack, place_in_domains, room
-from topogen.analysis.zonepaths import Family, JobPaths, Side, links
+from topogen.analysis.zonepaths import Family, JobPaths, LinkView, Side, linked_pairs, links
 from topogen.model import Node, PodAffinityTerm, Taint, Toleration, Topology
 from topogen.sources.nodes import NO_ZONE_PREFIX
 
@@ -300,7 +300,7 @@ class _JobInDomains:
             if not paths.blocked_count:
                 return None
             return (
-                [blocked_path(b).describe() for b in paths.blocked(limit=3)],
+                [b.describe() for b in paths.blocked(limit=3)],
                 {str(p) for p in paths.blocked_policies()},
             )
         eng = self.ctx.engine
@@ -339,32 +339,30 @@ class _JobInDomains:
             return None
         ident = ctx.identity_label
         views = [
-            _LinkView(m.workload.namespace, m.template.labels, self._affinity_of(m))
+            LinkView(m.workload.namespace, m.template.labels, self._affinity_of(m))
             for m in self.members
         ]
         if ident and any(ident in set(t.selector.keys()) for v in views for t in v.pod_affinity):
             return None  # links would depend on the identity each domain sets
-        roots, anchored, anti = links(views)
         uniform = 0
         per_domain = False
-        for i, a in enumerate(self.members):
-            for j, b in enumerate(self.members):
-                if i == j and a.replicas < 2:
-                    continue
-                if i == j:
-                    linked = [k for k, s in anchored.items() if i in s]
-                else:
-                    linked = [k for k, r in roots.items() if r[i] == r[j]]
-                other = [k for k in linked if k != self.key]
-                anti_keys = [k for k, s in anti.items() if i in s] if i == j else []
-                masks: int | None = None
-                pods = not a.template.host_network and not b.template.host_network
-                if pods and doms.zones and not other and not anti_keys:
-                    masks = eng.diagonal(self._family(i, 0), self._family(j, 0))
-                    uniform |= masks
-                else:
-                    per_domain = True
-                self._pairs.append((i, j, masks, other, anti_keys))
+        replicas = [m.replicas for m in self.members]
+        for i, j, linked, anti_keys in linked_pairs(replicas, links(views)):
+            other = [k for k in linked if k != self.key]
+            masks: int | None = None
+            a, b = self.members[i].template, self.members[j].template
+            if (
+                not a.host_network
+                and not b.host_network
+                and doms.zones
+                and not other
+                and not anti_keys
+            ):
+                masks = eng.diagonal(self._family(i, 0), self._family(j, 0))
+                uniform |= masks
+            else:
+                per_domain = True
+            self._pairs.append((i, j, masks, other, anti_keys))
         return uniform, per_domain
 
     def _possible_in(
@@ -442,13 +440,6 @@ class _JobInDomains:
                 return False
             earlier += m.replicas
         return True
-
-
-@dataclass(frozen=True)
-class _LinkView:
-    namespace: str
-    labels: Mapping[str, str]
-    pod_affinity: tuple[PodAffinityTerm, ...]
 
 
 def _names(placement: Placement) -> frozenset[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from topogen.analysis.context import AnalysisContext, BlockedPath, blocked_path
+from topogen.analysis.context import AnalysisContext, BlockedPath
 from topogen.analysis.domains import DomainCheck, candidate_domains, check_domains
 from topogen.analysis.members import Member, members_of
 from topogen.analysis.zonepaths import BlockedPaths
@@ -94,10 +94,7 @@ def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAn
     b_zones: set[str] = set()
     b_policies: set[str] = set()
     if paths is not None and count:
-        jp = paths
-        blocked = BlockedPaths(
-            count, lambda: (blocked_path(b) for b in jp.blocked()), tuple(members)
-        )
+        blocked = BlockedPaths(count, paths.blocked, tuple(members))
         b_roles = paths.blocked_roles()
         b_zones = paths.blocked_zones()
         b_policies = {str(p) for p in paths.blocked_policies()}
@@ -121,7 +118,7 @@ def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAn
         )
         return JobAnalysis(cluster, job, tuple(members), tuple(findings), (), blocked)
     if paths is not None and count:
-        first = [blocked_path(b) for b in paths.blocked(limit=2)]
+        first = list(paths.blocked(limit=2))
         shown = "; ".join(b.describe() for b in first)
         more = f" (+{count - 2} more paths)" if count > 2 else ""
         add(

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from topogen.analysis.placement import Placement, place
 from topogen.analysis.reachability import PolicyIndex, host_endpoint, pod_endpoint
+from topogen.analysis.zonepaths import LinkView, linked_pairs, links
 from topogen.model import (
     Endpoint,
     LabelSelector,
@@ -111,43 +112,6 @@ def pin(
 # --- which zone pairs the scheduler may choose -------------------------------------------
 
 
-def _term_matches(term: PodAffinityTerm, owner: Member, other: Member) -> bool:
-    namespaces = term.namespaces or (owner.workload.namespace,)
-    return other.workload.namespace in namespaces and term.selector.matches(other.template.labels)
-
-
-def _links(
-    members: Sequence[Member],
-) -> tuple[dict[str, dict[int, int]], dict[str, set[int]], dict[str, set[int]]]:
-    """Union-find per topology key over members linked by required pod affinity."""
-    parent: dict[str, dict[int, int]] = {}
-    anchored: dict[str, set[int]] = {}
-    anti: dict[str, set[int]] = {}
-
-    def find(key: str, i: int) -> int:
-        p = parent.setdefault(key, {})
-        while p.get(i, i) != i:
-            i = p[i]
-        return i
-
-    for i, m in enumerate(members):
-        for term in m.template.pod_affinity:
-            targets = [j for j, o in enumerate(members) if _term_matches(term, m, o)]
-            if term.anti:
-                if i in targets:
-                    anti.setdefault(term.topology_key, set()).add(i)
-                continue
-            if not targets:
-                continue
-            anchored.setdefault(term.topology_key, set()).add(i)
-            for j in targets:
-                a, b = find(term.topology_key, i), find(term.topology_key, j)
-                if a != b:
-                    parent[term.topology_key][a] = b
-    resolved = {key: {i: find(key, i) for i in range(len(members))} for key in parent}
-    return resolved, anchored, anti
-
-
 def possible_zone_pairs(
     members: Sequence[Member], topology: Topology
 ) -> dict[tuple[int, int], list[tuple[str, str]]]:
@@ -155,7 +119,10 @@ def possible_zone_pairs(
 
     i == j stands for two replicas of the same member.
     """
-    roots, anchored, anti = _links(members)
+    views = [
+        LinkView(m.workload.namespace, m.template.labels, m.template.pod_affinity) for m in members
+    ]
+    pairs_of = linked_pairs([m.replicas for m in members], links(views))
     kvals: dict[tuple[int, str, str], set[str]] = {}
 
     def values(i: int, zone: str, key: str) -> set[str]:
@@ -170,26 +137,16 @@ def possible_zone_pairs(
         return hit
 
     out: dict[tuple[int, int], list[tuple[str, str]]] = {}
-    for i, a in enumerate(members):
-        for j, b in enumerate(members):
-            if i == j and a.replicas < 2:
-                continue
-            if i == j:
-                linked = [k for k, s in anchored.items() if i in s]
-            else:
-                linked = [k for k, r in roots.items() if r[i] == r[j]]
-            anti_keys = [k for k, s in anti.items() if i in s] if i == j else []
-            pairs = []
-            for za in a.placement.zones:
-                for zb in b.placement.zones:
-                    if any(not (values(i, za, k) & values(j, zb, k)) for k in linked):
-                        continue
-                    if any(
-                        _must_differ_fails(values(i, za, k), values(j, zb, k)) for k in anti_keys
-                    ):
-                        continue
-                    pairs.append((za, zb))
-            out[(i, j)] = pairs
+    for i, j, linked, anti_keys in pairs_of:
+        pairs = []
+        for za in members[i].placement.zones:
+            for zb in members[j].placement.zones:
+                if any(not (values(i, za, k) & values(j, zb, k)) for k in linked):
+                    continue
+                if any(_must_differ_fails(values(i, za, k), values(j, zb, k)) for k in anti_keys):
+                    continue
+                pairs.append((za, zb))
+        out[(i, j)] = pairs
     return out
 
 

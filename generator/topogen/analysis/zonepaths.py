@@ -38,7 +38,7 @@ from topogen.model import Endpoint, Namespace, Node, PodAffinityTerm, PolicyRef,
 from topogen.sources.nodes import NO_ZONE_PREFIX
 
 __all__ = [
-    "Blocked",
+    "BlockedPath",
     "BlockedPaths",
     "Engine",
     "Family",
@@ -53,8 +53,8 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class Blocked:
-    """One blocked path (the fields of analysis.context.BlockedPath)."""
+class BlockedPath:
+    """One blocked path: from a member in a zone to a member in a zone, and why."""
 
     src_role: str
     dst_role: str
@@ -62,6 +62,12 @@ class Blocked:
     dst_zone: str
     reasons: tuple[str, ...]
     policies: tuple[PolicyRef, ...]
+
+    def describe(self) -> str:
+        return (
+            f"{self.src_role} ({self.src_zone}) -> {self.dst_role} ({self.dst_zone}): "
+            + "; ".join(self.reasons)
+        )
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,7 @@ class Family:
 
 @dataclass
 class Matrix:
-    """Blocked paths from family A to family B, as bit rows over zone indices."""
+    """BlockedPath paths from family A to family B, as bit rows over zone indices."""
 
     blocked: list[int]  # [source zone] -> destination zones
     blocked_t: list[int]  # [destination zone] -> source zones
@@ -284,19 +290,19 @@ class Engine:
             hit = self._covers[key] = verdict.allowed.covers(self.required)
         return hit
 
-    def cell(self, a: Side, za: int, b: Side, zb: int) -> Blocked | None:
+    def cell(self, a: Side, za: int, b: Side, zb: int) -> BlockedPath | None:
         """The first blocked endpoint pair of this zone pair (AnalysisContext.check_path)."""
         return self.cell_of(a.role, a.family, za, b.role, b.family, zb)
 
     def cell_of(
         self, role_a: str, fa: Family, za: int, role_b: str, fb: Family, zb: int
-    ) -> Blocked | None:
+    ) -> BlockedPath | None:
         for src in fa.eps[za]:
             for dst in fb.eps[zb]:
                 verdict = self.index.verdict(src, dst)
                 if not self._permits(verdict):
                     reasons, policies = self._why(verdict)
-                    return Blocked(
+                    return BlockedPath(
                         role_a, role_b, self.zones[za], self.zones[zb], reasons, policies
                     )
         return None
@@ -406,22 +412,24 @@ class Engine:
             self._groups[key] = hit
         return hit
 
+    def _side_fails(
+        self, fam: Family, direction: str, others: Family
+    ) -> tuple[list[int], dict[tuple[PolicyRef, ...], list[int]]]:
+        """Per zone of `fam`: the zones of `others` its side denies, in all and by policies."""
+        n = self.n
+        fails = [0] * n
+        by_policies: dict[tuple[PolicyRef, ...], list[int]] = {}
+        for z in range(n):
+            for mask, ok, policies in self._side_groups(fam.eps[z][0], direction, others):
+                if not ok:
+                    fails[z] |= mask
+                    by_policies.setdefault(policies, [0] * n)[z] |= mask
+        return fails, by_policies
+
     def _pod_matrix(self, fa: Family, fb: Family) -> Matrix:
         n = self.n
-        efail = [0] * n
-        row_pol: dict[tuple[PolicyRef, ...], list[int]] = {}
-        for ia in range(n):
-            for mask, ok, policies in self._side_groups(fa.eps[ia][0], "egress", fb):
-                if not ok:
-                    efail[ia] |= mask
-                    row_pol.setdefault(policies, [0] * n)[ia] |= mask
-        ifail_c = [0] * n
-        col_pol: dict[tuple[PolicyRef, ...], list[int]] = {}
-        for ib in range(n):
-            for mask, ok, policies in self._side_groups(fb.eps[ib][0], "ingress", fa):
-                if not ok:
-                    ifail_c[ib] |= mask
-                    col_pol.setdefault(policies, [0] * n)[ib] |= mask
+        efail, row_pol = self._side_fails(fa, "egress", fb)
+        ifail_c, col_pol = self._side_fails(fb, "ingress", fa)
         ifail_r = transpose(ifail_c, n)
         efail_c = transpose(efail, n)
         return Matrix(
@@ -491,7 +499,7 @@ class _Summary:
     roles: frozenset[str]
     zones: frozenset[str]
     policies: frozenset[PolicyRef]
-    first: tuple[Blocked, ...]  # the first three
+    first: tuple[BlockedPath, ...]  # the first three
 
 
 class JobPaths:
@@ -504,18 +512,7 @@ class JobPaths:
     def __init__(self, engine: Engine, sides: Sequence[Side]) -> None:
         self.engine = engine
         self.sides = list(sides)
-        roots, anchored, anti = links(self.sides)
-        self._specs: list[tuple[int, int, list[str], list[str]]] = []
-        for i, a in enumerate(self.sides):
-            for j in range(len(self.sides)):
-                if i == j and a.replicas < 2:
-                    continue
-                if i == j:
-                    linked = [k for k, s in anchored.items() if i in s]
-                else:
-                    linked = [k for k, r in roots.items() if r[i] == r[j]]
-                anti_keys = [k for k, s in anti.items() if i in s] if i == j else []
-                self._specs.append((i, j, linked, anti_keys))
+        self._specs = linked_pairs([s.replicas for s in self.sides], links(self.sides))
         # linked pairs: their possible zone pairs, shared by jobs placed on the same nodes
         self._rows: dict[int, list[int]] = {}
         for n, (i, j, linked, anti_keys) in enumerate(self._specs):
@@ -587,8 +584,8 @@ class JobPaths:
     def blocked_count(self) -> int:
         return self.summary().count
 
-    def blocked(self, limit: int | None = None) -> Iterator[Blocked]:
-        """Blocked paths in (member pair, source zone, destination zone) order."""
+    def blocked(self, limit: int | None = None) -> Iterator[BlockedPath]:
+        """BlockedPath paths in (member pair, source zone, destination zone) order."""
         if limit is not None and limit <= 3:
             yield from self.summary().first[:limit]
             return
@@ -603,7 +600,7 @@ class JobPaths:
     def blocked_policies(self) -> set[PolicyRef]:
         return set(self.summary().policies)
 
-    def _blocked(self, limit: int | None = None) -> Iterator[Blocked]:
+    def _blocked(self, limit: int | None = None) -> Iterator[BlockedPath]:
         count = 0
         for p in self.pairs:
             a, b = self.sides[p.i], self.sides[p.j]
@@ -802,6 +799,36 @@ def links(sides: Sequence[Linkable]) -> Links:
                     parent[term.topology_key][a] = b
     resolved = {key: {i: find(key, i) for i in range(len(sides))} for key in parent}
     return resolved, anchored, anti
+
+
+@dataclass(frozen=True)
+class LinkView:
+    """A Linkable made of the parts links() reads."""
+
+    namespace: str
+    labels: Mapping[str, str]
+    pod_affinity: tuple[PodAffinityTerm, ...]
+
+
+def linked_pairs(
+    replicas: Sequence[int], found: Links
+) -> list[tuple[int, int, list[str], list[str]]]:
+    """Every ordered pair of members that talk (i == j: two replicas of one member), with
+    the topology keys that link them and, for two replicas, the anti-affinity keys."""
+    roots, anchored, anti = found
+    out = []
+    for i, count in enumerate(replicas):
+        for j in range(len(replicas)):
+            if i == j and count < 2:
+                continue
+            if i == j:
+                linked = [k for k, s in anchored.items() if i in s]
+                anti_keys = [k for k, s in anti.items() if i in s]
+            else:
+                linked = [k for k, r in roots.items() if r[i] == r[j]]
+                anti_keys = []
+            out.append((i, j, linked, anti_keys))
+    return out
 
 
 class BlockedPaths(Sequence[Any]):

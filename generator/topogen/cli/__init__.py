@@ -20,18 +20,9 @@ __all__ = ["main", "run"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-# command -> the module that defines it: imported when the command runs (or for --help),
-# so `topogen render` does not pay for importing `diff` and its dependencies
-_COMMANDS = {
-    "analyze": "analyze",
-    "audit": "audit",
-    "connectivity": "connectivity",
-    "diff": "diff",
-    "explain": "explain",
-    "init": "init",
-    "render": "render",
-    "snapshot": "snapshot",
-}
+# each command lives in the module of its name, imported when the command runs (or for
+# --help), so `topogen render` does not pay for importing `diff` and its dependencies
+_COMMANDS = ("analyze", "audit", "connectivity", "diff", "explain", "init", "render", "snapshot")
 
 
 class _Group(click.Group):
@@ -43,7 +34,7 @@ class _Group(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in _COMMANDS and cmd_name not in self.commands:
-            importlib.import_module(f"topogen.cli.{_COMMANDS[cmd_name]}")  # registers it
+            importlib.import_module(f"topogen.cli.{cmd_name}")  # registers it
         return self.commands.get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:

@@ -340,14 +340,15 @@ def zone_codes(zones: Sequence[str]) -> dict[str, str]:
 
 
 def _span_table(intent: AdmissionIntent) -> dict[str, str]:
-    """_table(intent), once per intent (its variables and its message both need it)."""
-    last = _SPAN_TABLE.get("last")
-    if last is None or last[0] is not intent:
-        last = _SPAN_TABLE["last"] = (intent, _table(intent))
-    return last[1]
+    """_table(intent), once per intent: its variables and its message both need it, and
+    every engine renders one intent's policies one after another."""
+    global _last_span
+    if _last_span is None or _last_span[0] is not intent:
+        _last_span = (intent, _table(intent))
+    return _last_span[1]
 
 
-_SPAN_TABLE: dict[str, tuple[AdmissionIntent, dict[str, str]]] = {}
+_last_span: tuple[AdmissionIntent, dict[str, str]] | None = None
 
 
 def _table(intent: AdmissionIntent) -> dict[str, str]:

@@ -126,8 +126,8 @@ def _workload_patches(
     folder = f"{ROOT}/components/workload-patches/{cluster}"
     objects: Sequence[KubeObject] = []
     workloads = None
-    if intents and report.workload_objects is not None:  # as the analysis read them
-        objects, workloads = report.workload_objects, report.workloads
+    if intents and report.read is not None:  # as the analysis read them
+        objects, workloads = report.read.objects, report.read.workloads
     elif intents:
         objects = read_objects(cfg.workloads, cfg.base_dir, "workloads")
     patches, skipped = workload_patches(objects, intents, workloads)
@@ -173,10 +173,10 @@ def kustomize_files(
     files: Sequence[RenderedFile],
     report: AnalysisReport,
     cfg: TopogenConfig,
-    patches: Mapping[str, list[RenderedFile]] | None = None,
+    patches: Mapping[str, list[RenderedFile]],
 ) -> list[RenderedFile]:
     """The kustomize/ tree (and a kustomization.yaml per folder of objects) for `files`;
-    `patches`: each cluster's workload_patch_files, when rendered already."""
+    `patches`: each cluster's workload_patch_files."""
     folders = _object_folders(files)
     out = [
         _kustomization(f"{d}/{KUSTOMIZATION}", "resources.yaml.j2", resources=names)
@@ -191,8 +191,5 @@ def kustomize_files(
         )
     for ca in sorted(report.clusters, key=lambda c: c.cluster):
         out.append(_overlay(ca.cluster, list(folders)))
-        if patches is not None and ca.cluster in patches:
-            out += patches[ca.cluster]
-        else:
-            out += workload_patch_files(ca, report, cfg)
+        out += patches[ca.cluster]
     return out

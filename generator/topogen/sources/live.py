@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +26,7 @@ from typing import Any, TypeVar
 import yaml
 
 from topogen.errors import TopogenError
+from topogen.sources.yamlfast import YAML_UNSAFE_IN_JSON
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -174,7 +174,7 @@ def json_yaml(doc: Any) -> str:
     """`doc` as indented JSON that PyYAML reads as the same data: characters YAML does
     not print or reads as line breaks are escaped (json.dumps leaves them raw)."""
     text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False)
-    return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
+    return YAML_UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 # --- one bounded read ------------------------------------------------------------------
@@ -530,9 +530,3 @@ def _item_order(item: Mapping[str, Any]) -> tuple[int, str, str]:
     order = [k.kind for k in SNAPSHOT_KINDS]
     meta = item["metadata"]
     return order.index(item["kind"]), meta.get("namespace", ""), meta["name"]
-
-
-# --- deterministic JSON-as-YAML ----------------------------------------------------------
-
-# raw in a JSON string, PyYAML rejects these or reads them as line breaks
-_YAML_UNSAFE = re.compile(f"{yaml.reader.Reader.NON_PRINTABLE.pattern}|[\x85\u2028\u2029]")

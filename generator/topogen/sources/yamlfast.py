@@ -34,7 +34,7 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
-__all__ = ["FastLoad", "load_all_fast"]
+__all__ = ["YAML_UNSAFE_IN_JSON", "FastLoad", "load_all_fast"]
 
 _CParser: Any = getattr(yaml, "CSafeLoader", None)
 _RESOLVER: Any = yaml.resolver.Resolver()
@@ -44,9 +44,11 @@ _SPECIAL_TAGS = ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value")
 _CACHE_LIMIT = 200_000
 _plain_cache: dict[str, Any] = {}
 _NO_KEY: Any = object()
+_NOT_JSON: Any = object()
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-# characters PyYAML rejects, and those it reads as line breaks (inside a JSON string)
-_NOT_JSON_ALIKE = re.compile(f"{yaml.reader.Reader.NON_PRINTABLE.pattern}|[\x85\u2028\u2029]")
+# characters PyYAML rejects, and those it reads as line breaks: raw in a JSON string, they
+# make PyYAML read the text otherwise than the json module (sources/live.py escapes them)
+YAML_UNSAFE_IN_JSON = re.compile(f"{yaml.reader.Reader.NON_PRINTABLE.pattern}|[\x85\u2028\u2029]")
 
 
 class _Unsupported(Exception):
@@ -74,7 +76,7 @@ def load_all_fast(text: str) -> FastLoad | None:
     body = _json_body(text)
     if body is not None:
         doc = _json(body)
-        if doc is not _NO_KEY:
+        if doc is not _NOT_JSON:
             return [doc], [False]
     if _CParser is None:
         return None
@@ -107,18 +109,18 @@ def _json_body(text: str) -> str | None:
 
 def _json(body: str) -> Any:
     """A JSON text as SafeLoader reads it (JSON is YAML: a flow collection of quoted
-    strings and plain numbers), or _NO_KEY when it is not plain JSON or PyYAML would
+    strings and plain numbers), or _NOT_JSON when it is not plain JSON or PyYAML would
     read it otherwise: escaped surrogates and characters it does not accept (it rejects
     them, and only the YAML loader says so), and raw line breaks other than \\n inside strings. Numbers are resolved as plain scalars,
     so `1e5` stays a string as in YAML 1.1."""
     if "\\u" in body and _SURROGATE_ESCAPE.search(body):
-        return _NO_KEY
-    if "\x7f" in body or (not body.isascii() and _NOT_JSON_ALIKE.search(body)):
-        return _NO_KEY
+        return _NOT_JSON
+    if "\x7f" in body or (not body.isascii() and YAML_UNSAFE_IN_JSON.search(body)):
+        return _NOT_JSON
     try:
         return json.loads(body, parse_float=_plain, parse_int=_plain, parse_constant=_plain)
     except (ValueError, RecursionError, _Unsupported):
-        return _NO_KEY
+        return _NOT_JSON
 
 
 def _build(get_event: Callable[[], Any]) -> FastLoad:
