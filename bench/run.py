@@ -64,9 +64,9 @@ FLOORS: dict[str, str] = {
     # PyYAML's C loader, as most Python tools read YAML
     "libyaml": "import yaml\nfor t in texts: list(yaml.load_all(t, Loader=yaml.CSafeLoader))\n",
     # the fastest loader that gives the same data (YAML 1.1 as Kubernetes reads it):
-    # topogen's own construction over libyaml's events (sources/yamlfast.py)
+    # topogen's own construction over libyaml's events (yamlfast.py)
     "same data": (
-        "import yaml\nfrom topogen.sources.yamlfast import load_all_fast\n"
+        "import yaml\nfrom topogen.yamlfast import load_all_fast\n"
         "for t in texts:\n"
         "    if load_all_fast(t) is None: list(yaml.load_all(t, Loader=yaml.CSafeLoader))\n"
     ),
@@ -615,7 +615,7 @@ def report(
         "Processes that only read and parse the input files (interpreter start included): "
         "`libyaml` is PyYAML's C loader (`yaml.CSafeLoader`), as most Python tools read "
         "YAML; `same data` is topogen's own construction over libyaml's parse events "
-        "(generator/topogen/sources/yamlfast.py), the fastest loader we have that gives "
+        "(generator/topogen/yamlfast.py), the fastest loader we have that gives "
         "the same data as PyYAML's safe loader, that is YAML 1.1 as Kubernetes reads it; "
         "`yaml-rs` is the fastest YAML loader on PyPI we measured (Rust, installed by "
         "`make bench`), a YAML 1.2 reader: it reads `yes`, `on`, `012` or `0o17` "

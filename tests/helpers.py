@@ -13,10 +13,20 @@ import yaml
 
 from topogen.analysis.ports import PortSet
 from topogen.analysis.reachability import PathVerdict, PolicyIndex, host_endpoint, pod_endpoint
-from topogen.model import Endpoint, Namespace, Node, PodTemplate, Taint, Toleration, Topology
-from topogen.sources.nodes import NO_ZONE_PREFIX
-from topogen.sources.objects import KubeObject, flatten
-from topogen.sources.policies import PolicySet, read_policies
+from topogen.manifest import KubeObject
+from topogen.model import (
+    NO_ZONE_PREFIX,
+    Endpoint,
+    Namespace,
+    Node,
+    PodTemplate,
+    PolicySet,
+    Taint,
+    Toleration,
+    Topology,
+)
+from topogen.sources.objects import flatten
+from topogen.sources.policies import read_policies
 from topogen.sources.yamlio import Document, load_yaml_text
 
 ZONE = "topology.kubernetes.io/zone"

@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from topogen.errors import InputError
+from topogen.operators.registry import PROFILES, operator
 from topogen.sources.yamlio import display_path, load_yaml_text
 
 __all__ = [
@@ -41,9 +42,6 @@ LabelKey = Annotated[
 ]
 LabelValue = Annotated[
     str, StringConstraints(pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$", max_length=63)
-]
-Profile = Literal[
-    "kubeflow-training-operator", "kubeflow-trainer", "mpi-operator", "jobset", "volcano", "custom"
 ]
 Engine = Literal["kyverno", "kyverno-legacy", "gatekeeper", "native"]
 
@@ -88,7 +86,7 @@ def _check_port(p: Any) -> None:
 
 class GroupConfig(_Strict):
     name: Name
-    profile: Profile
+    profile: str  # an operator's name (operators/registry.py)
     namespaces: list[Name] = Field(min_length=1)
     group_label: LabelKey | None = Field(None, alias="groupLabel")
     role_label: LabelKey | None = Field(None, alias="roleLabel")
@@ -100,6 +98,14 @@ class GroupConfig(_Strict):
     prefer_zones: list[str] = Field(default_factory=list, alias="preferZones")
     clusters: list[Name] | None = None  # default: every cluster
 
+    @field_validator("profile")
+    @classmethod
+    def _known_profile(cls, value: str) -> str:
+        if value not in PROFILES:
+            names = [repr(p) for p in PROFILES]
+            raise ValueError(f"Input should be {', '.join(names[:-1])} or {names[-1]}")
+        return value
+
     @field_validator("ports", mode="before")
     @classmethod
     def _valid_ports(cls, value: Any) -> Any:
@@ -108,20 +114,13 @@ class GroupConfig(_Strict):
         return value
 
     @model_validator(mode="after")
-    def _custom_needs_labels(self) -> GroupConfig:
-        if self.profile == "custom":
-            missing = [
-                k
-                for k, v in (
-                    ("groupLabel", self.group_label),
-                    ("roleLabel", self.role_label),
-                    ("coordinatorRoles", self.coordinator_roles),
-                    ("workerRoles", self.worker_roles),
-                )
-                if not v
-            ]
-            if missing:
-                raise ValueError(f"profile custom needs {', '.join(missing)}")
+    def _required_keys(self) -> GroupConfig:
+        """The keys the profile's operator needs (custom: the labels and role values)."""
+        by_alias = {f.alias or name: name for name, f in type(self).model_fields.items()}
+        needed = operator(self.profile).required
+        missing = [k for k in needed if not getattr(self, by_alias[k])]
+        if missing:
+            raise ValueError(f"profile {self.profile} needs {', '.join(missing)}")
         return self
 
 

@@ -10,6 +10,8 @@ from functools import cached_property
 
 __all__ = [
     "ALL_PORTS",
+    "KUEUE_TAS_KEYS",
+    "NO_ZONE_PREFIX",
     "Container",
     "Endpoint",
     "Finding",
@@ -24,6 +26,7 @@ __all__ = [
     "PodTemplate",
     "PolicyRef",
     "PolicyRule",
+    "PolicySet",
     "PortRange",
     "Requirement",
     "Role",
@@ -35,6 +38,17 @@ __all__ = [
 ]
 
 Labels = Mapping[str, str]
+
+# Node.zone of a node without the zone label: the prefix, then the node's name (a zone of
+# its own, never a candidate domain, never stamped as an identity)
+NO_ZONE_PREFIX = "<no-zone>:"
+# Kueue Topology Aware Scheduling marks the pods it places (label) and the templates it
+# will place (annotations); topogen never layers affinity on them.
+KUEUE_TAS_KEYS = (
+    "kueue.x-k8s.io/tas",
+    "kueue.x-k8s.io/podset-required-topology",
+    "kueue.x-k8s.io/podset-preferred-topology",
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -72,7 +86,7 @@ class Node:
     allocatable: Mapping[str, Fraction] = field(default_factory=dict)
     unschedulable: bool = False
     pod_cidrs: tuple[str, ...] = ()
-    zone: str = ""  # value of the zone label, or "<none>:<node name>" when absent
+    zone: str = ""  # value of the zone label, or NO_ZONE_PREFIX + the node's name
 
 
 @dataclass(frozen=True)
@@ -234,6 +248,9 @@ class Workload:
     replicas: int
     template: PodTemplate
     source: str  # file the object came from
+    # where the pod template is in the manifest (JSON pointer parts; () for a Pod); None
+    # when it has none (a TrainJob's pods take overrides: operators/) or is not known
+    template_at: tuple[str | int, ...] | None = None
 
     @property
     def ref(self) -> str:
@@ -371,6 +388,15 @@ class Isolation:
     subject_host: bool
     subject: LabelSelector
     subject_namespace: str | None
+
+
+@dataclass(frozen=True)
+class PolicySet:
+    """Every network policy of a cluster, normalised (sources/policies.py)."""
+
+    rules: tuple[PolicyRule, ...]
+    isolations: tuple[Isolation, ...]
+    policies: tuple[PolicyRef, ...]
 
 
 @dataclass(frozen=True)

@@ -41,9 +41,8 @@ class AnalysisReport:
     clusters: tuple[ClusterAnalysis, ...]
     skipped: tuple[str, ...]
     warnings: tuple[str, ...]
-    # the config's workload files as read (render patches them); None when analyze was
-    # handed other workloads
-    read: WorkloadInputs | None = None
+    # the config's workload files as read (render patches them)
+    read: WorkloadInputs
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -202,5 +201,4 @@ def _analyze(
             )
         )
     skipped = loaded.skipped + tuple(s for c in results for s in c.inputs.skipped)
-    read = loaded if workloads is None else None
-    return AnalysisReport(tuple(results), skipped, tuple(warnings), read)
+    return AnalysisReport(tuple(results), skipped, tuple(warnings), loaded)

@@ -17,9 +17,9 @@ from topogen.analysis.placement import place_in_domains
 from topogen.analysis.zonepaths import Family, transpose
 from topogen.analysis.zonepaths import bits as _bits
 from topogen.config import GroupConfig
-from topogen.model import PolicyRef, Toleration, Topology
-from topogen.sources.nodes import NO_ZONE_PREFIX
-from topogen.sources.profiles import Profile, profile_for
+from topogen.model import NO_ZONE_PREFIX, PolicyRef, Toleration, Topology
+from topogen.operators.base import Profile
+from topogen.operators.registry import profile_for
 
 __all__ = ["GroupPlan", "plan_group"]
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from topogen.config import parse_config
 from topogen.errors import InputError
+from topogen.operators.registry import detected_kinds
 from topogen.sources.yamlio import expand_paths, load_yaml_text
 
 __all__ = ["CONFIG_NAME", "OPERATORS", "Found", "InitResult", "detect", "init_repository"]
@@ -23,16 +24,7 @@ __all__ = ["CONFIG_NAME", "OPERATORS", "Found", "InitResult", "detect", "init_re
 CONFIG_NAME = "topogen.yaml"
 NODES_FILE = "cluster/nodes.yaml"
 # (apiVersion group, kind) of the training operators' objects -> topogen profile
-OPERATORS: dict[tuple[str, str], str] = {
-    ("kubeflow.org", "PyTorchJob"): "kubeflow-training-operator",
-    ("kubeflow.org", "TFJob"): "kubeflow-training-operator",
-    ("kubeflow.org", "XGBoostJob"): "kubeflow-training-operator",
-    ("kubeflow.org", "PaddleJob"): "kubeflow-training-operator",
-    ("kubeflow.org", "MPIJob"): "mpi-operator",
-    ("trainer.kubeflow.org", "TrainJob"): "kubeflow-trainer",
-    ("jobset.x-k8s.io", "JobSet"): "jobset",
-    ("batch.volcano.sh", "Job"): "volcano",
-}
+OPERATORS: dict[tuple[str, str], str] = detected_kinds()
 _POLICY_KINDS = {
     ("cilium.io", "CiliumNetworkPolicy"),
     ("cilium.io", "CiliumClusterwideNetworkPolicy"),

@@ -20,6 +20,7 @@ from topogen.analysis.members import Member, possible_zone_pairs
 from topogen.analysis.placement import Placement, PodDemand, _fits, _fmt, exclusion
 from topogen.analysis.reachability import PolicyIndex, _selects
 from topogen.model import (
+    NO_ZONE_PREFIX,
     Endpoint,
     Finding,
     FindingKind,
@@ -35,7 +36,6 @@ from topogen.model import (
     Topology,
     TrainingGroup,
 )
-from topogen.sources.nodes import NO_ZONE_PREFIX
 
 
 class NaiveIndex(PolicyIndex):

@@ -33,8 +33,8 @@ from topogen.model import (
 )
 from topogen.plan import _denied_zone_pairs
 from topogen.sources.loader import load_cluster_inputs, load_workload_inputs
-from topogen.sources.yamlfast import load_all_fast
 from topogen.sources.yamlio import load_yaml_text
+from topogen.yamlfast import load_all_fast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import fleet

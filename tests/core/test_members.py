@@ -6,8 +6,7 @@ from helpers import node, template, topology
 from topogen.analysis.members import Member
 from topogen.analysis.placement import place
 from topogen.analysis.reachability import PolicyIndex
-from topogen.model import PodTemplate, Workload
-from topogen.sources.policies import PolicySet
+from topogen.model import PodTemplate, PolicySet, Workload
 
 TOPO = topology(
     node("a1", "zone-a", labels={"gpu": "true"}),

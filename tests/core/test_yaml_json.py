@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from topogen.sources import yamlfast
-from topogen.sources.yamlfast import load_all_fast
+from topogen import yamlfast
+from topogen.yamlfast import load_all_fast
 
 LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

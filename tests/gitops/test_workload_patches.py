@@ -14,13 +14,14 @@ from click.testing import CliRunner
 from topogen.cli import main
 from topogen.config import GroupConfig, load_config
 from topogen.model import FindingKind
+from topogen.operators.registry import profile_for
 from topogen.pipeline import analyze
 from topogen.render.base import to_yaml
 from topogen.render.intent import AdmissionIntent, intent_for
 from topogen.render.reference import mutate
 from topogen.render.workload_patches import json_patch_ops, workload_patches
 from topogen.sources.objects import flatten
-from topogen.sources.profiles import profile_for
+from topogen.sources.workloads import read_workloads
 from topogen.sources.yamlio import Document
 
 from .gitops_kit import (
@@ -327,7 +328,7 @@ def _get(body: Any, path: tuple[Any, ...]) -> Any:
 def _build(tmp: Path, objs: list[dict[str, Any]], intent: AdmissionIntent) -> Path:
     """A component of workload_patches() for `objs`, built with kubectl kustomize."""
     kobjs = list(flatten(Document(o, "inline.yaml", i) for i, o in enumerate(objs)))
-    patches, skipped = workload_patches(kobjs, [intent])
+    patches, skipped = workload_patches(kobjs, read_workloads(kobjs, []), [intent])
     assert not skipped
     comp = tmp / "component"
     comp.mkdir()
@@ -416,7 +417,9 @@ def test_trainjob_with_v20_overrides_is_reported_not_patched() -> None:
         "spec": {"trainer": {"numNodes": 2}, "podSpecOverrides": []},
     }
     kobjs = list(flatten([Document(obj, "inline.yaml", 0)]))
-    patches, skipped = workload_patches(kobjs, [_intent("kubeflow-trainer")])
+    patches, skipped = workload_patches(
+        kobjs, read_workloads(kobjs, []), [_intent("kubeflow-trainer")]
+    )
     assert patches == [] and "podSpecOverrides" in skipped[0]
 
 
@@ -445,7 +448,10 @@ def test_objects_outside_the_group_are_left_alone() -> None:
     kueue = copy.deepcopy(CASES["StatefulSet"][1])
     kueue["spec"]["template"]["metadata"]["labels"]["kueue.x-k8s.io/tas"] = "true"
     kobjs = list(flatten(Document(o, "x.yaml", i) for i, o in enumerate([other, elsewhere, kueue])))
-    assert workload_patches(kobjs, [_intent("custom", **CUSTOM)]) == ([], [])
+    assert workload_patches(kobjs, read_workloads(kobjs, []), [_intent("custom", **CUSTOM)]) == (
+        [],
+        [],
+    )
 
 
 # --- json_patch_ops -------------------------------------------------------------------------

@@ -10,9 +10,9 @@ from typing import Any
 from tooling import REPO
 from topogen.config import GroupConfig, load_config
 from topogen.model import Toleration
+from topogen.operators.registry import profile_for
 from topogen.pipeline import analyze
 from topogen.render.intent import AdmissionIntent, intent_for
-from topogen.sources.profiles import profile_for
 
 Pod = dict[str, Any]
 ZONE = "topology.kubernetes.io/zone"

@@ -23,9 +23,9 @@ from live_harness import ControlPlane
 
 from topogen.analysis.members import Member, possible_zone_pairs
 from topogen.analysis.placement import Placement, place
+from topogen.manifest import KubeObject
 from topogen.model import Node, Topology, Workload
 from topogen.sources.nodes import read_nodes
-from topogen.sources.objects import KubeObject
 from topogen.sources.workloads import read_workloads
 
 ZONE = "topology.kubernetes.io/zone"

@@ -1,4 +1,4 @@
-"""Analysis: pure functions over the model (placement, reachability, findings)."""
+"""Analysis: pure functions over the model (placement, reachability, findings, domains)."""
 
 from topogen.analysis.context import AnalysisContext, BlockedPath, required_ports
 from topogen.analysis.domains import DomainCheck

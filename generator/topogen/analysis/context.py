@@ -11,7 +11,8 @@ from topogen.analysis.reachability import PolicyIndex
 from topogen.analysis.zonepaths import BlockedPath, Engine, Family, JobPaths, Side, engine_for
 from topogen.config import GroupConfig
 from topogen.model import Namespace, Topology
-from topogen.sources.profiles import Profile, profile_for
+from topogen.operators.base import Profile
+from topogen.operators.registry import profile_for
 
 __all__ = ["AnalysisContext", "BlockedPath", "required_ports"]
 

@@ -10,8 +10,7 @@ from topogen.analysis.context import AnalysisContext
 from topogen.analysis.members import Member
 from topogen.analysis.placement import Placement, PodDemand, pack, place_in_domains, room
 from topogen.analysis.zonepaths import Family, JobPaths, LinkView, Side, linked_pairs, links
-from topogen.model import Node, PodAffinityTerm, Taint, Toleration, Topology
-from topogen.sources.nodes import NO_ZONE_PREFIX
+from topogen.model import NO_ZONE_PREFIX, Node, PodAffinityTerm, Taint, Toleration, Topology
 
 __all__ = ["DomainCheck", "candidate_domains", "check_domain", "check_domains", "gpu_taints"]
 

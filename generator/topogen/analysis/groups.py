@@ -6,8 +6,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from topogen.config import GroupConfig
-from topogen.model import Role, TrainingGroup, Workload
-from topogen.sources.profiles import KUEUE_TAS_KEYS, profile_for
+from topogen.model import KUEUE_TAS_KEYS, Role, TrainingGroup, Workload
+from topogen.operators.registry import profile_for
 
 __all__ = ["find_groups", "is_kueue_managed"]
 

@@ -9,6 +9,7 @@ from topogen.analysis.placement import Placement, place
 from topogen.analysis.reachability import PolicyIndex, host_endpoint, pod_endpoint
 from topogen.analysis.zonepaths import LinkView, linked_pairs, links
 from topogen.model import (
+    NO_ZONE_PREFIX,
     Endpoint,
     LabelSelector,
     Namespace,
@@ -22,7 +23,6 @@ from topogen.model import (
     TrainingGroup,
     Workload,
 )
-from topogen.sources.nodes import NO_ZONE_PREFIX
 
 __all__ = ["Member", "members_of", "pin", "possible_zone_pairs"]
 

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from topogen.analysis.ports import PortSet
+from topogen.cilium.entities import entities_select
+from topogen.cilium.identity import NAMESPACE_KEY, pod_identity_labels
+from topogen.cilium.selectors import selects_host
 from topogen.model import (
     Endpoint,
     Isolation,
@@ -21,8 +24,8 @@ from topogen.model import (
     Peer,
     PolicyRef,
     PolicyRule,
+    PolicySet,
 )
-from topogen.sources.policies import CILIUM_NS_LABEL_PREFIX, NAMESPACE_KEY, PolicySet
 
 __all__ = [
     "PathVerdict",
@@ -32,8 +35,6 @@ __all__ = [
     "host_endpoint",
     "pod_endpoint",
 ]
-
-REMOTE_NODE_LABEL = "reserved:remote-node"
 
 
 def pod_endpoint(
@@ -48,10 +49,7 @@ def pod_endpoint(
         if namespace in namespaces
         else {"kubernetes.io/metadata.name": namespace}
     )
-    identity = dict(labels)
-    identity[NAMESPACE_KEY] = namespace
-    for k, v in ns_labels.items():
-        identity[CILIUM_NS_LABEL_PREFIX + k] = v
+    identity = pod_identity_labels(labels, namespace, ns_labels)
     return Endpoint(host=False, labels=identity, namespace=namespace, ports=ports)
 
 
@@ -397,15 +395,8 @@ class PolicyIndex:
         if peer.kind == "cidr":
             return False  # CIDR rules never match Cilium-managed endpoints
         if peer.kind == "entities":
-            ents = set(peer.entities)
-            if "all" in ents:
-                return True
-            if not other.host:
-                return "cluster" in ents
-            if "cluster" in ents:
-                return True
-            same_node = subject.host and subject.node == other.node
-            return ("host" in ents) if same_node else ("remote-node" in ents)
+            same_node = other.host and subject.host and subject.node == other.node
+            return entities_select(peer.entities, host=other.host, same_node=same_node)
         if peer.kind == "nodes":
             return other.host and peer.selector.matches(other.labels)
         # endpoints
@@ -413,12 +404,7 @@ class PolicyIndex:
             # only reserved identity labels can select a host from an endpoint selector
             if peer.namespace_selector is not None or peer.namespace is not None:
                 return False
-            keys = peer.selector.keys()
-            return (
-                bool(keys)
-                and all(k.startswith("reserved:") for k in keys)
-                and peer.selector.matches({REMOTE_NODE_LABEL: ""})
-            )
+            return selects_host(peer.selector)
         if peer.namespace_selector is not None:
             ns = self.namespaces.get(other.namespace)
             ns_labels = ns.labels if ns else {"kubernetes.io/metadata.name": other.namespace}

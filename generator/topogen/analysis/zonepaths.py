@@ -34,8 +34,15 @@ from topogen.analysis.reachability import (
     host_endpoint,
     pod_endpoint,
 )
-from topogen.model import Endpoint, Namespace, Node, PodAffinityTerm, PolicyRef, Topology
-from topogen.sources.nodes import NO_ZONE_PREFIX
+from topogen.model import (
+    NO_ZONE_PREFIX,
+    Endpoint,
+    Namespace,
+    Node,
+    PodAffinityTerm,
+    PolicyRef,
+    Topology,
+)
 
 __all__ = [
     "BlockedPath",

@@ -19,9 +19,8 @@ from topogen.analysis import AnalysisContext, PolicyIndex, find_groups
 from topogen.analysis.members import Member
 from topogen.analysis.placement import Placement, place
 from topogen.config import GroupConfig
-from topogen.model import Namespace, Node, Topology, TrainingGroup, Workload
+from topogen.model import NO_ZONE_PREFIX, Namespace, Node, Topology, TrainingGroup, Workload
 from topogen.sources.live import PodRecord
-from topogen.sources.nodes import NO_ZONE_PREFIX
 
 __all__ = [
     "FLAG_KINDS",

@@ -10,6 +10,7 @@ from topogen.audit.core import AuditInputs, AuditPod, AuditReport, audit
 from topogen.audit.prometheus import query_prometheus
 from topogen.config import ClusterConfig, GroupConfig, TopogenConfig
 from topogen.errors import InputError
+from topogen.manifest import KubeObject
 from topogen.model import Topology
 from topogen.sources.live import (
     ClusterObjects,
@@ -20,7 +21,7 @@ from topogen.sources.live import (
     snapshot_document,
 )
 from topogen.sources.nodes import read_nodes
-from topogen.sources.objects import KubeObject, flatten
+from topogen.sources.objects import flatten
 from topogen.sources.policies import read_policies
 from topogen.sources.workloads import read_namespaces, read_workloads
 from topogen.sources.yamlio import Document

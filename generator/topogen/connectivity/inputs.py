@@ -12,9 +12,9 @@ from pathlib import Path
 
 from topogen.config import load_config
 from topogen.errors import InputError
-from topogen.model import Namespace, Workload
+from topogen.model import Namespace, PolicySet, Workload
 from topogen.sources.loader import load_cluster_inputs, load_workload_inputs, read_objects
-from topogen.sources.policies import POLICY_KINDS, PolicySet, read_policies
+from topogen.sources.policies import POLICY_KINDS, read_policies
 from topogen.sources.workloads import read_namespaces, read_workloads
 
 __all__ = ["ConnectivityInputs", "IdentityHint", "InputSpec", "load_inputs"]

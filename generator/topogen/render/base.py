@@ -19,7 +19,7 @@ import yaml
 
 from topogen.errors import TopogenError
 from topogen.plaindata import dump_yaml
-from topogen.sources.yamlfast import load_all_fast
+from topogen.yamlfast import load_all_fast
 
 __all__ = ["TEMPLATES_DIR", "RenderedFile", "render_documents", "render_text", "to_yaml"]
 

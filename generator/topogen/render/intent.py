@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from topogen.model import LabelSelector, Toleration
+from topogen.model import KUEUE_TAS_KEYS, LabelSelector, Toleration
 from topogen.plan import GroupPlan
-from topogen.sources.profiles import KUEUE_TAS_KEYS
 
 __all__ = ["AdmissionIntent", "intent_for", "intent_summary", "policy_metadata"]
 

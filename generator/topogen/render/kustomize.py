@@ -25,9 +25,7 @@ from topogen.pipeline import AnalysisReport, ClusterAnalysis
 from topogen.render.base import RenderedFile, render_text, to_yaml
 from topogen.render.intent import AdmissionIntent, intent_for
 from topogen.render.workload_patches import WorkloadPatch, workload_patches
-from topogen.sources.loader import read_objects
-from topogen.sources.objects import KubeObject
-from topogen.sources.yamlfast import load_all_fast
+from topogen.yamlfast import load_all_fast
 
 __all__ = ["DEPRECATED_FIELDS", "kustomize_files", "workload_patch_files"]
 
@@ -118,19 +116,13 @@ def _patch_file(p: WorkloadPatch, taken: set[str]) -> str:
 
 
 def _workload_patches(
-    cluster: str,
-    intents: Sequence[AdmissionIntent],
-    cfg: TopogenConfig,
-    report: AnalysisReport,
+    cluster: str, intents: Sequence[AdmissionIntent], report: AnalysisReport
 ) -> list[RenderedFile]:
     folder = f"{ROOT}/components/workload-patches/{cluster}"
-    objects: Sequence[KubeObject] = []
-    workloads = None
-    if intents and report.read is not None:  # as the analysis read them
-        objects, workloads = report.read.objects, report.read.workloads
-    elif intents:
-        objects = read_objects(cfg.workloads, cfg.base_dir, "workloads")
-    patches, skipped = workload_patches(objects, intents, workloads)
+    patches: list[WorkloadPatch] = []
+    skipped: list[str] = []
+    if intents:  # against the manifests as the analysis read them
+        patches, skipped = workload_patches(report.read.objects, report.read.workloads, intents)
     out: list[RenderedFile] = []
     entries: list[dict[str, Any]] = []
     taken: set[str] = {KUSTOMIZATION}
@@ -166,7 +158,7 @@ def workload_patch_files(
     ca: ClusterAnalysis, report: AnalysisReport, cfg: TopogenConfig
 ) -> list[RenderedFile]:
     """kustomize/components/workload-patches/<cluster>/: the mutation as manifest patches."""
-    return _workload_patches(ca.cluster, _intents(ca, cfg), cfg, report)
+    return _workload_patches(ca.cluster, _intents(ca, cfg), report)
 
 
 def kustomize_files(

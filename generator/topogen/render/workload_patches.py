@@ -23,8 +23,10 @@ thing: render again. What a `test` cannot pin is absence: a field added whole wo
 overwrite one the manifest gained since the render. Objects topogen was not given
 are not patched at all.
 
-The render layer reads the manifests' raw bodies here (through the sources layer)
-because a patch must be computed against them, not against the parsed model.
+A patch must be computed against the manifests' raw bodies, not against the parsed
+model: sources read them (the objects and the Workloads made of them) and the pipeline
+hands them in. Where each pod template is in its manifest is the operators' knowledge
+(Workload.template_at, operators/).
 """
 
 from __future__ import annotations
@@ -33,37 +35,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from topogen.manifest import KubeObject
 from topogen.model import Workload
+from topogen.operators.base import Overrides
+from topogen.operators.registry import operator_for_kind
 from topogen.plaindata import copy_plain
 from topogen.render.intent import AdmissionIntent
 from topogen.render.reference import mutate, role_of
-from topogen.sources.objects import KubeObject
-from topogen.sources.workloads import read_workloads
 
 __all__ = ["WorkloadPatch", "json_patch_ops", "workload_patches"]
 
 Json = dict[str, Any]
-
-# (group, kind) -> the pod template of a single-template object, as JSON pointer parts
-_TEMPLATE_AT: dict[tuple[str, str], tuple[str, ...]] = {
-    ("", "Pod"): (),
-    ("apps", "Deployment"): ("spec", "template"),
-    ("apps", "StatefulSet"): ("spec", "template"),
-    ("apps", "ReplicaSet"): ("spec", "template"),
-    ("apps", "DaemonSet"): ("spec", "template"),
-    ("batch", "Job"): ("spec", "template"),
-    ("batch", "CronJob"): ("spec", "jobTemplate", "spec", "template"),
-}
-# Kubeflow kinds: spec.<field>.<replica type>.template
-_REPLICA_SPECS = {
-    "PyTorchJob": "pytorchReplicaSpecs",
-    "TFJob": "tfReplicaSpecs",
-    "XGBoostJob": "xgbReplicaSpecs",
-    "PaddleJob": "paddleReplicaSpecs",
-    "MPIJob": "mpiReplicaSpecs",
-}
-_TRAINJOB = ("trainer.kubeflow.org", "TrainJob")
-_TRAINJOB_NODE = "node"  # the replicated job of Trainer v2 runtimes that runs the training
 
 
 @dataclass(frozen=True)
@@ -133,23 +115,6 @@ def _get(body: Any, parts: Sequence[str | int]) -> Any:
     return body
 
 
-def _template_at(obj: KubeObject, w: Workload) -> tuple[str | int, ...] | None:
-    """Where the pod template of workload `w` lives in `obj`."""
-    if (obj.group, obj.kind) in _TEMPLATE_AT:
-        return _TEMPLATE_AT[(obj.group, obj.kind)]
-    if obj.group == "kubeflow.org" and obj.kind in _REPLICA_SPECS:
-        return ("spec", _REPLICA_SPECS[obj.kind], w.replica_name, "template")
-    if (obj.group, obj.kind) == ("jobset.x-k8s.io", "JobSet"):
-        for i, rj in enumerate(_get(obj.body, ("spec", "replicatedJobs")) or []):
-            if isinstance(rj, dict) and str(rj.get("name") or "") == w.replica_name:
-                return ("spec", "replicatedJobs", i, "template", "spec", "template")
-    if (obj.group, obj.kind) == ("batch.volcano.sh", "Job"):
-        for i, task in enumerate(_get(obj.body, ("spec", "tasks")) or []):
-            if isinstance(task, dict) and str(task.get("name") or f"task{i}") == w.replica_name:
-                return ("spec", "tasks", i, "template")
-    return None
-
-
 def _admitted(template: Json, w: Workload, intents: Sequence[AdmissionIntent]) -> Json:
     """`template` with what admission would add to a pod of workload `w`."""
     labels = dict(w.template.labels)  # with the labels the operator adds to its pods
@@ -175,25 +140,29 @@ def _admitted(template: Json, w: Workload, intents: Sequence[AdmissionIntent]) -
     return out
 
 
-def _trainjob_ops(
-    obj: KubeObject, members: Sequence[Workload], intents: Sequence[AdmissionIntent]
+def _override_ops(
+    obj: KubeObject,
+    members: Sequence[Workload],
+    intents: Sequence[AdmissionIntent],
+    ov: Overrides,
 ) -> list[Json] | str:
-    """A TrainJob has no pod template: append a podTemplateOverrides entry for `node`.
+    """A manifest without pod templates (a TrainJob): append an override entry for the
+    job that runs the training (`node`).
 
     Its rank 0 and the other nodes share that entry, so it carries what both roles
     get: the coordinator's tolerations and the workers' pod affinity to rank 0 (which
     rank 0 satisfies itself), besides the node affinity both get.
     """
     spec = _get(obj.body, ("spec",)) or {}
-    if "podSpecOverrides" in spec:
-        return "uses podSpecOverrides (Trainer v2.0); patch support needs podTemplateOverrides"
-    overrides = spec.get("podTemplateOverrides")
+    if ov.legacy and ov.legacy in spec:
+        return f"uses {ov.legacy} ({ov.legacy_release}); patch support needs {ov.field}"
+    overrides = spec.get(ov.field)
     effective: Json = {}
     for o in overrides or []:
         targets = [t.get("name") for t in (o.get("targetJobs") or []) if isinstance(t, dict)]
-        if targets and _TRAINJOB_NODE not in targets:
+        if targets and ov.target not in targets:
             continue
-        for key in ("nodeSelector", "affinity", "tolerations"):
+        for key in ov.keys:
             if key in (o.get("spec") or {}):
                 effective[key] = copy_plain(o["spec"][key])
     before: Json = {"spec": effective}
@@ -203,25 +172,27 @@ def _trainjob_ops(
     changed = {k: v for k, v in after["spec"].items() if effective.get(k) != v}
     if not changed and not after.get("metadata"):
         return []
-    entry: Json = {"targetJobs": [{"name": _TRAINJOB_NODE}], "spec": changed}
+    entry: Json = {"targetJobs": [{"name": ov.target}], "spec": changed}
     if after.get("metadata"):
         entry["metadata"] = after["metadata"]
+    at = pointer(("spec", ov.field))
     if overrides is None:
-        return [{"op": "add", "path": "/spec/podTemplateOverrides", "value": [entry]}]
+        return [{"op": "add", "path": at, "value": [entry]}]
     return [
-        {"op": "test", "path": "/spec/podTemplateOverrides", "value": overrides},
-        {"op": "add", "path": "/spec/podTemplateOverrides/-", "value": entry},
+        {"op": "test", "path": at, "value": overrides},
+        {"op": "add", "path": f"{at}/-", "value": entry},
     ]
 
 
 def _object_ops(
     obj: KubeObject, members: Sequence[Workload], intents: Sequence[AdmissionIntent]
 ) -> list[Json] | str:
-    if (obj.group, obj.kind) == _TRAINJOB:
-        return _trainjob_ops(obj, members, intents)
+    operator = operator_for_kind(obj.group, obj.kind)
+    if operator is not None and operator.overrides is not None:
+        return _override_ops(obj, members, intents, operator.overrides)
     sites: dict[tuple[str | int, ...], list[Workload]] = {}
     for w in members:
-        at = _template_at(obj, w)
+        at = w.template_at
         if at is None:
             return f"no pod template found for {w.replica_name or 'its pods'}"
         sites.setdefault(at, []).append(w)
@@ -239,11 +210,11 @@ def _object_ops(
 
 def workload_patches(
     objects: Sequence[KubeObject],
+    workloads: Sequence[Workload],
     intents: Sequence[AdmissionIntent],
-    workloads: Sequence[Workload] | None = None,
 ) -> tuple[list[WorkloadPatch], list[str]]:
-    """JSON patches for the training objects among `objects`, and the ones left unpatched.
-    `workloads`: read_workloads(objects), when the caller has it already."""
+    """JSON patches for the training objects among `objects` (whose Workloads, as sources
+    read them, are `workloads`), and the ones left unpatched."""
     # an intent acts only in its namespaces (reference.role_of): look only at those
     by_namespace: dict[str, list[AdmissionIntent]] = {}
     for intent in intents:
@@ -251,7 +222,7 @@ def workload_patches(
             by_namespace.setdefault(ns, []).append(intent)
     members: dict[tuple[str, str, str, str], list[Workload]] = {}
     by_key = {(o.api_version, o.kind, o.namespace or "default", o.name): o for o in objects}
-    for w in read_workloads(objects, []) if workloads is None else workloads:
+    for w in workloads:
         pod = {
             "metadata": {
                 "namespace": w.namespace,

@@ -1,5 +1,6 @@
-"""Sources: read files (or a live cluster) into model objects. Nothing else touches YAML.
+"""Sources: read files (or a live cluster) into model objects. Nothing else reads inputs.
 
-Modules: yamlio (safe parsing), objects (Kubernetes object shapes), nodes,
-policies, podspec, workloads, profiles, loader (what topogen.yaml names).
+Modules: yamlio (safe parsing), objects (documents into KubeObjects), nodes, policies,
+podspec, workloads (pods per the operators' registry), live, loader (what topogen.yaml
+names).
 """

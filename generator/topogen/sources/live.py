@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import yaml
 
 from topogen.errors import TopogenError
-from topogen.sources.yamlfast import YAML_UNSAFE_IN_JSON
+from topogen.yamlfast import YAML_UNSAFE_IN_JSON
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -166,7 +166,7 @@ def snapshot_yaml(objects: ClusterObjects) -> str:
 
     The body is JSON, which is YAML (every YAML tool reads it, diffs stay a line per
     field) and which topogen reads with the json module, ~9x faster than block YAML on
-    a 5,000-node snapshot (sources/yamlfast.py)."""
+    a 5,000-node snapshot (yamlfast.py)."""
     return SNAPSHOT_HEADER + json_yaml(snapshot_document(objects))
 
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 from topogen.config import ClusterConfig, TopogenConfig
 from topogen.errors import InputError
-from topogen.model import Namespace, Topology, Workload
-from topogen.sources.nodes import NO_ZONE_PREFIX, read_nodes
-from topogen.sources.objects import KubeObject, flatten
-from topogen.sources.policies import PolicySet, read_policies
+from topogen.manifest import KubeObject
+from topogen.model import NO_ZONE_PREFIX, Namespace, PolicySet, Topology, Workload
+from topogen.sources.nodes import read_nodes
+from topogen.sources.objects import flatten
+from topogen.sources.policies import read_policies
 from topogen.sources.workloads import read_namespaces, read_workloads
 from topogen.sources.yamlio import display_path, expand_paths, iter_documents
 

@@ -5,20 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from topogen.errors import InputError
-from topogen.model import Node, Taint
-from topogen.sources.objects import (
-    KubeObject,
-    as_bool,
-    as_list,
-    as_map,
-    labels_of,
-    parse_quantity,
-    string_map,
-)
+from topogen.manifest import KubeObject, as_bool, as_list, as_map, labels_of, string_map
+from topogen.model import NO_ZONE_PREFIX, Node, Taint
+from topogen.sources.objects import parse_quantity
 
-__all__ = ["NO_ZONE_PREFIX", "node_from_object", "read_nodes"]
+__all__ = ["node_from_object", "read_nodes"]
 
-NO_ZONE_PREFIX = "<no-zone>:"
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 

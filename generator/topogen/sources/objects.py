@@ -2,47 +2,18 @@
 
 from __future__ import annotations
 
-import datetime
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from topogen.errors import InputError
+from topogen.manifest import KubeObject
 from topogen.sources.yamlio import Document
 
-__all__ = [
-    "KubeObject",
-    "as_bool",
-    "as_list",
-    "as_map",
-    "as_str",
-    "flatten",
-    "labels_of",
-    "parse_quantity",
-    "string_map",
-]
+__all__ = ["flatten", "parse_quantity"]
 
 SNAPSHOT_KIND = "TopogenSnapshot"
-
-
-@dataclass(frozen=True)
-class KubeObject:
-    api_version: str
-    kind: str
-    namespace: str
-    name: str
-    body: Mapping[str, Any]
-    path: str
-
-    @property
-    def group(self) -> str:
-        return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
-
-    def where(self) -> str:
-        ns = f"{self.namespace}/" if self.namespace else ""
-        return f"{self.kind} {ns}{self.name}"
 
 
 def flatten(docs: Iterable[Document]) -> Iterator[KubeObject]:
@@ -96,79 +67,6 @@ def _to_object(body: Mapping[str, Any], path: str) -> KubeObject:
     if not isinstance(namespace, str):
         raise InputError(f"{kind} {name}: metadata.namespace must be a string", path=path)
     return KubeObject(api_version, kind, namespace, name, body, path)
-
-
-def as_map(value: Any, what: str, obj: KubeObject) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise InputError(
-            f"{obj.where()}: {what} must be a mapping, got {type(value).__name__}", path=obj.path
-        )
-    return value
-
-
-def as_list(value: Any, what: str, obj: KubeObject) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise InputError(
-            f"{obj.where()}: {what} must be a list, got {type(value).__name__}", path=obj.path
-        )
-    return value
-
-
-def string_map(value: Any, what: str, obj: KubeObject) -> dict[str, str]:
-    """A label/selector map; every value must be a string (as Kubernetes requires)."""
-    out: dict[str, str] = {}
-    for key, val in as_map(value, what, obj).items():
-        if not isinstance(key, str):
-            raise InputError(f"{obj.where()}: {what} key {key!r} is not a string", path=obj.path)
-        if val is None:
-            val = ""
-        if not isinstance(val, str):
-            shown = str(val).lower() if isinstance(val, bool) else _as_written(val)
-            raise InputError(
-                f"{obj.where()}: {what}.{key} must be a string, got {type(val).__name__} {shown}",
-                path=obj.path,
-                hint=f'quote it: {key}: "{shown}"',
-            )
-        out[key] = val
-    return out
-
-
-def _as_written(val: Any) -> str:
-    """A scalar roughly as the YAML spelt it (2024-01-01, 1.5), anything else as repr."""
-    if isinstance(val, int | float | datetime.date):
-        return str(val)
-    return repr(val)
-
-
-def as_bool(value: Any, what: str, obj: KubeObject, default: bool = False) -> bool:
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise InputError(
-            f"{obj.where()}: {what} must be true or false, got {value!r}",
-            path=obj.path,
-            hint="write it unquoted",
-        )
-    return value
-
-
-def as_str(value: Any, what: str, obj: KubeObject) -> str:
-    """An optional string field ("" when absent)."""
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise InputError(f"{obj.where()}: {what} must be a string, got {value!r}", path=obj.path)
-    return value
-
-
-def labels_of(obj: KubeObject) -> dict[str, str]:
-    return string_map(
-        as_map(obj.body.get("metadata"), "metadata", obj).get("labels"), "metadata.labels", obj
-    )
 
 
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[KMGTPE]i?|[mkunM]?)$")

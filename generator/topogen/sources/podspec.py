@@ -7,6 +7,7 @@ from fractions import Fraction
 from typing import Any
 
 from topogen.errors import InputError
+from topogen.manifest import KubeObject, as_bool, as_list, as_map, as_str, string_map
 from topogen.model import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -14,15 +15,7 @@ from topogen.model import (
     PodTemplate,
     Toleration,
 )
-from topogen.sources.objects import (
-    KubeObject,
-    as_bool,
-    as_list,
-    as_map,
-    as_str,
-    parse_quantity,
-    string_map,
-)
+from topogen.sources.objects import parse_quantity
 from topogen.sources.policies import parse_selector
 
 __all__ = ["parse_pod_template"]
@@ -34,15 +27,17 @@ _EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
 def parse_pod_template(
     raw: Any, what: str, obj: KubeObject, extra_labels: Mapping[str, str] | None = None
 ) -> PodTemplate:
-    """`raw` is a PodTemplateSpec (metadata + spec)."""
+    """`raw` is a PodTemplateSpec (metadata + spec) at field path `what` ("": the object
+    itself, a Pod)."""
+    at = f"{what}." if what else ""
     tmpl = as_map(raw, what, obj)
-    meta = as_map(tmpl.get("metadata"), f"{what}.metadata", obj)
-    labels = string_map(meta.get("labels"), f"{what}.metadata.labels", obj)
+    meta = as_map(tmpl.get("metadata"), f"{at}metadata", obj)
+    labels = string_map(meta.get("labels"), f"{at}metadata.labels", obj)
     if extra_labels:
         labels = {**labels, **extra_labels}
-    annotations = string_map(meta.get("annotations"), f"{what}.metadata.annotations", obj)
-    spec = as_map(tmpl.get("spec"), f"{what}.spec", obj)
-    return parse_pod_spec(spec, f"{what}.spec", obj, labels, annotations)
+    annotations = string_map(meta.get("annotations"), f"{at}metadata.annotations", obj)
+    spec = as_map(tmpl.get("spec"), f"{at}spec", obj)
+    return parse_pod_spec(spec, f"{at}spec", obj, labels, annotations)
 
 
 def parse_pod_spec(

@@ -2,7 +2,8 @@
 
 Normalisation done here, once, so the analysis sees one shape:
 - `k8s:`/`any:` key prefixes dropped (`reserved:` kept: it selects reserved identities);
-- CNP peer selectors without a namespace key get the policy's namespace;
+- CNP peer selectors without a namespace key get the policy's namespace (both rewrites
+  are Cilium's, in cilium/);
 - each direction of each rule item becomes one PolicyRule; sections that put an
   endpoint in default deny become Isolation records (honouring enableDefaultDeny).
 """
@@ -11,65 +12,31 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from topogen.cilium.entities import ENTITIES
+from topogen.cilium.identity import normalise_key
+from topogen.cilium.selectors import with_policy_namespace
 from topogen.errors import InputError
+from topogen.manifest import KubeObject, as_list, as_map, string_map
 from topogen.model import (
     Isolation,
     LabelSelector,
     Peer,
     PolicyRef,
     PolicyRule,
+    PolicySet,
     PortRange,
     Requirement,
 )
-from topogen.sources.objects import KubeObject, as_list, as_map, string_map
 
-__all__ = [
-    "CILIUM_NS_LABEL_PREFIX",
-    "NAMESPACE_KEY",
-    "POLICY_KINDS",
-    "PolicySet",
-    "normalise_key",
-    "read_policies",
-]
+__all__ = ["POLICY_KINDS", "parse_selector", "read_policies"]
 
-NAMESPACE_KEY = "io.kubernetes.pod.namespace"
-CILIUM_NS_LABEL_PREFIX = "io.cilium.k8s.namespace.labels."
 CNP, CCNP, NP = "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "NetworkPolicy"
 POLICY_KINDS = {("cilium.io", CNP), ("cilium.io", CCNP), ("networking.k8s.io", NP)}
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
 _PORT_NAME = re.compile(r"^(?=.*[a-zA-Z])[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?$")
-_ENTITIES = (
-    "all",
-    "cluster",
-    "host",
-    "remote-node",
-    "world",
-    "world-ipv4",
-    "world-ipv6",
-    "kube-apiserver",
-    "ingress",
-    "health",
-    "init",
-    "unmanaged",
-)
-
-
-@dataclass(frozen=True)
-class PolicySet:
-    rules: tuple[PolicyRule, ...]
-    isolations: tuple[Isolation, ...]
-    policies: tuple[PolicyRef, ...]
-
-
-def normalise_key(key: str) -> str:
-    for prefix in ("k8s:", "any:"):
-        if key.startswith(prefix):
-            return key[len(prefix) :]
-    return key
 
 
 def read_policies(objects: Iterable[KubeObject]) -> PolicySet:
@@ -129,19 +96,6 @@ def parse_selector(raw: Any, what: str, obj: KubeObject, *, cilium: bool) -> Lab
         )
     pairs = tuple(sorted((normalise_key(k) if cilium else k, v) for k, v in labels.items()))
     return LabelSelector(pairs, tuple(sorted(exprs)))
-
-
-def _with_namespace(sel: LabelSelector, namespace: str) -> LabelSelector:
-    """A CNP peer selector without a namespace key means the policy's namespace.
-
-    Selectors on reserved identities (reserved:host ...) are left alone, as Cilium does.
-    """
-    keys = sel.keys()
-    if NAMESPACE_KEY in keys or any(k.startswith("reserved:") for k in keys):
-        return sel
-    return LabelSelector(
-        tuple(sorted((*sel.match_labels, (NAMESPACE_KEY, namespace)))), sel.match_expressions
-    )
 
 
 # --- ports ------------------------------------------------------------------------
@@ -303,18 +257,18 @@ def _cilium_peers(
     for i, raw in enumerate(as_list(item.get(f"{side}Endpoints"), f"{what}.{side}Endpoints", obj)):
         sel = parse_selector(raw, f"{what}.{side}Endpoints[{i}]", obj, cilium=True)
         if ref.kind == CNP:
-            sel = _with_namespace(sel, obj.namespace)
+            sel = with_policy_namespace(sel, obj.namespace)
         peers.append(Peer("endpoints", selector=sel, text=f"{side}Endpoints {sel}"))
     for i, raw in enumerate(as_list(item.get(f"{side}Nodes"), f"{what}.{side}Nodes", obj)):
         sel = parse_selector(raw, f"{what}.{side}Nodes[{i}]", obj, cilium=False)
         peers.append(Peer("nodes", selector=sel, text=f"{side}Nodes {sel}"))
     entities = as_list(item.get(f"{side}Entities"), f"{what}.{side}Entities", obj)
     for e in entities:
-        if e not in _ENTITIES:
+        if e not in ENTITIES:
             raise InputError(
                 f"{obj.where()}: {what}.{side}Entities has unknown entity {e!r}",
                 path=obj.path,
-                hint=f"known: {', '.join(_ENTITIES)}",
+                hint=f"known: {', '.join(ENTITIES)}",
             )
     if entities:
         ents = tuple(sorted(set(entities)))
@@ -354,7 +308,7 @@ def _read_netpol(
 ) -> None:
     spec = as_map(obj.body.get("spec"), "spec", obj)
     subject = parse_selector(spec.get("podSelector"), "spec.podSelector", obj, cilium=False)
-    subject = _with_namespace(subject, obj.namespace)
+    subject = with_policy_namespace(subject, obj.namespace)
     types = as_list(spec.get("policyTypes"), "spec.policyTypes", obj)
     if not types:
         # API defaulting: Ingress always, Egress only when there are egress rules

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from topogen.errors import InputError
-from topogen.sources.yamlfast import load_all_fast
+from topogen.yamlfast import load_all_fast
 
 __all__ = ["MAX_FILE_BYTES", "Document", "expand_paths", "iter_documents", "load_yaml_text"]
 

@@ -1,4 +1,6 @@
-"""Each built-in profile turns its operator's manifests into coordinator and worker roles."""
+"""Profiles in detail: Trainer v2 rank 0, Kubeflow replica-type case, overrides, and the
+workload kinds read (tests/operators/test_registry.py runs every operator through the
+same cases)."""
 
 from __future__ import annotations
 
@@ -12,80 +14,9 @@ from topogen.config import GroupConfig
 from topogen.model import TrainingGroup
 from topogen.sources.workloads import read_workloads
 
-POD = "{containers: [{name: main, image: img, resources: {limits: {nvidia.com/gpu: 1}}}]}"
-CPU_POD = "{containers: [{name: main, image: img}]}"
+from .samples import CPU_POD, JOBS, POD
 
-MANIFESTS = {
-    "kubeflow-training-operator": f"""
-    apiVersion: kubeflow.org/v1
-    kind: PyTorchJob
-    metadata: {{name: bert, namespace: ml}}
-    spec:
-      pytorchReplicaSpecs:
-        Master: {{replicas: 1, template: {{spec: {CPU_POD}}}}}
-        Worker: {{replicas: 3, template: {{spec: {POD}}}}}
-    """,
-    "mpi-operator": f"""
-    apiVersion: kubeflow.org/v2beta1
-    kind: MPIJob
-    metadata: {{name: bert, namespace: ml}}
-    spec:
-      mpiReplicaSpecs:
-        Launcher: {{replicas: 1, template: {{spec: {CPU_POD}}}}}
-        Worker: {{replicas: 3, template: {{spec: {POD}}}}}
-    """,
-    "jobset": f"""
-    apiVersion: jobset.x-k8s.io/v1alpha2
-    kind: JobSet
-    metadata: {{name: bert, namespace: ml}}
-    spec:
-      replicatedJobs:
-        - name: leader
-          replicas: 1
-          template: {{spec: {{parallelism: 1, template: {{spec: {CPU_POD}}}}}}}
-        - name: workers
-          replicas: 1
-          template: {{spec: {{parallelism: 3, template: {{spec: {POD}}}}}}}
-    """,
-    "volcano": f"""
-    apiVersion: batch.volcano.sh/v1alpha1
-    kind: Job
-    metadata: {{name: bert, namespace: ml}}
-    spec:
-      tasks:
-        - {{name: master, replicas: 1, template: {{spec: {CPU_POD}}}}}
-        - {{name: worker, replicas: 3, template: {{spec: {POD}}}}}
-    """,
-    "kubeflow-trainer": """
-    apiVersion: trainer.kubeflow.org/v1alpha1
-    kind: TrainJob
-    metadata: {name: bert, namespace: ml}
-    spec:
-      runtimeRef: {name: torch-distributed}
-      trainer:
-        numNodes: 4
-        resourcesPerNode: {limits: {nvidia.com/gpu: 1}}
-    """,
-    "custom": f"""
-    apiVersion: apps/v1
-    kind: Deployment
-    metadata: {{name: coord, namespace: ml}}
-    spec:
-      replicas: 1
-      template:
-        metadata: {{labels: {{app: bert, role: coordinator}}}}
-        spec: {CPU_POD}
-    ---
-    apiVersion: batch/v1
-    kind: Job
-    metadata: {{name: workers, namespace: ml}}
-    spec:
-      parallelism: 3
-      template:
-        metadata: {{labels: {{app: bert, role: gpu-worker}}}}
-        spec: {POD}
-    """,
-}
+MANIFESTS = JOBS
 
 
 def _group(profile: str, **extra: Any) -> GroupConfig:
@@ -103,14 +34,6 @@ def _group(profile: str, **extra: Any) -> GroupConfig:
 def _jobs(profile: str, text: str, **extra: Any) -> list[TrainingGroup]:
     skipped: list[str] = []
     return find_groups(_group(profile, **extra), read_workloads(objects(text), skipped))
-
-
-@pytest.mark.parametrize("profile", sorted(MANIFESTS))
-def test_profile_finds_one_job_with_one_coordinator_and_three_workers(profile: str) -> None:
-    jobs = _jobs(profile, MANIFESTS[profile])
-    assert [j.job for j in jobs] == ["bert"]
-    roles = {r.name: r.replicas for r in jobs[0].roles}
-    assert roles == {"coordinator": 1, "worker": 3}
 
 
 def test_kubeflow_trainer_rank_0_is_the_coordinator() -> None:

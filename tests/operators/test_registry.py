@@ -1,0 +1,128 @@
+"""Every registered operator goes through the same cases (adding one is adding its module
+and a registry row: these tests then ask for a sample of each kind it reads)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import yaml
+
+from helpers import dedent_docs, objects
+from topogen.analysis.groups import find_groups
+from topogen.config import GroupConfig
+from topogen.errors import InputError
+from topogen.manifest import KubeObject
+from topogen.operators.base import Operator
+from topogen.operators.registry import (
+    OPERATORS,
+    PROFILES,
+    detected_kinds,
+    operator,
+    operator_for_kind,
+    profile_for,
+)
+from topogen.sources.objects import flatten
+from topogen.sources.workloads import read_workloads
+from topogen.sources.yamlio import Document
+
+from .samples import CUSTOM, JOBS, SAMPLES
+
+KINDS = [(op, kind) for op in OPERATORS for kind in op.kinds]
+
+
+def _ids(value: Any) -> str:
+    if isinstance(value, Operator):
+        return value.name
+    return "/".join(p for p in value if p) if isinstance(value, tuple) else str(value)
+
+
+def _group(profile: str) -> GroupConfig:
+    data: dict[str, Any] = {"name": "g", "profile": profile, "namespaces": ["ml"]}
+    if operator(profile).required:
+        data.update(CUSTOM)
+    return GroupConfig.model_validate(data)
+
+
+def _sample(kind: tuple[str, str]) -> KubeObject:
+    (obj,) = objects(SAMPLES[kind])
+    return obj
+
+
+def _at(body: Any, parts: tuple[str | int, ...]) -> Any:
+    for p in parts:
+        body = body[p]
+    return body
+
+
+def test_names_and_kinds_are_registered_once() -> None:
+    assert len(set(PROFILES)) == len(PROFILES)
+    assert len({k for _, k in KINDS}) == len(KINDS)
+    assert all(operator_for_kind(*kind) is op for op, kind in KINDS)
+    assert operator_for_kind("example.com", "Job") is None
+
+
+def test_the_config_accepts_every_registered_profile_and_no_other() -> None:
+    for name in PROFILES:
+        assert _group(name).profile == name
+    with pytest.raises(ValueError, match="Input should be 'kubeflow-training-operator'"):
+        GroupConfig.model_validate({"name": "g", "profile": "ray", "namespaces": ["ml"]})
+
+
+def test_init_detects_every_operator_but_the_builtin_kinds() -> None:
+    found = detected_kinds()
+    assert set(found.values()) == {op.name for op in OPERATORS if op.detected}
+    assert ("apps", "Deployment") not in found
+
+
+@pytest.mark.parametrize(("op", "kind"), KINDS, ids=_ids)
+def test_every_kind_has_a_sample_whose_pods_say_where_their_template_is(
+    op: Operator, kind: tuple[str, str]
+) -> None:
+    assert kind in SAMPLES, f"add a sample manifest of {kind} to tests/operators/samples.py"
+    obj = _sample(kind)
+    pod_sets = list(op.pods(obj))
+    assert pod_sets
+    for ps in pod_sets:
+        assert all(isinstance(k, str) and isinstance(v, str) for k, v in ps.labels.items())
+        if ps.at is None:  # no template in the manifest: its pods take overrides
+            assert op.overrides is not None
+        else:
+            assert _at(obj.body, ps.at) is ps.template
+    workloads = read_workloads([obj], [])
+    assert [w.template_at for w in workloads] == [ps.at for ps in pod_sets]
+    for w, ps in zip(workloads, pod_sets, strict=True):
+        assert all(w.template.labels.get(k) == v for k, v in ps.labels.items())
+
+
+@pytest.mark.parametrize(("op", "kind"), KINDS, ids=_ids)
+def test_a_malformed_manifest_is_an_input_error_naming_it(
+    op: Operator, kind: tuple[str, str]
+) -> None:
+    (doc,) = yaml.safe_load_all(dedent_docs(SAMPLES[kind]))
+    bad = copy.deepcopy(doc)
+    bad["spec"] = ["not", "a", "mapping"]
+    (obj,) = flatten([Document(bad, "bad.yaml", 0)])
+    with pytest.raises(InputError) as err:
+        read_workloads([obj], [])
+    assert str(err.value).startswith(f"bad.yaml: {obj.where()}: ")
+
+
+@pytest.mark.parametrize("op", OPERATORS, ids=_ids)
+def test_a_job_has_one_coordinator_and_three_workers(op: Operator) -> None:
+    assert op.name in JOBS, f"add a job of profile {op.name} to tests/operators/samples.py"
+    (job,) = find_groups(_group(op.name), read_workloads(objects(JOBS[op.name]), []))
+    assert {r.name: r.replicas for r in job.roles} == {"coordinator": 1, "worker": 3}
+
+
+@pytest.mark.parametrize("op", OPERATORS, ids=_ids)
+def test_the_coordinator_rule_selects_the_coordinator_only(op: Operator) -> None:
+    """A worker's pod affinity to its coordinator (the generated policies) must find it."""
+    profile = profile_for(_group(op.name))
+    (job,) = find_groups(_group(op.name), read_workloads(objects(JOBS[op.name]), []))
+    rule = profile.coordinator_affinity(job.job)
+    for role in job.roles:
+        for w in role.workloads:
+            assert profile.role_of(w.template.labels) == role.name
+            assert rule.matches(w.template.labels) == (role.name == "coordinator")
