@@ -1,6 +1,7 @@
 """topogen: co-locate training groups inside the network domain that allows their traffic.
 
-Pipeline (one direction): sources -> model -> analysis -> plan -> render -> emit.
+Pipeline (one direction): sources -> model -> analysis -> plan -> render -> emit, with
+the knowledge packages operators/ and cilium/ beside it (any stage may use them).
 """
 
 __version__ = "0.1.0"

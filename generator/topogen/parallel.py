@@ -1,4 +1,9 @@
-"""Analyze config groups on every core: forked workers, results handed back by pickle.
+"""The pipeline's performance machinery, in one place: the work is shared out among forked
+workers, results come back by pickle, and the garbage collector pauses meanwhile.
+
+Why: topogen runs in Argo CD's repo-server on every refresh and in CI on every pull
+request, so a fleet (thousands of nodes, a thousand jobs) must take seconds; the analysis
+of one group is pure Python, so only processes use more than one core.
 
 Groups are independent (pure functions of the cluster's inputs), so a fleet's groups
 are shared out among forked copies of the process: each claims the next group from a
@@ -12,28 +17,47 @@ own; placements as node positions; a job's lazy list of blocked paths as what is
 needed to list them again in the parent. A worker that fails or dies leaves its groups
 to the parent, which computes them (and raises whatever they raise).
 
+A group's work may go on after its plan (`then`: render renders its policies there), so
+what crosses the pipe is text, not the analysis again. The work after the analysis
+(signals, workload patches) is shared out the same way (map_calls).
+
 Off when there is one core, few jobs, no fork (TOPOGEN_JOBS=1 turns it off,
 TOPOGEN_JOBS=N sets the number of processes).
 """
 
 from __future__ import annotations
 
+import gc
 import io
 import multiprocessing
 import os
 import pickle
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from topogen.analysis import AnalysisContext, ClusterIndex, JobAnalysis, analyze_job
+from topogen.analysis.members import Member
+from topogen.analysis.paths import BlockedPath, BlockedPaths
 from topogen.analysis.placement import Placement
-from topogen.analysis.zonepaths import BlockedPaths
-from topogen.model import Node
+from topogen.config import GroupConfig
+from topogen.model import Node, TrainingGroup, Workload
+from topogen.plan import GroupPlan, plan_group
 
-__all__ = ["Shared", "map_groups", "workers"]
+__all__ = [
+    "ClusterRun",
+    "Shared",
+    "Then",
+    "map_calls",
+    "map_groups",
+    "no_cycle_collection",
+    "workers",
+]
 
 T = TypeVar("T")
 MIN_JOBS = 200  # below this many jobs a second process costs more than it saves
+MIN_PLANS = 40  # below this many groups the work after the analysis stays in one process
 
 # set while the parent unpickles a worker's results
 _current: Shared | None = None
@@ -53,20 +77,43 @@ def workers(jobs: int, minimum: int = MIN_JOBS) -> int:
     return max(1, min(cores, 4))
 
 
+@contextmanager
+def no_cycle_collection() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector.
+
+    Reading a fleet and analyzing it allocates millions of small, acyclic objects; the
+    collector, triggered by allocation counts, would walk them again and again (about a
+    quarter of the run at 5,000 nodes) and find nothing. Reference counting still frees
+    everything as usual; cycles made meanwhile are collected once it is back on.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+Blocked = Callable[[int, tuple[Any, ...]], Callable[[], Iterator[Any]]]
+
+
 class Shared:
-    """The parent's objects a worker refers to instead of copying."""
+    """The parent's objects a worker refers to instead of copying (none by default)."""
 
     def __init__(
         self,
-        objects: Sequence[object],
-        nodes: Sequence[Node],
-        blocked: Callable[[int, tuple[Any, ...]], Callable[[], Iterator[Any]]],
+        objects: Sequence[object] = (),
+        nodes: Sequence[Node] = (),
+        blocked: Blocked | None = None,
     ) -> None:
         self.objects = list(objects)
         self.ids = {id(o): i for i, o in enumerate(self.objects)}
         self.nodes = tuple(nodes)
         self.node_ids = {id(n): i for i, n in enumerate(self.nodes)}
-        self.blocked = blocked  # (group, members) -> producer of that job's blocked paths
+        # (group, members) -> producer of that job's blocked paths, for lazy lists; without
+        # it they cross the pipe listed
+        self.blocked = blocked
         self.group = -1  # the group whose results are being pickled
 
 
@@ -84,7 +131,7 @@ class _Pickler(pickle.Pickler):
             positions = array("I", (s.node_ids[id(n)] for n in obj.nodes)).tobytes()
             return _placement, (positions, dict(obj.excluded))
         if type(obj) is BlockedPaths:
-            if obj.members is None:
+            if obj.members is None or s.blocked is None:
                 return _materialized, (tuple(obj),)
             return _lazy_blocked, (len(obj), s.group, obj.members)
         return NotImplemented
@@ -102,7 +149,7 @@ def _placement(positions: bytes, excluded: dict[str, int]) -> Placement:
 
 
 def _lazy_blocked(count: int, group: int, members: tuple[Any, ...]) -> BlockedPaths:
-    assert _current is not None
+    assert _current is not None and _current.blocked is not None
     return BlockedPaths(count, _current.blocked(group, members), members)
 
 
@@ -198,3 +245,72 @@ def map_groups(
         if data:
             results.update(_loads(data, shared))
     return [results[i] if i in results else func(i) for i in range(count)]
+
+
+def map_calls(calls: Sequence[Callable[[], T]], plans: int) -> list[T]:
+    """[c() for c in calls], shared out among the cores when there are MIN_PLANS plans or
+    more (the work of each call grows with them)."""
+    procs = workers(plans, minimum=MIN_PLANS)
+    return map_groups(lambda i: calls[i](), len(calls), procs, Shared())
+
+
+# `then(cluster, plan)`: more work on a group's plan, done where the group was analyzed
+Then = Callable[[str, GroupPlan], Any]
+
+
+class ClusterRun:
+    """The config groups of one cluster (their jobs found), analyzed and planned group by
+    group, the largest first, shared out among the cores (map_groups)."""
+
+    def __init__(
+        self,
+        cluster: str,
+        index: ClusterIndex,
+        domain_label: str | None,
+        groups: Sequence[GroupConfig],
+        found: Sequence[Sequence[TrainingGroup]],
+        then: Then | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.index = index
+        self.domain_label = domain_label
+        self.groups = list(groups)
+        self.found = [list(js) for js in found]
+        self.then = then
+        self._contexts: dict[int, AnalysisContext] = {}
+
+    def analyze(
+        self, workloads: Sequence[Workload]
+    ) -> list[tuple[list[JobAnalysis], GroupPlan, Any]]:
+        """Per group: its jobs analyzed, its plan, what `then` made of it."""
+        shared = Shared(
+            [
+                *workloads,
+                *(w.template for w in workloads),
+                *(j for js in self.found for j in js),
+                *self.groups,
+            ],
+            self.index.topology.nodes,
+            self._blocked,
+        )
+        jobs = sum(len(js) for js in self.found)
+        largest_first = sorted(range(len(self.groups)), key=lambda g: -len(self.found[g]))
+        return map_groups(self._one, len(self.groups), workers(jobs), shared, largest_first)
+
+    def _context(self, g: int) -> AnalysisContext:
+        ctx = self._contexts.get(g)
+        if ctx is None:
+            ctx = self._contexts[g] = AnalysisContext(
+                self.index, self.groups[g], domain_label=self.domain_label
+            )
+        return ctx
+
+    def _one(self, g: int) -> tuple[list[JobAnalysis], GroupPlan, Any]:
+        ctx = self._context(g)
+        group_jobs = [analyze_job(self.cluster, j, ctx) for j in self.found[g]]
+        plan = plan_group(self.cluster, self.groups[g], group_jobs, ctx)
+        return group_jobs, plan, None if self.then is None else self.then(self.cluster, plan)
+
+    def _blocked(self, g: int, members: tuple[Member, ...]) -> Callable[[], Iterator[BlockedPath]]:
+        """The blocked paths of a job of group g, listed when asked for (in the parent)."""
+        return lambda: self._context(g).job_paths(members).blocked()

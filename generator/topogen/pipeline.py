@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from topogen.analysis import AnalysisContext, JobAnalysis, PolicyIndex, analyze_job, find_groups
-from topogen.analysis.context import BlockedPath
-from topogen.analysis.members import Member
-from topogen.config import GroupConfig, TopogenConfig
-from topogen.model import Finding, Namespace, TrainingGroup, Workload
-from topogen.parallel import Shared, map_groups, workers
-from topogen.plan import GroupPlan, plan_group
+from topogen.analysis import ClusterIndex, JobAnalysis, PolicyIndex, find_groups
+from topogen.config import TopogenConfig
+from topogen.model import Finding, Workload
+from topogen.parallel import ClusterRun, Then, no_cycle_collection
+from topogen.plan import GroupPlan
 from topogen.sources.loader import (
     ClusterInputs,
     WorkloadInputs,
@@ -22,7 +17,7 @@ from topogen.sources.loader import (
     load_workload_inputs,
 )
 
-__all__ = ["AnalysisReport", "ClusterAnalysis", "analyze", "no_cycle_collection"]
+__all__ = ["AnalysisReport", "ClusterAnalysis", "analyze"]
 
 
 @dataclass(frozen=True)
@@ -57,72 +52,6 @@ class AnalysisReport:
         return tuple(p for c in self.clusters for p in c.plans)
 
 
-@contextmanager
-def no_cycle_collection() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector.
-
-    Reading a fleet and analyzing it allocates millions of small, acyclic objects; the
-    collector, triggered by allocation counts, would walk them again and again (about a
-    quarter of the run at 5,000 nodes) and find nothing. Reference counting still frees
-    everything as usual; cycles made meanwhile are collected once it is back on.
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
-Then = Callable[[str, GroupPlan], Any]  # see analyze()
-
-
-class _ClusterGroups:
-    """The groups of one cluster, analyzed one by one (see parallel.map_groups)."""
-
-    def __init__(
-        self,
-        cluster: str,
-        domain_label: str | None,
-        inputs: ClusterInputs,
-        index: PolicyIndex,
-        namespaces: dict[str, Namespace],
-        groups: list[GroupConfig],
-    ) -> None:
-        self.cluster = cluster
-        self.domain_label = domain_label
-        self.inputs = inputs
-        self.index = index
-        self.namespaces = namespaces
-        self.groups = groups
-        self.found: list[list[TrainingGroup]] = []
-        self.then: Then | None = None
-        self._contexts: dict[int, AnalysisContext] = {}
-
-    def context(self, g: int) -> AnalysisContext:
-        ctx = self._contexts.get(g)
-        if ctx is None:
-            ctx = self._contexts[g] = AnalysisContext(
-                self.inputs.topology,
-                self.index,
-                self.namespaces,
-                self.groups[g],
-                domain_label=self.domain_label,
-            )
-        return ctx
-
-    def one(self, g: int) -> tuple[list[JobAnalysis], GroupPlan, Any]:
-        ctx = self.context(g)
-        group_jobs = [analyze_job(self.cluster, j, ctx) for j in self.found[g]]
-        plan = plan_group(self.cluster, self.groups[g], group_jobs, ctx)
-        return group_jobs, plan, None if self.then is None else self.then(self.cluster, plan)
-
-    def blocked(self, g: int, members: tuple[Member, ...]) -> Callable[[], Iterator[BlockedPath]]:
-        """The blocked paths of a job of group g, listed when asked for."""
-        return lambda: self.context(g).job_paths(members).blocked()
-
-
 def analyze(
     cfg: TopogenConfig,
     clusters: list[str] | None = None,
@@ -133,7 +62,8 @@ def analyze(
 
     `then(cluster, plan)` runs on each group's plan where the group was analyzed (on a
     fleet, in the worker process: render passes the rendering of a group's policies);
-    its results are ClusterAnalysis.then.
+    its results are ClusterAnalysis.then. How the groups are shared out among the cores:
+    parallel.py.
     """
     with no_cycle_collection():
         return _analyze(cfg, clusters, workloads, then)
@@ -153,25 +83,12 @@ def _analyze(
     for cluster in chosen:
         inputs = load_cluster_inputs(cfg, cluster)
         namespaces = {**loaded.namespaces, **inputs.namespaces}
-        index = PolicyIndex(inputs.policies, namespaces)
+        index = ClusterIndex(inputs.topology, PolicyIndex(inputs.policies, namespaces), namespaces)
         warnings.extend(inputs.warnings)
         groups = cfg.groups_for(cluster.name)
-        run = _ClusterGroups(cluster.name, cluster.domain_label, inputs, index, namespaces, groups)
-        run.found = [find_groups(group, all_workloads) for group in groups]
-        run.then = then
-        shared = Shared(
-            [
-                *all_workloads,
-                *(w.template for w in all_workloads),
-                *(j for js in run.found for j in js),
-                *groups,
-            ],
-            inputs.topology.nodes,
-            run.blocked,
-        )
-        jobs_count = sum(len(js) for js in run.found)
-        largest_first = sorted(range(len(groups)), key=lambda g: -len(run.found[g]))
-        analyzed = map_groups(run.one, len(groups), workers(jobs_count), shared, largest_first)
+        found = [find_groups(group, all_workloads) for group in groups]
+        run = ClusterRun(cluster.name, index, cluster.domain_label, groups, found, then)
+        analyzed = run.analyze(all_workloads)
         jobs: list[JobAnalysis] = []
         plans: list[GroupPlan] = []
         findings: list[Finding] = []

@@ -10,14 +10,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from topogen.analysis.bits import bits as _bits
+from topogen.analysis.bits import transpose
 from topogen.analysis.context import AnalysisContext
 from topogen.analysis.domains import DomainCheck
+from topogen.analysis.families import Family
 from topogen.analysis.findings import JobAnalysis
 from topogen.analysis.placement import place_in_domains
-from topogen.analysis.zonepaths import Family, transpose
-from topogen.analysis.zonepaths import bits as _bits
 from topogen.config import GroupConfig
-from topogen.model import NO_ZONE_PREFIX, PolicyRef, Toleration, Topology
+from topogen.model import PolicyRef, Toleration
 from topogen.operators.base import Profile
 from topogen.operators.registry import profile_for
 
@@ -171,14 +172,14 @@ def _denied_zone_pairs(
     Jobs whose members have the same identities and zones add the same pairs: each
     such combination is looked at once.
     """
-    topo = ctx.topology
     eng = ctx.engine
-    single = _single_zones(topo)
+    single = ctx.cluster.one_zone
     combos: dict[tuple[int, int, int, int], tuple[Family, Family]] = {}
     for job in jobs:
         members = list(job.members)
         placed = [
-            place_in_domains(m.template, topo, single.zones, single.anywhere) for m in members
+            place_in_domains(m.template, ctx.cluster.nodes, single.zones, single.anywhere)
+            for m in members
         ]
         fams = [
             eng.host_family_in_zones(pl, single.names, m.template.ports)
@@ -236,22 +237,3 @@ def _denied_zone_pairs(
                 text = named[mask] = tuple(sorted(str(p) for p in refs))
             out.append((zones[za], zones[zb], text))
     return tuple(out)
-
-
-@dataclass(frozen=True)
-class _SingleZones:
-    names: tuple[str, ...]  # the zones (nodes without a zone label excluded)
-    zones: tuple[tuple[str, ...], ...]  # each as a one-zone domain
-    anywhere: tuple[tuple[Toleration, ...], ...]  # per zone: tolerate every taint
-
-
-def _single_zones(topology: Topology) -> _SingleZones:
-    hit = topology.__dict__.get("_topogen_single_zones")
-    if hit is None:
-        names = tuple(z for z in topology.zones if not z.startswith(NO_ZONE_PREFIX))
-        anywhere = (Toleration("", "Exists"),)
-        hit = topology.__dict__["_topogen_single_zones"] = _SingleZones(
-            names, tuple((z,) for z in names), tuple(anywhere for _ in names)
-        )
-    assert isinstance(hit, _SingleZones)
-    return hit

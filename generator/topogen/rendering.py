@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 
 from topogen.config import TopogenConfig
-from topogen.parallel import Shared, map_groups, workers
-from topogen.pipeline import AnalysisReport, analyze, no_cycle_collection
+from topogen.parallel import map_calls, no_cycle_collection
+from topogen.pipeline import AnalysisReport, ClusterAnalysis, analyze
 from topogen.plan import GroupPlan
 from topogen.render.base import RenderedFile
 from topogen.render.gatekeeper import gatekeeper_policies
@@ -16,20 +16,14 @@ from topogen.render.gatekeeper_tests import gatekeeper_test_files
 from topogen.render.intent import AdmissionIntent, intent_for
 from topogen.render.kustomize import kustomize_files, workload_patch_files
 from topogen.render.kyverno import kyverno_policies
+from topogen.render.kyverno_legacy import kyverno_legacy_policies
 from topogen.render.kyverno_tests import kyverno_test_files
+from topogen.render.monitoring import render_monitoring
 from topogen.render.native import native_policies
 
 __all__ = ["RenderResult", "render"]
 
 Backend = Callable[[AdmissionIntent], list[RenderedFile]]
-MIN_PLANS = 40  # below this many groups the work after the analysis stays in one process
-
-
-def _no_blocked_paths(group: int, members: tuple[object, ...]) -> Callable[[], Iterator[object]]:
-    raise AssertionError("rendered files carry no blocked paths")
-
-
-_NOTHING_SHARED = Shared([], [], _no_blocked_paths)  # rendered files refer to nothing
 
 
 @dataclass(frozen=True)
@@ -40,23 +34,16 @@ class RenderResult:
 
 
 def _engines(kubernetes_version: str = "1.35") -> dict[str, tuple[Backend, Backend | None]]:
-    """engine name -> (policies, CLI tests) for a cluster of that Kubernetes version.
-    Optional engines load when present."""
-    engines: dict[str, tuple[Backend, Backend | None]] = {
+    """engine name -> (policies, CLI tests) for a cluster of that Kubernetes version."""
+    return {
         "kyverno": (kyverno_policies, kyverno_test_files),
         "gatekeeper": (
             partial(gatekeeper_policies, kubernetes_version=kubernetes_version),
             gatekeeper_test_files,
         ),
         "native": (partial(native_policies, kubernetes_version=kubernetes_version), None),
+        "kyverno-legacy": (kyverno_legacy_policies, None),
     }
-    try:
-        from topogen.render.kyverno_legacy import kyverno_legacy_policies
-    except ImportError:
-        pass
-    else:
-        engines["kyverno-legacy"] = (kyverno_legacy_policies, None)
-    return engines
 
 
 def _under(prefix: str, files: list[RenderedFile]) -> list[RenderedFile]:
@@ -64,7 +51,7 @@ def _under(prefix: str, files: list[RenderedFile]) -> list[RenderedFile]:
 
 
 def render(cfg: TopogenConfig, clusters: list[str] | None = None) -> RenderResult:
-    with no_cycle_collection():  # see pipeline.no_cycle_collection
+    with no_cycle_collection():  # see parallel.py
         return _render(cfg, clusters)
 
 
@@ -93,8 +80,7 @@ def _render(cfg: TopogenConfig, clusters: list[str] | None) -> RenderResult:
     work: list[Callable[[], list[RenderedFile]]] = []
     for ca in report.clusters:
         work += [partial(_monitoring, ca, cfg), partial(workload_patch_files, ca, report, cfg)]
-    procs = workers(sum(len(ca.plans) for ca in report.clusters), minimum=MIN_PLANS)
-    done = map_groups(lambda i: work[i](), len(work), procs, _NOTHING_SHARED)
+    done = map_calls(work, sum(len(ca.plans) for ca in report.clusters))
     patches = {ca.cluster: done[2 * k + 1] for k, ca in enumerate(report.clusters)}
     for k in range(len(report.clusters)):
         files += done[2 * k]
@@ -117,9 +103,5 @@ def _plan_files(cfg: TopogenConfig, cluster_name: str, plan: GroupPlan) -> list[
     return out
 
 
-def _monitoring(ca: object, cfg: TopogenConfig) -> list[RenderedFile]:
-    try:
-        from topogen.render.monitoring import render_monitoring
-    except ImportError:
-        return []
-    return list(render_monitoring(ca, cfg))  # type: ignore[arg-type]
+def _monitoring(ca: ClusterAnalysis, cfg: TopogenConfig) -> list[RenderedFile]:
+    return list(render_monitoring(ca, cfg))

@@ -1,9 +1,9 @@
 """The analysis as first written: per node, per zone pair, per domain. Slow and obvious.
 
 The shipped analysis computes the same answers with node classes, identity families,
-bit matrices and caches (analysis/placement.py, analysis/zonepaths.py, domains.py,
-plan.py). tests/core/test_fast_paths.py runs both over generated fleets and compares
-every result; these functions are that comparison's ground truth and nothing else.
+bit matrices and caches (analysis/nodeindex.py, placement.py, families.py, zonepaths.py,
+domains.py, plan.py). tests/core/test_fast_paths.py runs both over generated fleets and
+compares every result; these functions are that comparison's ground truth and nothing else.
 """
 
 from __future__ import annotations
@@ -13,12 +13,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from topogen.analysis.context import AnalysisContext, BlockedPath
-from topogen.analysis.domains import DomainCheck, candidate_domains, gpu_taints, tolerations_for
+from topogen.analysis.cluster import candidate_domains, gpu_taints, tolerations_for
+from topogen.analysis.context import AnalysisContext
+from topogen.analysis.domains import DomainCheck
 from topogen.analysis.findings import CROSS_ZONE_COST, JobAnalysis
+from topogen.analysis.fit import exclusion
+from topogen.analysis.fit import quantity as _fmt
 from topogen.analysis.members import Member, possible_zone_pairs
-from topogen.analysis.placement import Placement, PodDemand, _fits, _fmt, exclusion
-from topogen.analysis.reachability import PolicyIndex, _selects
+from topogen.analysis.packing import PodDemand, fits
+from topogen.analysis.paths import BlockedPath
+from topogen.analysis.placement import Placement
+from topogen.analysis.reachability import PolicyIndex
+from topogen.analysis.selection import selects as _selects
 from topogen.model import (
     NO_ZONE_PREFIX,
     Endpoint,
@@ -156,7 +162,7 @@ def pack(
     for d in order:
         for placed in range(d.count):
             target = next(
-                (n for n in sorted(d.nodes) if n in free and _fits(d.requests, free[n])), None
+                (n for n in sorted(d.nodes) if n in free and fits(d.requests, free[n])), None
             )
             if target is None:
                 return False, _shortfall(d, d.count - placed, free, gpu_resources)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 import sys
+import time
+from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -20,10 +22,12 @@ import pytest
 import yaml
 
 from core import reference_impl as ref
-from topogen.analysis import AnalysisContext, PolicyIndex, analyze_job, find_groups
+from topogen.analysis import AnalysisContext, ClusterIndex, PolicyIndex, analyze_job, find_groups
+from topogen.analysis.cluster import candidate_domains
 from topogen.analysis.members import Member, pin
-from topogen.analysis.placement import place, place_in_domains
-from topogen.analysis.zonepaths import BlockedPaths
+from topogen.analysis.packing import _room, room
+from topogen.analysis.paths import BlockedPaths
+from topogen.analysis.placement import Placement, place, place_in_domains
 from topogen.config import load_config
 from topogen.model import (
     NodeSelectorRequirement,
@@ -62,10 +66,9 @@ def _contexts(config: Path, naive: bool) -> list[tuple[AnalysisContext, list[Any
         inputs = load_cluster_inputs(cfg, cluster)
         namespaces = {**loaded.namespaces, **inputs.namespaces}
         index = (ref.NaiveIndex if naive else PolicyIndex)(inputs.policies, namespaces)
+        shared = ClusterIndex(inputs.topology, index, namespaces)
         for group in cfg.groups_for(cluster.name):
-            ctx = AnalysisContext(
-                inputs.topology, index, namespaces, group, domain_label=cluster.domain_label
-            )
+            ctx = AnalysisContext(shared, group, domain_label=cluster.domain_label)
             out.append((ctx, find_groups(group, loaded.workloads)))
     return out
 
@@ -93,7 +96,7 @@ def test_jobs_analyze_as_the_reference_does(fleet_config: Path) -> None:
 
 def test_placement_by_node_class_is_placement_by_node(fleet_config: Path) -> None:
     ctx, _ = _contexts(fleet_config, naive=False)[0]
-    topo = ctx.topology
+    topo, nodes = ctx.topology, ctx.cluster.nodes
     zone = topo.zone_label
     some = topo.nodes[len(topo.nodes) // 2]
     templates = [
@@ -122,7 +125,7 @@ def test_placement_by_node_class_is_placement_by_node(fleet_config: Path) -> Non
     for t in templates:
         for extra in extras:
             for zones in (None, topo.zones[:1], topo.zones[1:3]):
-                got = place(t, topo, extra, zones)
+                got = place(t, nodes, extra, zones)
                 want = ref.place(t, topo, extra, zones)
                 assert got == want
                 assert list(got.excluded) == list(want.excluded)  # same first-seen order
@@ -131,14 +134,60 @@ def test_placement_by_node_class_is_placement_by_node(fleet_config: Path) -> Non
             (Toleration("nvidia.com/gpu", "Equal", "present", "NoSchedule"),) if i % 2 else ()
             for i in range(len(domains))
         )
-        pinned = place_in_domains(t, topo, domains, tolerations)
-        member = Member("worker", None, t, place(t, topo))  # type: ignore[arg-type]
+        pinned = place_in_domains(t, nodes, domains, tolerations)
+        member = Member("worker", None, t, place(t, nodes))  # type: ignore[arg-type]
         for d, zs in enumerate(domains):
             want = ref.pin(member, topo, zs, tolerations[d]).placement
             assert pinned.nonempty(d) == bool(want.nodes)
             assert pinned[d] == want
             assert list(pinned[d].excluded) == list(want.excluded)
-            assert pin(member, topo, zs, tolerations[d]).placement == want
+            assert pin(member, nodes, zs, tolerations[d]).placement == want
+
+
+def test_room_from_counts_is_room_per_node(fleet_config: Path) -> None:
+    """packing.room over the NodeIndex's counts by allocatable (recorded when a placement
+    is built, counted for any other, summed per domain before one is built) equals the
+    room of each node summed."""
+    ctx, jobs = _contexts(fleet_config, naive=False)[0]
+    nodes = ctx.cluster.nodes
+    members = [m for job in jobs for m in ref.members_of(job, ctx.topology)][:12]
+    domains = tuple((z,) for z in ctx.topology.zones)
+    none = tuple(() for _ in domains)
+
+    def direct(p: Placement, requests: Mapping[str, Fraction]) -> tuple[int, int]:
+        rooms = [_room(n.allocatable, requests) for n in p.nodes]
+        return sum(rooms), max(rooms, default=0)
+
+    for m in members:
+        requests = m.template.requests
+        built = place(m.template, nodes)
+        assert room(built, nodes, requests) == direct(built, requests)
+        foreign = Placement(tuple(built.nodes), dict(built.excluded))  # not built here
+        assert room(foreign, nodes, requests) == direct(built, requests)
+        assert nodes.names(foreign) == frozenset(n.name for n in built.nodes)
+        pinned = place_in_domains(m.template, nodes, domains, none)
+        for d in range(len(domains)):
+            before = room(pinned.allocatables(d), nodes, requests)
+            assert before == room(pinned[d], nodes, requests) == direct(pinned[d], requests)
+            assert room(pinned.allocatables(d), nodes, requests) == before  # once built
+
+
+def test_cluster_index_caches_are_the_direct_computation(fleet_config: Path) -> None:
+    ctx, _ = _contexts(fleet_config, naive=False)[0]
+    cluster, topo = ctx.cluster, ctx.topology
+    for colocate in ("zone", "domain"):
+        for label in (None, "topology.kubernetes.io/region", "no-such-label"):
+            want = candidate_domains(topo, colocate, label)
+            assert cluster.candidates(colocate, label) == want
+            doms = cluster.domains(want)
+            assert doms is cluster.domains(list(want))
+            bit = {z: 1 << i for i, z in enumerate(topo.zones)}
+            assert doms.masks == tuple(sum(bit[z] for z in zs) for _, zs in want)
+    assert cluster.one_zone is cluster.one_zone
+    assert [(z,) for z in cluster.one_zone.names] == list(cluster.one_zone.zones)
+    assert cluster.engine(ctx.identity_label, ctx.required) is ctx.engine
+    assert cluster.engine("other-label", ctx.required) is not ctx.engine
+    assert ctx.node_keys == set(ctx.index.node_label_keys())
 
 
 def test_side_groups_are_the_sides_of_each_verdict(fleet_config: Path) -> None:
@@ -343,6 +392,18 @@ def test_render_in_parallel_gives_the_same_files(
 def test_workers_claim_in_the_order_given() -> None:
     from topogen.parallel import Shared, map_groups
 
-    shared = Shared([], [], lambda g, m: iter)  # nothing shared by reference
-    got = map_groups(lambda i: i * i, 7, 2, shared, order=[6, 5, 4, 3, 2, 1, 0])
+    got = map_groups(lambda i: i * i, 7, 2, Shared(), order=[6, 5, 4, 3, 2, 1, 0])
     assert got == [i * i for i in range(7)]  # results in item order, whoever computed them
+
+
+def test_lazy_blocked_paths_cross_listed_when_nothing_can_list_them_again() -> None:
+    """Without a way to list a job's blocked paths in the parent, a worker sends them
+    listed (never a placeholder that fails when read)."""
+    from topogen.parallel import Shared, map_groups
+
+    def job(i: int) -> BlockedPaths:
+        time.sleep(0.05)  # long enough that the worker claims some
+        return BlockedPaths(2, lambda: iter((f"{i}a", f"{i}b")), members=("m",))
+
+    got = map_groups(job, 4, 2, Shared(), order=[3, 2, 1, 0])
+    assert [list(p) for p in got] == [[f"{i}a", f"{i}b"] for i in range(4)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from helpers import node, template, topology
 from topogen.analysis.members import Member
+from topogen.analysis.nodeindex import NodeIndex
 from topogen.analysis.placement import place
 from topogen.analysis.reachability import PolicyIndex
 from topogen.model import PodTemplate, PolicySet, Workload
@@ -18,7 +19,7 @@ EMPTY = PolicyIndex(PolicySet((), (), ()), {})
 
 def _member(tmpl: PodTemplate) -> Member:
     w = Workload("Job", "batch/v1", "ml", "w", "", 2, tmpl, "inline.yaml")
-    return Member("worker", w, tmpl, place(tmpl, TOPO))
+    return Member("worker", w, tmpl, place(tmpl, NodeIndex(TOPO)))
 
 
 def test_identity_label_is_stamped_from_the_zone_the_pod_lands_in() -> None:

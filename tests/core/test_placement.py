@@ -8,7 +8,9 @@ import pytest
 
 from helpers import GPU, ZONE, node, template, topology
 from topogen.analysis.members import Member, possible_zone_pairs
-from topogen.analysis.placement import PodDemand, pack, place
+from topogen.analysis.nodeindex import NodeIndex
+from topogen.analysis.packing import PodDemand, pack
+from topogen.analysis.placement import place
 from topogen.model import (
     LabelSelector,
     NodeSelectorRequirement,
@@ -54,7 +56,7 @@ def test_toleration_matching(toleration: Toleration, taint: Taint, expected: boo
 )
 def test_taint_effects_that_block_scheduling(effect: str, blocks: bool) -> None:
     topo = topology(node("n1", taints=[Taint("dedicated", "ml", effect)]))
-    placement = place(template(), topo)
+    placement = place(template(), NodeIndex(topo))
     assert (not placement.nodes) is blocks
     if blocks:
         assert "taint dedicated=ml:" in placement.why_not()
@@ -62,11 +64,11 @@ def test_taint_effects_that_block_scheduling(effect: str, blocks: bool) -> None:
 
 def test_matching_toleration_lets_the_pod_on_the_tainted_node() -> None:
     topo = topology(node("gpu-a1", taints=[GPU_TAINT], gpu=2), node("cpu-b1", "zone-b"))
-    assert place(template(), topo).zones == ("zone-b",)
+    assert place(template(), NodeIndex(topo)).zones == ("zone-b",)
     tolerant = template(tolerations=[Toleration(GPU, "Exists", "", "NoSchedule")])
-    assert place(tolerant, topo).zones == ("zone-a", "zone-b")
+    assert place(tolerant, NodeIndex(topo)).zones == ("zone-a", "zone-b")
     wrong_value = template(tolerations=[Toleration(GPU, "Equal", "absent", "NoSchedule")])
-    assert place(wrong_value, topo).zones == ("zone-b",)
+    assert place(wrong_value, NodeIndex(topo)).zones == ("zone-b",)
 
 
 # --- label selectors -----------------------------------------------------------------------
@@ -115,19 +117,19 @@ def test_node_selector_terms_are_ored_and_expressions_anded() -> None:
         node("c-cpu", "zone-c", labels={"pool": "cpu"}),
     )
     anded = template(node_affinity=(_term((ZONE, "In", ("zone-a",)), ("pool", "In", ("gpu",))),))
-    assert [n.name for n in place(anded, topo).nodes] == ["a-gpu"]
+    assert [n.name for n in place(anded, NodeIndex(topo)).nodes] == ["a-gpu"]
     ored = template(
         node_affinity=(_term((ZONE, "In", ("zone-a",))), _term(("pool", "In", ("gpu",))))
     )
-    assert [n.name for n in place(ored, topo).nodes] == ["a-gpu", "a-cpu", "b-gpu"]
+    assert [n.name for n in place(ored, NodeIndex(topo)).nodes] == ["a-gpu", "a-cpu", "b-gpu"]
 
 
 def test_empty_node_selector_term_matches_nothing() -> None:
     topo = topology(node("n1"))
-    assert not place(template(node_affinity=(NodeSelectorTerm(()),)), topo).nodes
+    assert not place(template(node_affinity=(NodeSelectorTerm(()),)), NodeIndex(topo)).nodes
     # ... but does not stop another term from matching
     other = _term((ZONE, "Exists", ()))
-    assert place(template(node_affinity=(NodeSelectorTerm(()), other)), topo).nodes
+    assert place(template(node_affinity=(NodeSelectorTerm(()), other)), NodeIndex(topo)).nodes
 
 
 @pytest.mark.parametrize(
@@ -147,7 +149,7 @@ def test_gt_and_lt_compare_integers(op: str, value: str, expected: list[str]) ->
         node("none"),
     )
     tmpl = template(node_affinity=(_term(("gpus", op, (value,))),))
-    assert [n.name for n in place(tmpl, topo).nodes] == expected
+    assert [n.name for n in place(tmpl, NodeIndex(topo)).nodes] == expected
 
 
 def test_node_selector_and_node_affinity_must_both_hold() -> None:
@@ -159,7 +161,7 @@ def test_node_selector_and_node_affinity_must_both_hold() -> None:
     tmpl = template(
         node_selector={"pool": "gpu"}, node_affinity=(_term((ZONE, "In", ("zone-a",))),)
     )
-    placement = place(tmpl, topo)
+    placement = place(tmpl, NodeIndex(topo))
     assert [n.name for n in placement.nodes] == ["a-gpu"]
     assert "nodeSelector pool=gpu" in placement.why_not()
     assert "node affinity" in placement.why_not()
@@ -179,22 +181,22 @@ def test_node_selector_operators(op: str, values: tuple[str, ...], expected: lis
         node("n-gpu", labels={"pool": "gpu"}), node("n-cpu", labels={"pool": "cpu"}), node("n-none")
     )
     tmpl = template(node_affinity=(_term(("pool", op, values)),))
-    assert sorted(n.name for n in place(tmpl, topo).nodes) == expected
+    assert sorted(n.name for n in place(tmpl, NodeIndex(topo)).nodes) == expected
 
 
 def test_match_fields_metadata_name() -> None:
     topo = topology(node("n1"), node("n2"))
     tmpl = template(node_affinity=(_term(("metadata.name", "In", ("n2",))),))
-    assert [n.name for n in place(tmpl, topo).nodes] == ["n2"]
+    assert [n.name for n in place(tmpl, NodeIndex(topo)).nodes] == ["n2"]
 
 
 def test_cordoned_nodes_are_not_eligible() -> None:
     topo = topology(node("n1", unschedulable=True), node("n2", "zone-b"))
-    placement = place(template(), topo)
+    placement = place(template(), NodeIndex(topo))
     assert [n.name for n in placement.nodes] == ["n2"]
     assert "cordoned" in placement.why_not()
     tol = Toleration("node.kubernetes.io/unschedulable", "Exists", "", "NoSchedule")
-    assert len(place(template(tolerations=[tol]), topo).nodes) == 2
+    assert len(place(template(tolerations=[tol]), NodeIndex(topo)).nodes) == 2
 
 
 # --- resources -----------------------------------------------------------------------------
@@ -207,14 +209,14 @@ def test_extended_resources_must_fit_allocatable() -> None:
         node("gpu-4", gpu=4),
         node("amd-2", **{"amd.com/gpu": 2}),
     )
-    assert [n.name for n in place(template(gpus=1), topo).nodes] == ["gpu-1", "gpu-4"]
-    assert [n.name for n in place(template(gpus=2), topo).nodes] == ["gpu-4"]
-    placement = place(template(gpus=8), topo)
+    assert [n.name for n in place(template(gpus=1), NodeIndex(topo)).nodes] == ["gpu-1", "gpu-4"]
+    assert [n.name for n in place(template(gpus=2), NodeIndex(topo)).nodes] == ["gpu-4"]
+    placement = place(template(gpus=8), NodeIndex(topo))
     assert not placement.nodes
     assert f"insufficient {GPU} (needs 8, has 4)" in placement.why_not()
     amd = template()
     amd = type(amd)(labels={}, requests={"amd.com/gpu": Fraction(2)})
-    assert [n.name for n in place(amd, topo).nodes] == ["amd-2"]
+    assert [n.name for n in place(amd, NodeIndex(topo)).nodes] == ["amd-2"]
 
 
 def test_pack_counts_every_replica_against_free_capacity() -> None:
@@ -242,7 +244,7 @@ def _member(
 ) -> Member:
     tmpl = template(labels, pod_affinity=affinity)
     w = Workload("Deployment", "apps/v1", "ml", f"{role}-w", "", replicas, tmpl, "inline.yaml")
-    return Member(role, w, tmpl, place(tmpl, topology(*topo_nodes)))
+    return Member(role, w, tmpl, place(tmpl, NodeIndex(topology(*topo_nodes))))
 
 
 def _cross(pairs: dict[tuple[int, int], list[tuple[str, str]]]) -> set[tuple[str, str]]:

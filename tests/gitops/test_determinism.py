@@ -175,7 +175,7 @@ def test_the_config_used_here_would_change_the_tree(
     "target",
     [
         "topogen.rendering.kustomize_files",
-        "topogen.render.monitoring.render_monitoring",
+        "topogen.rendering.render_monitoring",
         "topogen.rendering.kyverno_test_files",
     ],
 )

@@ -22,6 +22,7 @@ import pytest
 from live_harness import ControlPlane
 
 from topogen.analysis.members import Member, possible_zone_pairs
+from topogen.analysis.nodeindex import NodeIndex
 from topogen.analysis.placement import Placement, place
 from topogen.manifest import KubeObject
 from topogen.model import Node, Topology, Workload
@@ -217,7 +218,7 @@ def run_scenario(cluster: ControlPlane, seed: int, tally: Tally) -> None:
         now = Topology(
             tuple(replace(n, allocatable=free[n.name]) for n in model.values()), ZONE, (GPU,)
         )
-        eligible = place(w.template, now)
+        eligible = place(w.template, NodeIndex(now))
         expected = {n.name for n in eligible.nodes}
         context = (
             f"seed {seed} pod {name}: scheduler -> {got or 'Pending'}; topogen eligible "
@@ -248,7 +249,9 @@ def run_scenario(cluster: ControlPlane, seed: int, tally: Tally) -> None:
             assert not expected, context  # topogen must call it UNSCHEDULABLE
             tally.pending += 1
             empty = Topology(tuple(model.values()), ZONE, (GPU,))
-            tally.full += bool(place(w.template, empty).nodes) and not w.template.pod_affinity
+            tally.full += (
+                bool(place(w.template, NodeIndex(empty)).nodes) and not w.template.pod_affinity
+            )
             where[name] = None
     tally.scenarios += 1
     assert all(isinstance(v, Fraction) for f in free.values() for v in f.values())

@@ -5,16 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from topogen.analysis.cluster import ClusterIndex
+from topogen.analysis.families import Engine, Family, Side
 from topogen.analysis.members import Member
+from topogen.analysis.paths import BlockedPath
 from topogen.analysis.ports import PortSet
 from topogen.analysis.reachability import PolicyIndex
-from topogen.analysis.zonepaths import BlockedPath, Engine, Family, JobPaths, Side, engine_for
+from topogen.analysis.zonepaths import JobPaths
 from topogen.config import GroupConfig
 from topogen.model import Namespace, Topology
 from topogen.operators.base import Profile
 from topogen.operators.registry import profile_for
 
-__all__ = ["AnalysisContext", "BlockedPath", "required_ports"]
+__all__ = ["AnalysisContext", "required_ports"]
 
 
 def required_ports(group: GroupConfig) -> PortSet:
@@ -32,9 +35,10 @@ def required_ports(group: GroupConfig) -> PortSet:
 
 @dataclass
 class AnalysisContext:
-    topology: Topology
-    index: PolicyIndex
-    namespaces: Mapping[str, Namespace]
+    """One config group in one cluster: the cluster's shared index, and the group's own
+    ports, profile and engine (made when first needed)."""
+
+    cluster: ClusterIndex
     group: GroupConfig
     domain_label: str | None = None
     required: PortSet = field(default_factory=PortSet)
@@ -45,11 +49,19 @@ class AnalysisContext:
     def __post_init__(self) -> None:
         if self.required.empty:
             self.required = required_ports(self.group)
-        # the same for every group of the cluster: computed once per policy index
-        keys = self.index.__dict__.get("_topogen_node_keys")
-        if keys is None:
-            keys = self.index.__dict__["_topogen_node_keys"] = self.index.node_label_keys()
-        self.node_keys = set(keys)
+        self.node_keys = set(self.cluster.node_keys)
+
+    @property
+    def topology(self) -> Topology:
+        return self.cluster.topology
+
+    @property
+    def index(self) -> PolicyIndex:
+        return self.cluster.index
+
+    @property
+    def namespaces(self) -> Mapping[str, Namespace]:
+        return self.cluster.namespaces
 
     @property
     def identity_label(self) -> str | None:
@@ -69,14 +81,7 @@ class AnalysisContext:
     def engine(self) -> Engine:
         """Zone-pair path analysis shared by every group of the cluster with these ports."""
         if self._engine is None:
-            self._engine = engine_for(
-                self.topology,
-                self.index,
-                self.namespaces,
-                self.identity_label,
-                self.required,
-                self.node_keys,
-            )
+            self._engine = self.cluster.engine(self.identity_label, self.required)
         return self._engine
 
     def family(self, m: Member) -> Family:

@@ -6,13 +6,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from topogen.analysis.cluster import Domains
 from topogen.analysis.context import AnalysisContext
+from topogen.analysis.families import Family, Side
+from topogen.analysis.links import LinkView, linked_pairs, links
 from topogen.analysis.members import Member
-from topogen.analysis.placement import Placement, PodDemand, pack, place_in_domains, room
-from topogen.analysis.zonepaths import Family, JobPaths, LinkView, Side, linked_pairs, links
-from topogen.model import NO_ZONE_PREFIX, Node, PodAffinityTerm, Taint, Toleration, Topology
+from topogen.analysis.packing import PodDemand, pack, room
+from topogen.analysis.placement import place_in_domains
+from topogen.analysis.zonepaths import JobPaths
+from topogen.model import PodAffinityTerm, Toleration
 
-__all__ = ["DomainCheck", "candidate_domains", "check_domain", "check_domains", "gpu_taints"]
+__all__ = ["DomainCheck", "check_domain", "check_domains"]
 
 
 @dataclass(frozen=True)
@@ -34,105 +38,12 @@ class DomainCheck:
         return self.traffic_ok and self.capacity_ok
 
 
-def candidate_domains(
-    topology: Topology, colocate: str, domain_label: str | None
-) -> list[tuple[str, tuple[str, ...]]]:
-    """(name, zones): single zones, or zones grouped by the cluster's domain label."""
-    cache = topology.__dict__.setdefault("_topogen_candidates", {})
-    key = (colocate == "zone" or not domain_label, domain_label)
-    hit = cache.get(key)
-    if hit is None:
-        hit = cache[key] = _candidate_domains(topology, colocate, domain_label)
-    return list(hit)
-
-
-def _candidate_domains(
-    topology: Topology, colocate: str, domain_label: str | None
-) -> list[tuple[str, tuple[str, ...]]]:
-    zones = [z for z in topology.zones if not z.startswith(NO_ZONE_PREFIX)]
-    if colocate == "zone" or not domain_label:
-        return [(z, (z,)) for z in zones]
-    by_domain: dict[str, set[str]] = {}
-    for n in topology.nodes:
-        if domain_label in n.labels and not n.zone.startswith(NO_ZONE_PREFIX):
-            by_domain.setdefault(n.labels[domain_label], set()).add(n.zone)
-    return [(d, tuple(sorted(zs))) for d, zs in sorted(by_domain.items())]
-
-
-def gpu_taints(topology: Topology, zones: Sequence[str]) -> list[Taint]:
-    wanted = set(zones)
-    return sorted(
-        {
-            t
-            for n in topology.nodes
-            if n.zone in wanted and topology.is_gpu_node(n)
-            for t in n.taints
-            if t.effect in ("NoSchedule", "NoExecute")
-        }
-    )
-
-
-def tolerations_for(taints: Sequence[Taint]) -> tuple[Toleration, ...]:
-    return tuple(
-        Toleration(t.key, "Equal" if t.value else "Exists", t.value, t.effect) for t in taints
-    )
-
-
 def check_domain(
     members: Sequence[Member], name: str, zones: tuple[str, ...], ctx: AnalysisContext
 ) -> DomainCheck:
     """The job confined to one domain as topogen's mutation would leave it: can every
     member run there, is its traffic allowed, do its pods fit."""
     return check_domains(members, [(name, zones)], ctx)[0]
-
-
-@dataclass(frozen=True)
-class _Domains:
-    """What depends only on the candidate domains of a topology."""
-
-    names: tuple[str, ...]
-    zones: tuple[tuple[str, ...], ...]
-    tolerations: tuple[tuple[Toleration, ...], ...]  # the coordinator's, per domain
-    none: tuple[tuple[Toleration, ...], ...]  # the workers' (none), per domain
-    nodes: tuple[tuple[Node, ...], ...]
-    gpus_free: tuple[Fraction, ...]
-    masks: tuple[int, ...]  # the domain's zones as bits over topology.zones
-
-
-def _domains(topology: Topology, candidates: Sequence[tuple[str, tuple[str, ...]]]) -> _Domains:
-    cache = topology.__dict__.setdefault("_topogen_domains", {})
-    key = tuple(candidates)
-    hit = cache.get(key)
-    if hit is None:
-        zones = tuple(z for _, z in candidates)
-        nodes = tuple(tuple(n for n in topology.nodes if n.zone in set(zs)) for zs in zones)
-        bit = {z: 1 << i for i, z in enumerate(topology.zones)}
-        hit = cache[key] = _Domains(
-            tuple(n for n, _ in candidates),
-            zones,
-            tuple(tolerations_for(gpu_taints(topology, zs)) for zs in zones),
-            tuple(() for _ in zones),
-            nodes,
-            tuple(
-                sum(
-                    (n.allocatable.get(g, Fraction(0)) for n in ns for g in topology.gpu_resources),
-                    Fraction(0),
-                )
-                for ns in nodes
-            ),
-            tuple(sum(bit[z] for z in zs) for zs in zones),
-        )
-    assert isinstance(hit, _Domains)
-    return hit
-
-
-def _zone_bits(topology: Topology, zones: Sequence[str]) -> int:
-    bit = topology.__dict__.get("_topogen_zone_bits")
-    if bit is None:
-        bit = topology.__dict__["_topogen_zone_bits"] = {
-            z: 1 << i for i, z in enumerate(topology.zones)
-        }
-    return sum(bit[z] for z in zones)
 
 
 def check_domains(
@@ -142,7 +53,7 @@ def check_domains(
 ) -> list[DomainCheck]:
     """check_domain for every candidate domain, sharing the work between domains."""
     topo = ctx.topology
-    doms = _domains(topo, candidates)
+    doms = ctx.cluster.domains(candidates)
     job = _JobInDomains(members, doms, ctx)
     gpus_needed = Fraction(0)
     for m in members:
@@ -151,7 +62,7 @@ def check_domains(
             if want is not None:
                 gpus_needed += want * m.replicas
     label = ctx.identity_label
-    member_zones = [_zone_bits(topo, m.placement.zones) for m in members]
+    member_zones = [ctx.cluster.zones_mask(m.placement.zones) for m in members]
     packs = job.packs()
     out = []
     for d, name in enumerate(doms.names):
@@ -196,7 +107,7 @@ def check_domains(
 class _JobInDomains:
     """One job pinned to each candidate domain (members.pin, for all domains at once)."""
 
-    def __init__(self, members: Sequence[Member], doms: _Domains, ctx: AnalysisContext) -> None:
+    def __init__(self, members: Sequence[Member], doms: Domains, ctx: AnalysisContext) -> None:
         self.members = list(members)
         self.doms = doms
         self.ctx = ctx
@@ -219,7 +130,7 @@ class _JobInDomains:
         self.pinned = [
             place_in_domains(
                 m.template,
-                topo,
+                ctx.cluster.nodes,
                 doms.zones,
                 doms.tolerations if m.role == "coordinator" else doms.none,
             )
@@ -381,7 +292,7 @@ class _JobInDomains:
 
     def packs(self) -> list[tuple[bool, str] | None]:
         """pack() per domain, shared by every job of the same shape (filled when asked)."""
-        cache = self.ctx.topology.__dict__.setdefault("_topogen_packs", {})
+        cache = self.ctx.cluster.packs
         key = (
             tuple(
                 (m.role, m.replicas, tuple(m.template.requests.items()), id(self.pinned[i]))
@@ -392,8 +303,7 @@ class _JobInDomains:
         results = cache.get(key)
         if results is None:
             results = cache[key] = [None] * len(self.doms.names)
-            cache.setdefault("_keep", []).extend([self.pinned, self.doms])
-        assert isinstance(results, list)
+            self.ctx.cluster.keep(self.pinned, self.doms)
         return results
 
     def pack(self, results: list[tuple[bool, str] | None], d: int) -> tuple[bool, str]:
@@ -402,8 +312,9 @@ class _JobInDomains:
             if self._surely_fits(d):
                 hit = results[d] = (True, "")
             else:
+                names = self.ctx.cluster.nodes.names
                 demands = [
-                    PodDemand(m.role, m.replicas, m.template.requests, _names(self.pinned[i][d]))
+                    PodDemand(m.role, m.replicas, m.template.requests, names(self.pinned[i][d]))
                     for i, m in enumerate(self.members)
                 ]
                 hit = results[d] = pack(
@@ -412,7 +323,7 @@ class _JobInDomains:
         return hit
 
     def _surely_fits(self, d: int) -> bool:
-        """True when placement.pack cannot fail, without placing pod by pod.
+        """True when packing.pack cannot fail, without placing pod by pod.
 
         pack places the demands in order, each first-fit; identical pods first-fit onto a
         set of nodes fail only when the nodes' remaining room (in pods) is short. A pod of
@@ -431,19 +342,11 @@ class _JobInDomains:
             )
         order = self._order
         earlier = 0
-        topo = self.ctx.topology
+        nodes = self.ctx.cluster.nodes
         for i in order:
             m = self.members[i]
-            total, most = room(self.pinned[i].allocatables(d), topo, m.template.requests)
+            total, most = room(self.pinned[i].allocatables(d), nodes, m.template.requests)
             if total - earlier * most < m.replicas:
                 return False
             earlier += m.replicas
         return True
-
-
-def _names(placement: Placement) -> frozenset[str]:
-    names = placement.__dict__.get("_topogen_names")
-    if names is None:
-        names = placement.__dict__["_topogen_names"] = frozenset(n.name for n in placement.nodes)
-    assert isinstance(names, frozenset)
-    return names

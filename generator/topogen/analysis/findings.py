@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from topogen.analysis.context import AnalysisContext, BlockedPath
-from topogen.analysis.domains import DomainCheck, candidate_domains, check_domains
+from topogen.analysis.context import AnalysisContext
+from topogen.analysis.domains import DomainCheck, check_domains
 from topogen.analysis.members import Member, members_of
-from topogen.analysis.zonepaths import BlockedPaths
+from topogen.analysis.paths import BlockedPath, BlockedPaths
 from topogen.model import Finding, FindingKind, TrainingGroup
 
 __all__ = ["CROSS_ZONE_COST", "JobAnalysis", "analyze_job"]
@@ -44,7 +44,7 @@ class JobAnalysis:
 
 
 def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAnalysis:
-    members = members_of(job, ctx.topology)
+    members = members_of(job, ctx.cluster.nodes)
     findings: list[Finding] = []
 
     def add(
@@ -140,9 +140,7 @@ def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAn
                 f"the scheduler may split the group ({split[0]} in {split[2]}, {split[1]} in "
                 f"{split[3]}); traffic is allowed but {CROSS_ZONE_COST}",
             )
-    domains = check_domains(
-        members, candidate_domains(ctx.topology, ctx.colocate, ctx.domain_label), ctx
-    )
+    domains = check_domains(members, ctx.cluster.candidates(ctx.colocate, ctx.domain_label), ctx)
     if members and not any(d.ok for d in domains):
         detail = "; ".join(_domain_problem(d) for d in domains[:4]) or "the cluster has no zones"
         add(

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from topogen.analysis.links import LinkView, linked_pairs, links
+from topogen.analysis.nodeindex import NodeIndex
 from topogen.analysis.placement import Placement, place
 from topogen.analysis.reachability import PolicyIndex, host_endpoint, pod_endpoint
-from topogen.analysis.zonepaths import LinkView, linked_pairs, links
 from topogen.model import (
     NO_ZONE_PREFIX,
     Endpoint,
@@ -74,18 +75,18 @@ class Member:
         return [pod_endpoint(labels, self.workload.namespace, namespaces, self.template.ports)]
 
 
-def members_of(job: TrainingGroup, topology: Topology) -> list[Member]:
+def members_of(job: TrainingGroup, nodes: NodeIndex) -> list[Member]:
     out = []
     for role in job.roles:
         for w in role.workloads:
             if w.replicas > 0:
-                out.append(Member(role.name, w, w.template, place(w.template, topology)))
+                out.append(Member(role.name, w, w.template, place(w.template, nodes)))
     return out
 
 
 def pin(
     member: Member,
-    topology: Topology,
+    nodes: NodeIndex,
     zones: Sequence[str],
     tolerations: Sequence[Toleration] = (),
     identity: tuple[str, str] | None = None,
@@ -96,7 +97,7 @@ def pin(
     labels = dict(t.labels)
     if identity is not None:
         labels[identity[0]] = identity[1]
-    zone_term = NodeSelectorRequirement(topology.zone_label, "In", tuple(sorted(zones)))
+    zone_term = NodeSelectorRequirement(nodes.zone_label, "In", tuple(sorted(zones)))
     terms = t.node_affinity or (NodeSelectorTerm(()),)
     pinned_terms = tuple(NodeSelectorTerm((*term.match_expressions, zone_term)) for term in terms)
     merged_tols = tuple(dict.fromkeys((*t.tolerations, *tolerations)))
@@ -106,7 +107,7 @@ def pin(
     new_t = replace(
         t, labels=labels, node_affinity=pinned_terms, tolerations=merged_tols, pod_affinity=pod_aff
     )
-    return replace(member, template=new_t, placement=place(new_t, topology))
+    return replace(member, template=new_t, placement=place(new_t, nodes))
 
 
 # --- which zone pairs the scheduler may choose -------------------------------------------

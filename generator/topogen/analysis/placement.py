@@ -1,39 +1,23 @@
-"""Where the scheduler may put a pod template, and whether a set of pods fits a set of nodes.
+"""Where the scheduler may put a pod template: its nodes, and why the others are excluded.
 
-Placement is computed per node class, not per node: nodes in one zone with the same
-taints, allocatable, cordon state and the same values of the labels the template reads
-are interchangeable for the scheduler's filters, so one representative decides for all
-of them. Results are cached per topology and scheduling-relevant template fields.
+Computed per node class (nodeindex.py), not per node, and cached in the run's NodeIndex
+per scheduling-relevant template fields; place_in_domains does it for a template pinned to
+each candidate domain at once.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import cached_property
 from typing import overload
 
-from topogen.model import Node, PodTemplate, Taint, Toleration, Topology
+from topogen.analysis.fit import Judge
+from topogen.analysis.nodeindex import NodeClass, NodeIndex, read_keys
+from topogen.model import Node, PodTemplate, Toleration
 
-__all__ = [
-    "NodeClass",
-    "PinnedPlacements",
-    "Placement",
-    "PodDemand",
-    "node_classes",
-    "pack",
-    "place",
-    "place_in_domains",
-    "room",
-    "untolerated",
-]
-
-_BLOCKING = ("NoSchedule", "NoExecute")
-_UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
-_NAME_KEY = "metadata.name"
+__all__ = ["PinnedPlacements", "Placement", "place", "place_in_domains", "why_not"]
 
 
 @dataclass(frozen=True)
@@ -67,247 +51,6 @@ def why_not(excluded: Mapping[str, int], limit: int = 3) -> str:
     return "; ".join(parts[:limit]) + more
 
 
-def untolerated(taints: Iterable[Taint], tolerations: Sequence[Toleration]) -> list[Taint]:
-    return [
-        t
-        for t in taints
-        if t.effect in _BLOCKING and not any(tol.tolerates(t) for tol in tolerations)
-    ]
-
-
-def _node_labels(node: Node) -> Mapping[str, str]:
-    # matchFields supports metadata.name only; expose it as a pseudo label
-    return {**node.labels, "metadata.name": node.name}
-
-
-def exclusion(template: PodTemplate, node: Node, tolerations: Sequence[Toleration]) -> str | None:
-    """Why the scheduler would not place this template on this node, or None."""
-    reason = _selected_out(template, node, tolerations)
-    if reason is not None:
-        return reason
-    if template.node_affinity is not None:
-        labels = _node_labels(node)
-        if not any(term.matches(labels) for term in template.node_affinity):
-            return "required node affinity not matched"
-    return _does_not_fit(template, node, tolerations)
-
-
-def _selected_out(
-    template: PodTemplate, node: Node, tolerations: Sequence[Toleration]
-) -> str | None:
-    """The checks before node affinity: cordon, nodeSelector."""
-    if node.unschedulable and not any(t.tolerates(_UNSCHEDULABLE_TAINT) for t in tolerations):
-        return "cordoned (unschedulable)"
-    for key, value in template.node_selector.items():
-        if node.labels.get(key) != value:
-            return f"nodeSelector {key}={value} not matched"
-    return None
-
-
-def _does_not_fit(
-    template: PodTemplate, node: Node, tolerations: Sequence[Toleration]
-) -> str | None:
-    """The checks after node affinity: taints, resources."""
-    bad = untolerated(node.taints, tolerations)
-    if bad:
-        return f"taint {bad[0]} not tolerated"
-    for resource, want in sorted(template.requests.items()):
-        if want <= 0:
-            continue
-        have = node.allocatable.get(resource)
-        if (
-            have is None
-            and resource in ("cpu", "memory", "ephemeral-storage")
-            and not node.allocatable
-        ):
-            continue  # a node listed without allocatable: do not guess
-        if (have or Fraction(0)) < want:
-            return f"insufficient {resource} (needs {_fmt(want)}, has {_fmt(have or 0)})"
-    return None
-
-
-def _pinned_exclusion(
-    template: PodTemplate, node: Node, tolerations: Sequence[Toleration]
-) -> str | None:
-    """exclusion() for the template as members.pin leaves it, on a node inside the domain:
-    every required term gained the domain's zone requirement (so an empty term matches
-    there, and no affinity at all means just that requirement)."""
-    reason = _selected_out(template, node, tolerations)
-    if reason is not None:
-        return reason
-    if template.node_affinity:
-        labels = _node_labels(node)
-        if not any(
-            all(r.matches(labels) for r in term.match_expressions)
-            for term in template.node_affinity
-        ):
-            return "required node affinity not matched"
-    return _does_not_fit(template, node, tolerations)
-
-
-@dataclass(frozen=True)
-class NodeClass:
-    """Nodes the scheduler's filters cannot tell apart, but for their zone, for templates
-    reading `keys` (besides the zone label): same values of those labels, same taints,
-    allocatable and cordon state."""
-
-    representative: Node
-    positions: tuple[int, ...]  # indices into topology.nodes, ascending
-    by_zone: Mapping[str, tuple[int, ...]]  # the same positions per zone
-    allocatable: int  # names the nodes' allocatable (see room())
-
-
-class _NodeIndex:
-    """Per topology: node classes per set of label keys, and placements already computed."""
-
-    def __init__(self, topology: Topology) -> None:
-        self.nodes = topology.nodes
-        self.zone_label = topology.zone_label
-        ids: dict[tuple[tuple[str, Fraction], ...], int] = {}
-        self.allocatable = [
-            ids.setdefault(tuple(sorted(n.allocatable.items())), len(ids)) for n in topology.nodes
-        ]
-        self.allocatables: list[Mapping[str, Fraction]] = [{}] * len(ids)
-        for i, n in enumerate(topology.nodes):
-            self.allocatables[self.allocatable[i]] = n.allocatable
-        self.rooms: dict[tuple[int, int], int] = {}
-        self.partitions: dict[frozenset[str], list[NodeClass]] = {}
-        self.by_zone: dict[frozenset[str], dict[str, list[tuple[int, tuple[int, ...]]]]] = {}
-        self.placements: dict[tuple[object, ...], Placement] = {}
-        self.pinned: dict[tuple[object, ...], PinnedPlacements] = {}
-        self.keep: list[object] = []  # objects whose id() is part of a cache key
-
-    def classes(self, keys: frozenset[str]) -> list[NodeClass]:
-        keys = keys - {self.zone_label}
-        hit = self.partitions.get(keys)
-        if hit is None:
-            ordered = sorted(keys - {_NAME_KEY})
-            by_name = _NAME_KEY in keys
-            groups: dict[tuple[object, ...], list[int]] = {}
-            for i, n in enumerate(self.nodes):
-                labels = n.labels
-                key = (
-                    tuple(labels.get(k) for k in ordered),
-                    n.name if by_name else "",
-                    n.taints,
-                    self.allocatable[i],
-                    n.unschedulable,
-                )
-                groups.setdefault(key, []).append(i)
-            hit = []
-            for ps in groups.values():
-                by_zone: dict[str, list[int]] = {}
-                for i in ps:
-                    by_zone.setdefault(self.nodes[i].zone, []).append(i)
-                hit.append(
-                    NodeClass(
-                        self.nodes[ps[0]],
-                        tuple(ps),
-                        {z: tuple(v) for z, v in by_zone.items()},
-                        self.allocatable[ps[0]],
-                    )
-                )
-            self.partitions[keys] = hit
-        return hit
-
-    def zone_classes(self, keys: frozenset[str]) -> Mapping[str, list[tuple[int, tuple[int, ...]]]]:
-        """zone -> (class number, its positions in the zone)."""
-        keys = keys - {self.zone_label}
-        hit = self.by_zone.get(keys)
-        if hit is None:
-            hit = {}
-            for c, cls in enumerate(self.classes(keys)):
-                for z, ps in cls.by_zone.items():
-                    hit.setdefault(z, []).append((c, ps))
-            self.by_zone[keys] = hit
-        return hit
-
-
-def _index(topology: Topology) -> _NodeIndex:
-    # kept on the (frozen) topology itself, so it lives exactly as long as the topology
-    idx = topology.__dict__.get("_topogen_node_index")
-    if idx is None:
-        idx = topology.__dict__["_topogen_node_index"] = _NodeIndex(topology)
-    assert isinstance(idx, _NodeIndex)
-    return idx
-
-
-def read_keys(template: PodTemplate) -> frozenset[str]:
-    """Node label keys the template's nodeSelector and required node affinity read."""
-    keys = set(template.node_selector)
-    for term in template.node_affinity or ():
-        keys.update(r.key for r in term.match_expressions)
-    return frozenset(keys)
-
-
-def node_classes(topology: Topology, keys: Iterable[str]) -> list[NodeClass]:
-    """The topology's nodes grouped into classes no template reading `keys` tells apart
-    (except by zone: each class lists its nodes per zone)."""
-    return _index(topology).classes(frozenset(keys))
-
-
-class _Judge:
-    """exclusion() for one template and set of tolerations, per node class and zone.
-
-    Within a class nodes differ only in their zone; what the template reads of the zone
-    label (a nodeSelector on it, node affinity requirements on it) reduces a zone to a
-    short signature, so each class is judged once per signature, on one of its nodes.
-    """
-
-    def __init__(
-        self, template: PodTemplate, tolerations: Sequence[Toleration], idx: _NodeIndex
-    ) -> None:
-        self.template = template
-        self.tolerations = tolerations
-        self.nodes = idx.nodes
-        zl = self.zone_label = idx.zone_label
-        self.on_zone = tuple(
-            tuple(r for r in term.match_expressions if r.key == zl)
-            for term in template.node_affinity or ()
-        )
-        self.selects_zone = zl in template.node_selector
-        self.reads_zone = self.selects_zone or any(self.on_zone)
-        self._signatures: dict[str, object] = {}
-        self._plain: dict[tuple[int, object], str | None] = {}
-        self._pinned: dict[tuple[int, object], tuple[str | None, str]] = {}
-
-    def _signature(self, zone: str, node: Node) -> object:
-        if not self.reads_zone:
-            return None
-        hit = self._signatures.get(zone)
-        if hit is None:
-            value = node.labels.get(self.zone_label)
-            labels = {} if value is None else {self.zone_label: value}
-            hit = self._signatures[zone] = (
-                self.selects_zone and self.template.node_selector[self.zone_label] == value,
-                tuple(all(r.matches(labels) for r in rs) for rs in self.on_zone),
-            )
-        return hit
-
-    def plain(self, c: int, cls: NodeClass, zone: str) -> str | None:
-        """exclusion() on the class's nodes in that zone."""
-        node = self.nodes[cls.by_zone[zone][0]]
-        key = (c, self._signature(zone, node))
-        if key in self._plain:
-            return self._plain[key]
-        hit = self._plain[key] = exclusion(self.template, node, self.tolerations)
-        return hit
-
-    def pinned(self, c: int, cls: NodeClass, zone: str) -> tuple[str | None, str]:
-        """For the template members.pin makes: (on the class's nodes in that zone when it
-        is in the domain, when it is not)."""
-        node = self.nodes[cls.by_zone[zone][0]]
-        key = (c, self._signature(zone, node))
-        hit = self._pinned.get(key)
-        if hit is None:
-            hit = self._pinned[key] = (
-                _pinned_exclusion(self.template, node, self.tolerations),
-                _selected_out(self.template, node, self.tolerations)
-                or "required node affinity not matched",
-            )
-        return hit
-
-
 def _sched_key(template: PodTemplate) -> tuple[object, ...]:
     return (
         tuple(template.node_selector.items()),
@@ -317,7 +60,7 @@ def _sched_key(template: PodTemplate) -> tuple[object, ...]:
 
 
 def _placement(
-    idx: _NodeIndex,
+    idx: NodeIndex,
     ok: list[int],
     excluded: Mapping[str, int],
     first: Mapping[str, int],
@@ -328,69 +71,19 @@ def _placement(
     placement = Placement(
         tuple(nodes[i] for i in ok), {r: excluded[r] for r in sorted(first, key=first.__getitem__)}
     )
-    placement.__dict__["_topogen_allocatables"] = dict(allocatables)
+    idx.counted(placement, dict(allocatables))
     return placement
-
-
-def room(
-    placement: Placement | Mapping[int, int], topology: Topology, requests: Mapping[str, Fraction]
-) -> tuple[int, int]:
-    """(pods with these requests pack() puts on the placement's nodes when they are empty,
-    the most on one node). Large when nothing bounds them. The placement may be given as
-    its nodes counted by allocatable (PinnedPlacements.allocatables)."""
-    idx = _index(topology)
-    if isinstance(placement, Placement):
-        counts = placement.__dict__.get("_topogen_allocatables")
-        if counts is None:
-            counts = {}
-            by_id = {id(n): i for i, n in enumerate(idx.nodes)} if placement.nodes else {}
-            for n in placement.nodes:
-                a = idx.allocatable[by_id[id(n)]]
-                counts[a] = counts.get(a, 0) + 1
-            placement.__dict__["_topogen_allocatables"] = counts
-    else:
-        counts = placement
-    total = most = 0
-    rid = id(requests)
-    for alloc, count in counts.items():
-        key = (alloc, rid)
-        r = idx.rooms.get(key)
-        if r is None:
-            idx.keep.append(requests)
-            r = idx.rooms[key] = _room(idx.allocatables[alloc], requests)
-        total += r * count
-        most = max(most, r)
-    return total, most
-
-
-_UNBOUNDED = 1 << 30
-
-
-def _room(free: Mapping[str, Fraction], requests: Mapping[str, Fraction]) -> int:
-    """How many pods with these requests pack() puts on one empty node."""
-    limits = [math.floor(free["pods"])] if "pods" in free else []
-    for res, want in requests.items():
-        if want <= 0:
-            continue
-        have = free.get(res)
-        if have is None:
-            if res in ("cpu", "memory", "ephemeral-storage"):
-                continue
-            return 0
-        limits.append(math.floor(have / want))
-    return max(0, min(limits)) if limits else _UNBOUNDED
 
 
 def place(
     template: PodTemplate,
-    topology: Topology,
+    idx: NodeIndex,
     extra_tolerations: Sequence[Toleration] = (),
     zones: Iterable[str] | None = None,
 ) -> Placement:
     """The nodes this template can land on (optionally with extra tolerations, in some zones)."""
     tolerations = (*template.tolerations, *extra_tolerations)
     allowed_zones = frozenset(zones) if zones is not None else None
-    idx = _index(topology)
     cache_key = (_sched_key(template), tolerations, allowed_zones)
     hit = idx.placements.get(cache_key)
     if hit is not None:
@@ -398,7 +91,7 @@ def place(
     ok: list[int] = []
     excluded: Counter[str] = Counter()
     first: dict[str, int] = {}  # reason -> first node it excluded (the per-node order)
-    judge = _Judge(template, tolerations, idx)
+    judge = Judge(template, tolerations, idx)
     counts: Counter[int] = Counter()
     for c, cls in enumerate(idx.classes(read_keys(template))):
         for z, ps in cls.by_zone.items():
@@ -419,7 +112,7 @@ def place(
 
 def place_in_domains(
     template: PodTemplate,
-    topology: Topology,
+    idx: NodeIndex,
     domains: Sequence[Sequence[str]],
     extra_tolerations: Sequence[Sequence[Toleration]],
 ) -> PinnedPlacements:
@@ -430,7 +123,6 @@ def place_in_domains(
     zones, and only when asked. `domains` and `extra_tolerations` should be the same
     objects on every call (they are part of the cache key by identity).
     """
-    idx = _index(topology)
     cache_key = (_sched_key(template), template.tolerations, id(domains), id(extra_tolerations))
     hit = idx.pinned.get(cache_key)
     if hit is None:
@@ -445,7 +137,7 @@ class PinnedPlacements(Sequence[Placement]):
 
     def __init__(
         self,
-        idx: _NodeIndex,
+        idx: NodeIndex,
         template: PodTemplate,
         domains: Sequence[Sequence[str]],
         extra_tolerations: Sequence[Sequence[Toleration]],
@@ -485,7 +177,7 @@ class PinnedPlacements(Sequence[Placement]):
             hit = self._judged.get(tolerations)
             if hit is None:
                 hit = self._judged[tolerations] = _Outside(
-                    _Judge(self.template, tolerations, self.idx), self.classes
+                    Judge(self.template, tolerations, self.idx), self.classes
                 )
             self._by_extra[id(extra)] = hit
         return hit
@@ -518,12 +210,12 @@ class PinnedPlacements(Sequence[Placement]):
         return why_not(excluded)
 
     def allocatables(self, d: int) -> Mapping[int, int]:
-        """The nodes of domain d's placement counted by allocatable (see room())."""
+        """The nodes of domain d's placement counted by allocatable (see packing.room())."""
         built = self._items[d]
         if built is not None:
-            counts = built.__dict__.get("_topogen_allocatables")
+            counts = self.idx.known_counts(built)
             if counts is not None:
-                return counts  # type: ignore[no-any-return]
+                return counts
         j, classes = self._judge(d), self.classes
         out: dict[int, int] = {}
         for z in self.domains[d]:
@@ -565,7 +257,7 @@ class PinnedPlacements(Sequence[Placement]):
 class _Outside:
     """Where a pinned template is excluded outside its domain: totals over every zone."""
 
-    def __init__(self, judge: _Judge, classes: list[NodeClass]) -> None:
+    def __init__(self, judge: Judge, classes: list[NodeClass]) -> None:
         self.judge = judge
         self.nodes = judge.nodes
         self.classes = classes
@@ -637,96 +329,3 @@ class _Outside:
             else:
                 best = min(best, next((p for p in run if nodes[p].zone not in wanted), best))
         return best
-
-
-@dataclass(frozen=True)
-class PodDemand:
-    """`count` identical pods that may go on `nodes` (names) and each request `requests`."""
-
-    role: str
-    count: int
-    requests: Mapping[str, Fraction]
-    nodes: frozenset[str]
-
-
-def pack(
-    demands: Sequence[PodDemand], nodes: Sequence[Node], gpu_resources: Sequence[str]
-) -> tuple[bool, str]:
-    """First-fit decreasing of every pod onto nodes; (fits, what is missing)."""
-    allocatable = {n.name: n.allocatable for n in nodes}
-    free: dict[str, dict[str, Fraction]] = {}  # nodes a pod went to (the rest: allocatable)
-
-    def free_of(name: str) -> Mapping[str, Fraction]:
-        return free.get(name) or allocatable[name]
-
-    order = sorted(
-        demands,
-        key=lambda d: (
-            -sum(d.requests.get(g, 0) for g in gpu_resources),
-            -d.requests.get("cpu", 0),
-            d.role,
-        ),
-    )
-    for d in order:
-        names = sorted(n for n in d.nodes if n in allocatable)
-        i = 0  # first fit only moves forward: free capacity never grows back
-        for placed in range(d.count):
-            while i < len(names) and not _fits(d.requests, free_of(names[i])):
-                i += 1
-            if i == len(names):
-                return False, _shortfall(d, d.count - placed, free_of, gpu_resources)
-            target = free.get(names[i])
-            if target is None:
-                target = free[names[i]] = dict(allocatable[names[i]])
-            for res, want in d.requests.items():
-                if res in target:
-                    target[res] -= want
-            if "pods" in target:
-                target["pods"] -= 1
-    return True, ""
-
-
-def _fits(requests: Mapping[str, Fraction], free: Mapping[str, Fraction]) -> bool:
-    if "pods" in free and free["pods"] < 1:
-        return False
-    for res, want in requests.items():
-        if want <= 0:
-            continue
-        have = free.get(res)
-        if have is None:
-            if res in ("cpu", "memory", "ephemeral-storage"):
-                continue
-            return False
-        if have < want:
-            return False
-    return True
-
-
-def _shortfall(
-    d: PodDemand,
-    left: int,
-    free_of: Callable[[str], Mapping[str, Fraction]],
-    gpu_resources: Sequence[str],
-) -> str:
-    for g in gpu_resources:
-        want = d.requests.get(g, 0)
-        if want > 0:
-            have = sum(free_of(n).get(g, 0) for n in d.nodes if _known(free_of, n))
-            return (
-                f"{left} more {d.role} pod(s) need {_fmt(want * left)} {g}, "
-                f"only {_fmt(have)} free on the nodes they may use"
-            )
-    return f"{left} more {d.role} pod(s) do not fit on the nodes they may use"
-
-
-def _known(free_of: Callable[[str], Mapping[str, Fraction]], name: str) -> bool:
-    try:
-        free_of(name)
-    except KeyError:
-        return False
-    return True
-
-
-def _fmt(q: Fraction | int) -> str:
-    q = Fraction(q)
-    return str(q.numerator) if q.denominator == 1 else f"{float(q):g}"

@@ -8,18 +8,22 @@ subtract from that, whatever allowed it. The path allows the intersection.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
 
 from topogen.analysis.ports import PortSet
+from topogen.analysis.selection import (
+    OTHER_VALUE,
+    EndpointFamily,
+    SubjectIndex,
+    label_view,
+)
 from topogen.cilium.entities import entities_select
 from topogen.cilium.identity import NAMESPACE_KEY, pod_identity_labels
 from topogen.cilium.selectors import selects_host
 from topogen.model import (
     Endpoint,
     Isolation,
-    LabelSelector,
     Namespace,
     Peer,
     PolicyRef,
@@ -158,22 +162,22 @@ class PolicyIndex:
         # selector reads, values it never names folded into one (so a per-job `app` value
         # or a node's hostname does not make a new identity); hosts without their node name
         # (verdicts between hosts carry a same-node flag instead)
-        self._pod_view = _label_view(
+        self._pod_view = label_view(
             [r.subject for r in policies.rules if not r.subject_host]
             + [i.subject for i in policies.isolations if not i.subject_host]
             + [p.selector for r in policies.rules for p in r.peers if p.kind == "endpoints"]
         )
-        self._host_view = _label_view(
+        self._host_view = label_view(
             [r.subject for r in policies.rules if r.subject_host]
             + [i.subject for i in policies.isolations if i.subject_host]
             + [p.selector for r in policies.rules for p in r.peers if p.kind == "nodes"]
         )
         # rules and isolations by the endpoints they can select: (host, namespace) buckets,
         # within a bucket by one matchLabels pair of the subject selector
-        self._rule_index = {d: _SubjectIndex(self._by_direction[d]) for d in ("ingress", "egress")}
-        self._iso_index = {d: _SubjectIndex(self._isolations[d]) for d in ("ingress", "egress")}
-        self._families: dict[tuple[int, ...], _Family] = {}
-        self._family_of: dict[int, tuple[Sequence[Endpoint], _Family]] = {}
+        self._rule_index = {d: SubjectIndex(self._by_direction[d]) for d in ("ingress", "egress")}
+        self._iso_index = {d: SubjectIndex(self._isolations[d]) for d in ("ingress", "egress")}
+        self._families: dict[tuple[int, ...], EndpointFamily] = {}
+        self._family_of: dict[int, tuple[Sequence[Endpoint], EndpointFamily]] = {}
         self._peer_masks: dict[tuple[int, int], int] = {}
 
     def node_label_keys(self) -> set[str]:
@@ -325,18 +329,18 @@ class PolicyIndex:
             out.append((mask, trace))
         return out
 
-    def _family(self, others: Sequence[Endpoint]) -> _Family:
+    def _family(self, others: Sequence[Endpoint]) -> EndpointFamily:
         known = self._family_of.get(id(others))
         if known is not None and known[0] is others:
             return known[1]
         ids = tuple(self._key(o) for o in others)
         hit = self._families.get(ids)
         if hit is None:
-            hit = self._families[ids] = _Family.of(len(self._families), others)
+            hit = self._families[ids] = EndpointFamily.of(len(self._families), others)
         self._family_of[id(others)] = (others, hit)
         return hit
 
-    def _peer_mask(self, p: Peer, family: _Family, subject: Endpoint) -> int:
+    def _peer_mask(self, p: Peer, family: EndpointFamily, subject: Endpoint) -> int:
         """Positions of the family `p` matches (pods: never dependent on the subject)."""
         key = (id(p), family.fid)
         hit = self._peer_masks.get(key)
@@ -356,7 +360,7 @@ class PolicyIndex:
         view = self._host_view if ep.host else self._pod_view
         labels = tuple(
             sorted(
-                (k, v if v in named else _OTHER_VALUE)
+                (k, v if v in named else OTHER_VALUE)
                 for k, v in ep.labels.items()
                 if (named := view.get(k)) is not None
             )
@@ -426,113 +430,3 @@ def _may_match_namespace(peer: Peer, namespace: str) -> bool:
         if key == NAMESPACE_KEY:
             return value == namespace
     return True
-
-
-def _selects(host: bool, selector: LabelSelector, namespace: str | None, ep: Endpoint) -> bool:
-    if host != ep.host:
-        return False
-    if not host and namespace is not None and namespace != ep.namespace:
-        return False
-    return selector.matches(ep.labels)
-
-
-_OTHER_VALUE = "\x00"  # a label value no selector names (label values cannot hold NUL)
-
-
-def _label_view(selectors: Iterable[LabelSelector]) -> dict[str, frozenset[str]]:
-    """Label key -> the values selectors name for it (empty: only its presence is read)."""
-    view: dict[str, set[str]] = {}
-    for sel in selectors:
-        for k, v in sel.match_labels:
-            view.setdefault(k, set()).add(v)
-        for req in sel.match_expressions:
-            view.setdefault(req.key, set()).update(req.values)
-    return {k: frozenset(vs) for k, vs in view.items()}
-
-
-_Item = TypeVar("_Item", PolicyRule, Isolation)
-
-
-class _SubjectIndex(Generic[_Item]):
-    """Rules (or isolations) by the endpoints their subject selectors can select."""
-
-    def __init__(self, items: Sequence[_Item]) -> None:
-        self.items: list[_Item] = list(items)
-        # (host, namespace or None) -> (always checked, {label key: {value: positions}})
-        self.buckets: dict[
-            tuple[bool, str | None], tuple[list[int], dict[str, dict[str, list[int]]]]
-        ] = {}
-        for pos, item in enumerate(self.items):
-            ns = None if item.subject_host else item.subject_namespace
-            scan, by_label = self.buckets.setdefault((item.subject_host, ns), ([], {}))
-            pairs = item.subject.match_labels
-            pair = next((kv for kv in pairs if kv[0] != NAMESPACE_KEY), pairs[0] if pairs else None)
-            if pair is None:
-                scan.append(pos)
-            else:
-                by_label.setdefault(pair[0], {}).setdefault(pair[1], []).append(pos)
-
-    def selecting(self, ep: Endpoint) -> list[_Item]:
-        positions: list[int] = []
-        keys = [(ep.host, None)] if ep.host else [(False, None), (False, ep.namespace)]
-        for bucket in keys:
-            hit = self.buckets.get(bucket)
-            if hit is None:
-                continue
-            scan, by_label = hit
-            positions += scan
-            for key, by_value in by_label.items():
-                value = ep.labels.get(key)
-                if value is not None:
-                    positions += by_value.get(value, ())
-        positions.sort()
-        out = []
-        for pos in positions:
-            item = self.items[pos]
-            if _selects(item.subject_host, item.subject, item.subject_namespace, ep):
-                out.append(item)
-        return out
-
-
-@dataclass(frozen=True)
-class _Family:
-    """Pod endpoints differing in at most one label (one identity in many zones)."""
-
-    fid: int
-    members: tuple[Endpoint, ...]
-    varying: str | None  # the one label key whose value differs; None: all alike
-    per_position: bool  # more than one key differs: evaluate every position
-
-    @classmethod
-    def of(cls, fid: int, members: Sequence[Endpoint]) -> _Family:
-        first = members[0].labels
-        differing: set[str] = set()
-        for m in members[1:]:
-            labels = m.labels
-            if labels is first:
-                continue
-            differing.update(
-                k for k in labels.keys() | first.keys() if labels.get(k) != first.get(k)
-            )
-        varying = next(iter(differing)) if len(differing) == 1 else None
-        return cls(fid, tuple(members), varying, len(differing) > 1)
-
-    def classes(self, selector: LabelSelector) -> list[tuple[Endpoint, int]]:
-        """(representative, positions) classes on which `selector` cannot differ."""
-        everyone = (1 << len(self.members)) - 1
-        if self.per_position:
-            return [(m, 1 << i) for i, m in enumerate(self.members)]
-        key = self.varying
-        if key is None or key not in set(selector.keys()):
-            return [(self.members[0], everyone)]
-        named = {v for k, v in selector.match_labels if k == key}
-        for req in selector.match_expressions:
-            if req.key == key:
-                named.update(req.values)
-        classes: dict[object, tuple[Endpoint, int]] = {}
-        for i, m in enumerate(self.members):
-            value = m.labels.get(key)
-            cls_key: object = value if value is None or value in named else _OTHER_VALUE
-            rep, mask = classes.get(cls_key, (m, 0))
-            classes[cls_key] = (rep, mask | 1 << i)
-        return list(classes.values())

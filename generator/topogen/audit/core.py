@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from topogen.analysis import AnalysisContext, PolicyIndex, find_groups
+from topogen.analysis import AnalysisContext, ClusterIndex, PolicyIndex, find_groups
 from topogen.analysis.members import Member
+from topogen.analysis.nodeindex import NodeIndex
 from topogen.analysis.placement import Placement, place
 from topogen.config import GroupConfig
 from topogen.model import NO_ZONE_PREFIX, Namespace, Node, Topology, TrainingGroup, Workload
@@ -128,19 +129,14 @@ def audit(inputs: AuditInputs) -> AuditReport:
     ]
     groups: list[GroupAudit] = []
     warnings: list[str] = []
+    shared = ClusterIndex(inputs.topology, inputs.index, inputs.namespaces)
     for group in inputs.groups:
         jobs = find_groups(group, active)
         if not jobs:
             warnings.append(
                 f"no live pods of group {group.name} in namespaces {', '.join(group.namespaces)}"
             )
-        ctx = AnalysisContext(
-            inputs.topology,
-            inputs.index,
-            inputs.namespaces,
-            group,
-            domain_label=inputs.domain_label,
-        )
+        ctx = AnalysisContext(shared, group, domain_label=inputs.domain_label)
         for job in jobs:
             audited, notes = _audit_job(job, by_key, ctx, inputs)
             groups.append(audited)
@@ -210,7 +206,7 @@ def _audit_job(
     _flag_split(placed, flags)
     _flag_denied(placed, denied, flags)
     _flag_idle(job, rows, inputs, flags, notes)
-    _flag_pending(placed, inputs.topology, flags)
+    _flag_pending(placed, ctx.cluster.nodes, flags)
     return GroupAudit(job.config_group, job.namespace, job.job, tuple(rows), tuple(flags)), notes
 
 
@@ -325,11 +321,11 @@ def _flag_idle(
         )
 
 
-def _flag_pending(placed: Sequence[_Placed], topology: Topology, flags: list[Flag]) -> None:
+def _flag_pending(placed: Sequence[_Placed], nodes: NodeIndex, flags: list[Flag]) -> None:
     for p in placed:
         if p.pod.record.node:
             continue
-        eligible = place(p.member.template, topology)
+        eligible = place(p.member.template, nodes)
         ours = "" if eligible.nodes else f"no eligible node: {eligible.why_not()}"
         sched = p.pod.record.unschedulable
         if not sched and not ours:

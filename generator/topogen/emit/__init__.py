@@ -1,4 +1,4 @@
-"""Emit: write the output tree atomically and deterministically (and, later, diff it)."""
+"""Emit: write the output tree atomically and deterministically, or stream it (--stdout)."""
 
 from topogen.emit.writer import GENERATED_HEADER, stream_objects, write_tree
 

@@ -1,0 +1,182 @@
+"""What every config group of one cluster shares in a run, computed once: ClusterIndex.
+
+The analysis is a pure function of the cluster's inputs; what it computes once and reuses
+across groups (node classes and placements, the candidate domains, the zone-pair engine
+per identity label and ports, packing results of jobs of the same shape) lives here, in
+an object made per cluster and run, never in the model's frozen objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from topogen.analysis.families import Engine
+from topogen.analysis.nodeindex import NodeIndex
+from topogen.analysis.ports import PortSet
+from topogen.analysis.reachability import PolicyIndex
+from topogen.model import NO_ZONE_PREFIX, Namespace, Node, Taint, Toleration, Topology
+
+__all__ = [
+    "ClusterIndex",
+    "Domains",
+    "OneZoneDomains",
+    "candidate_domains",
+    "gpu_taints",
+    "tolerations_for",
+]
+
+Candidates = Sequence[tuple[str, tuple[str, ...]]]  # (domain name, its zones)
+Packs = list[tuple[bool, str] | None]  # pack() per domain, filled when asked
+
+
+def candidate_domains(
+    topology: Topology, colocate: str, domain_label: str | None
+) -> list[tuple[str, tuple[str, ...]]]:
+    """(name, zones): single zones, or zones grouped by the cluster's domain label."""
+    zones = [z for z in topology.zones if not z.startswith(NO_ZONE_PREFIX)]
+    if colocate == "zone" or not domain_label:
+        return [(z, (z,)) for z in zones]
+    by_domain: dict[str, set[str]] = {}
+    for n in topology.nodes:
+        if domain_label in n.labels and not n.zone.startswith(NO_ZONE_PREFIX):
+            by_domain.setdefault(n.labels[domain_label], set()).add(n.zone)
+    return [(d, tuple(sorted(zs))) for d, zs in sorted(by_domain.items())]
+
+
+def gpu_taints(topology: Topology, zones: Sequence[str]) -> list[Taint]:
+    wanted = set(zones)
+    return sorted(
+        {
+            t
+            for n in topology.nodes
+            if n.zone in wanted and topology.is_gpu_node(n)
+            for t in n.taints
+            if t.effect in ("NoSchedule", "NoExecute")
+        }
+    )
+
+
+def tolerations_for(taints: Sequence[Taint]) -> tuple[Toleration, ...]:
+    return tuple(
+        Toleration(t.key, "Equal" if t.value else "Exists", t.value, t.effect) for t in taints
+    )
+
+
+@dataclass(frozen=True)
+class Domains:
+    """What depends only on a topology's candidate domains."""
+
+    names: tuple[str, ...]
+    zones: tuple[tuple[str, ...], ...]
+    tolerations: tuple[tuple[Toleration, ...], ...]  # the coordinator's, per domain
+    none: tuple[tuple[Toleration, ...], ...]  # the workers' (none), per domain
+    nodes: tuple[tuple[Node, ...], ...]
+    gpus_free: tuple[Fraction, ...]
+    masks: tuple[int, ...]  # the domain's zones as bits over topology.zones
+
+
+@dataclass(frozen=True)
+class OneZoneDomains:
+    """Every zone as a domain of its own, pinned there tolerating every taint (the plan's
+    question is traffic, not taints)."""
+
+    names: tuple[str, ...]  # the zones (nodes without a zone label excluded)
+    zones: tuple[tuple[str, ...], ...]  # each as a one-zone domain
+    anywhere: tuple[tuple[Toleration, ...], ...]  # per zone: tolerate every taint
+
+
+class ClusterIndex:
+    """One cluster's inputs for a run, and what its groups share (module docstring)."""
+
+    def __init__(
+        self, topology: Topology, index: PolicyIndex, namespaces: Mapping[str, Namespace]
+    ) -> None:
+        self.topology = topology
+        self.index = index
+        self.namespaces = namespaces
+        self.nodes = NodeIndex(topology)
+        # node label keys host-facing selectors read (for grouping similar nodes)
+        self.node_keys = frozenset(index.node_label_keys())
+        self.zone_bits = {z: 1 << i for i, z in enumerate(topology.zones)}
+        # pack() results per job shape and domain set (see domains._JobInDomains)
+        self.packs: dict[tuple[object, ...], Packs] = {}
+        self._engines: dict[tuple[str | None, PortSet], Engine] = {}
+        self._candidates: dict[tuple[bool, str | None], list[tuple[str, tuple[str, ...]]]] = {}
+        self._domains: dict[tuple[tuple[str, tuple[str, ...]], ...], Domains] = {}
+        self._one_zone: OneZoneDomains | None = None
+        self._keep: list[object] = []  # objects whose id() is part of a cache key
+
+    def engine(self, identity_label: str | None, required: PortSet) -> Engine:
+        """Zone-pair path analysis for this identity label and these ports."""
+        key = (identity_label, required)
+        hit = self._engines.get(key)
+        if hit is None:
+            hit = self._engines[key] = Engine(
+                self.topology,
+                self.index,
+                self.namespaces,
+                identity_label,
+                required,
+                set(self.node_keys),
+            )
+        return hit
+
+    def candidates(
+        self, colocate: str, domain_label: str | None
+    ) -> list[tuple[str, tuple[str, ...]]]:
+        """candidate_domains() of this cluster."""
+        key = (colocate == "zone" or not domain_label, domain_label)
+        hit = self._candidates.get(key)
+        if hit is None:
+            hit = self._candidates[key] = candidate_domains(self.topology, colocate, domain_label)
+        return list(hit)
+
+    def domains(self, candidates: Candidates) -> Domains:
+        key = tuple(candidates)
+        hit = self._domains.get(key)
+        if hit is None:
+            hit = self._domains[key] = self._make_domains(candidates)
+        return hit
+
+    def _make_domains(self, candidates: Candidates) -> Domains:
+        topology = self.topology
+        zones = tuple(z for _, z in candidates)
+        nodes = tuple(tuple(n for n in topology.nodes if n.zone in set(zs)) for zs in zones)
+        bit = self.zone_bits
+        return Domains(
+            tuple(n for n, _ in candidates),
+            zones,
+            tuple(tolerations_for(gpu_taints(topology, zs)) for zs in zones),
+            tuple(() for _ in zones),
+            nodes,
+            tuple(
+                sum(
+                    (n.allocatable.get(g, Fraction(0)) for n in ns for g in topology.gpu_resources),
+                    Fraction(0),
+                )
+                for ns in nodes
+            ),
+            tuple(sum(bit[z] for z in zs) for zs in zones),
+        )
+
+    def zones_mask(self, zones: Sequence[str]) -> int:
+        """The zones as bits over topology.zones."""
+        bit = self.zone_bits
+        return sum(bit[z] for z in zones)
+
+    @property
+    def one_zone(self) -> OneZoneDomains:
+        """Every zone as a domain (the same objects on every call: a cache key)."""
+        if self._one_zone is None:
+            names = tuple(z for z in self.topology.zones if not z.startswith(NO_ZONE_PREFIX))
+            anywhere = (Toleration("", "Exists"),)
+            self._one_zone = OneZoneDomains(
+                names, tuple((z,) for z in names), tuple(anywhere for _ in names)
+            )
+        return self._one_zone
+
+    def keep(self, *objects: object) -> None:
+        """Keep objects alive whose id() is part of a cache key here."""
+        self._keep.extend(objects)

@@ -1,0 +1,470 @@
+"""Identity families and their blocked-path matrices: the shared work of the path analysis.
+
+A member's network identity in every zone is a Family (interned by what the policies can
+see of it); between two families a Matrix says which (source zone, destination zone)
+paths are blocked, and by which policies, as bit rows. The Engine holds both for one
+cluster, identity label and set of ports (zonepaths.py has the overview).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from topogen.analysis.bits import bits, transpose
+from topogen.analysis.paths import BlockedPath, PathSummary, SplitSummary
+from topogen.analysis.placement import Placement
+from topogen.analysis.ports import PortSet
+from topogen.analysis.reachability import (
+    PathVerdict,
+    PolicyIndex,
+    SideTrace,
+    host_endpoint,
+    pod_endpoint,
+)
+from topogen.model import (
+    NO_ZONE_PREFIX,
+    Endpoint,
+    Namespace,
+    Node,
+    PodAffinityTerm,
+    PolicyRef,
+    Topology,
+)
+
+__all__ = ["Engine", "Family", "Matrix", "Side", "possible_rows"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """The network identities of one member in every zone of the cluster."""
+
+    fid: int
+    eps: tuple[tuple[Endpoint, ...], ...]  # per zone index; () where it has none
+    valid: int  # zone indices with endpoints
+    pods: bool  # one pod endpoint per zone, all of one namespace and ports
+    keys: tuple[int, ...]  # per zone: names its endpoints' (identity key, node) pairs
+    ids: tuple[int, ...]  # per zone: names its endpoints' identity keys (nodes aside)
+    heads: tuple[Endpoint, ...]  # pods: the endpoint in each zone
+
+
+@dataclass
+class Matrix:
+    """BlockedPath paths from family A to family B, as bit rows over zone indices."""
+
+    blocked: list[int]  # [source zone] -> destination zones
+    blocked_t: list[int]  # [destination zone] -> source zones
+    row_policies: list[tuple[tuple[PolicyRef, ...], list[int]]]  # cells by rows
+    col_policies: list[tuple[tuple[PolicyRef, ...], list[int]]]  # cells by columns
+    diagonal: int | None = None  # zones z with (z, z) blocked, once asked for
+
+
+@dataclass(frozen=True)
+class Side:
+    """A member as the path analysis sees it."""
+
+    role: str
+    replicas: int
+    zones: int  # zone indices of its placement
+    family: Family
+    placement: Placement
+    namespace: str
+    labels: Mapping[str, str]
+    pod_affinity: tuple[PodAffinityTerm, ...]
+
+
+class Engine:
+    """Families, matrices and caches for one cluster, identity label and set of ports."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        index: PolicyIndex,
+        namespaces: Mapping[str, Namespace],
+        identity_label: str | None,
+        required: PortSet,
+        node_keys: set[str],
+    ) -> None:
+        self.topology = topology
+        self.index = index
+        self.namespaces = namespaces
+        self.identity_label = identity_label
+        self.required = required
+        self.node_keys = node_keys
+        self._node_keys = sorted(node_keys)
+        self.zones = topology.zones
+        self.zone_index = {z: i for i, z in enumerate(self.zones)}
+        self.n = len(self.zones)
+        self._families: dict[object, Family] = {}
+        self._by_keys: dict[tuple[int, ...], Family] = {}
+        # JobPaths' summaries by job signature: jobs of the same shape share them
+        self.summaries: dict[tuple[object, ...], PathSummary] = {}
+        self.splits: dict[tuple[object, ...], SplitSummary] = {}
+        self._described: dict[tuple[object, ...], tuple[str, tuple[str, ...]]] = {}
+        self._possible: dict[tuple[object, ...], list[int]] = {}
+        # labels mapping (by identity, kept alive here) -> (namespace, ports, stamped) -> family
+        self._by_labels: dict[int, tuple[Mapping[str, str], dict[object, Family]]] = {}
+        self._matrices: dict[tuple[int, int], Matrix] = {}
+        self._covers: dict[int, bool] = {}
+        self._side_policies: dict[int, tuple[PolicyRef, ...]] = {}
+        self._groups: dict[tuple[int, str, int], list[tuple[int, int, tuple[PolicyRef, ...]]]] = {}
+        self._cells: dict[tuple[int, int], tuple[PolicyRef, ...] | None] = {}
+        self._sides: dict[int, tuple[bool, tuple[PolicyRef, ...]]] = {}
+        self._zone_ids: dict[tuple[tuple[int, str], ...], int] = {}
+        self._whys: dict[int, tuple[tuple[str, ...], tuple[PolicyRef, ...]]] = {}
+        self._values: dict[tuple[int, str, str], frozenset[str]] = {}
+        self._keep: list[object] = []  # objects whose id() is part of a cache key
+
+    # --- families ----------------------------------------------------------------------
+
+    def zones_mask(self, zones: Sequence[str]) -> int:
+        m = 0
+        for z in zones:
+            m |= 1 << self.zone_index[z]
+        return m
+
+    def pod_family(
+        self,
+        labels: Mapping[str, str],
+        namespace: str,
+        ports: tuple[tuple[str, int, str], ...],
+        stamped: bool,
+    ) -> Family:
+        """A pod's identities per zone: `labels`, plus identity label = zone when stamped."""
+        known = self._by_labels.get(id(labels))
+        if known is not None and known[0] is labels:
+            hit = known[1].get((namespace, ports, stamped))
+            if hit is not None:
+                return hit
+        base = pod_endpoint(labels, namespace, self.namespaces, ports)
+        key = ("pod", stamped, self.index.identity_key(base))
+        hit = self._families.get(key)
+        if hit is None:
+            ident = self.identity_label
+            eps: list[tuple[Endpoint, ...]] = []
+            for z in self.zones:
+                if stamped and ident and not z.startswith(NO_ZONE_PREFIX):
+                    stamped_labels = dict(labels)
+                    stamped_labels[ident] = z
+                    eps.append((pod_endpoint(stamped_labels, namespace, self.namespaces, ports),))
+                else:
+                    eps.append((base,))
+            hit = self._families[key] = self._family(tuple(eps), (1 << self.n) - 1, True)
+        self._by_labels.setdefault(id(labels), (labels, {}))[1][(namespace, ports, stamped)] = hit
+        return hit
+
+    def _family(self, eps: tuple[tuple[Endpoint, ...], ...], valid: int, pods: bool) -> Family:
+        key = self.index.identity_key
+        ids = self._zone_ids
+        keys = tuple(
+            ids.setdefault(tuple((key(e), e.node) for e in zone_eps), len(ids)) if zone_eps else -1
+            for zone_eps in eps
+        )
+        bare = tuple(
+            ids.setdefault(tuple((key(e), "") for e in zone_eps), len(ids)) if zone_eps else -1
+            for zone_eps in eps
+        )
+        heads = tuple(e[0] for e in eps) if pods else ()
+        return Family(len(self._families), eps, valid, pods, keys, bare, heads)
+
+    def host_family(self, placement: Placement, ports: tuple[tuple[str, int, str], ...]) -> Family:
+        """A hostNetwork member's identities: per zone, one host per group of similar nodes."""
+        key = ("host", id(placement), ports)
+        hit = self._families.get(key)
+        if hit is None:
+            self._keep.append(placement)
+            eps: list[tuple[Endpoint, ...]] = [()] * self.n
+            valid = 0
+            for z, nodes in placement.by_zone.items():
+                i = self.zone_index[z]
+                eps[i] = self._hosts(nodes, ports)
+                valid |= 1 << i
+            hit = self._families[key] = self._shared(self._family(tuple(eps), valid, False))
+        return hit
+
+    def _shared(self, family: Family) -> Family:
+        """One family for every placement giving the same hosts in every zone."""
+        return self._by_keys.setdefault(family.keys, family)
+
+    def host_family_in_zones(
+        self,
+        placements: Sequence[Placement],
+        zones: Sequence[str],
+        ports: tuple[tuple[str, int, str], ...],
+    ) -> Family:
+        """Like host_family, with a different placement per zone (pinned to each zone)."""
+        key = ("hosts", id(placements), ports)
+        hit = self._families.get(key)
+        if hit is None:
+            self._keep.append(placements)
+            eps: list[tuple[Endpoint, ...]] = [()] * self.n
+            valid = 0
+            for placement, z in zip(placements, zones, strict=True):
+                i = self.zone_index[z]
+                eps[i] = self._hosts(placement.by_zone.get(z, ()), ports)
+                if eps[i]:
+                    valid |= 1 << i
+            hit = self._families[key] = self._shared(self._family(tuple(eps), valid, False))
+        return hit
+
+    def _hosts(
+        self, nodes: Sequence[Node], ports: tuple[tuple[str, int, str], ...]
+    ) -> tuple[Endpoint, ...]:
+        """One host endpoint per group of nodes host-facing selectors cannot tell apart."""
+        seen: dict[tuple[str | None, ...], Endpoint] = {}
+        keys = self._node_keys
+        for node in nodes:
+            labels = node.labels
+            proj = tuple([labels.get(k) for k in keys])
+            if proj not in seen:
+                seen[proj] = host_endpoint(node.name, labels, ports)
+        return tuple(seen.values())
+
+    # --- one path ----------------------------------------------------------------------
+
+    def _permits(self, verdict: PathVerdict) -> bool:
+        key = id(verdict.allowed)
+        hit = self._covers.get(key)
+        if hit is None:
+            self._keep.append(verdict.allowed)
+            hit = self._covers[key] = verdict.allowed.covers(self.required)
+        return hit
+
+    def cell(self, a: Side, za: int, b: Side, zb: int) -> BlockedPath | None:
+        """The first blocked endpoint pair of this zone pair (AnalysisContext.check_path)."""
+        return self.cell_of(a.role, a.family, za, b.role, b.family, zb)
+
+    def cell_of(
+        self, role_a: str, fa: Family, za: int, role_b: str, fb: Family, zb: int
+    ) -> BlockedPath | None:
+        for src in fa.eps[za]:
+            for dst in fb.eps[zb]:
+                verdict = self.index.verdict(src, dst)
+                if not self._permits(verdict):
+                    reasons, policies = self._why(verdict)
+                    return BlockedPath(
+                        role_a, role_b, self.zones[za], self.zones[zb], reasons, policies
+                    )
+        return None
+
+    def described_cell(
+        self, role_a: str, fa: Family, za: int, role_b: str, fb: Family, zb: int
+    ) -> tuple[str, tuple[str, ...]]:
+        """A blocked cell as BlockedPath.describe() puts it, and its policies as text."""
+        key = (role_a, fa.fid, za, role_b, fb.fid, zb)
+        hit = self._described.get(key)
+        if hit is None:
+            cell = self.cell_of(role_a, fa, za, role_b, fb, zb)
+            assert cell is not None, "a blocked cell has a blocking endpoint pair"
+            text = (
+                f"{cell.src_role} ({cell.src_zone}) -> {cell.dst_role} ({cell.dst_zone}): "
+                + "; ".join(cell.reasons)
+            )
+            hit = self._described[key] = (text, tuple(str(p) for p in cell.policies))
+        return hit
+
+    def _why(self, verdict: PathVerdict) -> tuple[tuple[str, ...], tuple[PolicyRef, ...]]:
+        hit = self._whys.get(id(verdict))
+        if hit is None:
+            self._keep.append(verdict)
+            hit = self._whys[id(verdict)] = (
+                tuple(verdict.blockers(self.required)),
+                tuple(verdict.blocking_policies(self.required)),
+            )
+        return hit
+
+    def _generic_cell(
+        self, fa: Family, za: int, fb: Family, zb: int
+    ) -> tuple[PolicyRef, ...] | None:
+        """The blocking policies of the first blocked endpoint pair, or None."""
+        # ends in different zones are never the same node: the identities decide
+        key = (fa.ids[za], fb.ids[zb]) if za != zb else (fa.keys[za], fb.keys[zb])
+        if key in self._cells:
+            return self._cells[key]
+        out = None
+        for src in fa.eps[za]:
+            for dst in fb.eps[zb]:
+                ok, policies = self._blocking(self.index.verdict(src, dst))
+                if not ok:
+                    out = policies
+                    break
+            if out is not None:
+                break
+        self._cells[key] = out
+        return out
+
+    def _side_block(self, trace: SideTrace) -> tuple[bool, tuple[PolicyRef, ...]]:
+        """(does this side allow the required ports, the policies blocking them if not)."""
+        tid = id(trace)
+        hit = self._sides.get(tid)
+        if hit is None:
+            self._keep.append(trace)
+            ok = trace.allowed.covers(self.required)
+            policies: tuple[PolicyRef, ...] = ()
+            if not ok:
+                denying = [
+                    d.rule.policy
+                    for d in trace.denies
+                    if not d.ports.intersect(self.required).empty
+                ]
+                policies = tuple(sorted(set(denying or trace.isolated_by)))
+            hit = self._sides[tid] = (ok, policies)
+        return hit
+
+    def _blocking(self, verdict: PathVerdict) -> tuple[bool, tuple[PolicyRef, ...]]:
+        """(permits, PathVerdict.blocking_policies) from the two sides' cached answers."""
+        ok_e, pe = self._side_block(verdict.egress)
+        ok_i, pi = self._side_block(verdict.ingress)
+        if ok_e and ok_i:
+            return True, ()
+        return False, tuple(sorted({*pe, *pi}))
+
+    # --- matrices ----------------------------------------------------------------------
+
+    def matrix(self, fa: Family, fb: Family) -> Matrix:
+        key = (fa.fid, fb.fid)
+        hit = self._matrices.get(key)
+        if hit is None:
+            hit = self._matrices[key] = (
+                self._pod_matrix(fa, fb) if fa.pods and fb.pods else self._generic_matrix(fa, fb)
+            )
+        return hit
+
+    def diagonal(self, fa: Family, fb: Family) -> int:
+        """Zones z where the path from fa in z to fb in z is blocked."""
+        m = self.matrix(fa, fb)
+        if m.diagonal is None:
+            m.diagonal = sum(1 << z for z, row in enumerate(m.blocked) if row >> z & 1)
+        return m.diagonal
+
+    def _side_groups(
+        self, subject: Endpoint, direction: str, others: Family
+    ) -> list[tuple[int, int, tuple[PolicyRef, ...]]]:
+        """(positions, ok, blocking policies) of one side against a whole family."""
+        key = (self.index.identity_key(subject), direction, others.fid)
+        hit = self._groups.get(key)
+        if hit is None:
+            hit = []
+            members = others.heads
+            for mask, trace in self.index.side_groups(subject, direction, members):
+                ok, policies = self._side_block(trace)
+                hit.append((mask, int(ok), policies))
+            self._groups[key] = hit
+        return hit
+
+    def _side_fails(
+        self, fam: Family, direction: str, others: Family
+    ) -> tuple[list[int], dict[tuple[PolicyRef, ...], list[int]]]:
+        """Per zone of `fam`: the zones of `others` its side denies, in all and by policies."""
+        n = self.n
+        fails = [0] * n
+        by_policies: dict[tuple[PolicyRef, ...], list[int]] = {}
+        for z in range(n):
+            for mask, ok, policies in self._side_groups(fam.eps[z][0], direction, others):
+                if not ok:
+                    fails[z] |= mask
+                    by_policies.setdefault(policies, [0] * n)[z] |= mask
+        return fails, by_policies
+
+    def _pod_matrix(self, fa: Family, fb: Family) -> Matrix:
+        n = self.n
+        efail, row_pol = self._side_fails(fa, "egress", fb)
+        ifail_c, col_pol = self._side_fails(fb, "ingress", fa)
+        ifail_r = transpose(ifail_c, n)
+        efail_c = transpose(efail, n)
+        return Matrix(
+            [e | i for e, i in zip(efail, ifail_r, strict=True)],
+            [i | e for i, e in zip(ifail_c, efail_c, strict=True)],
+            sorted(row_pol.items()),
+            sorted(col_pol.items()),
+        )
+
+    def _generic_matrix(self, fa: Family, fb: Family) -> Matrix:
+        n = self.n
+        blocked = [0] * n
+        blocked_t = [0] * n
+        row_pol: dict[tuple[PolicyRef, ...], list[int]] = {}
+        for ia in bits(fa.valid):
+            for ib in bits(fb.valid):
+                cell = self._generic_cell(fa, ia, fb, ib)
+                if cell is not None:
+                    blocked[ia] |= 1 << ib
+                    blocked_t[ib] |= 1 << ia
+                    row_pol.setdefault(cell, [0] * n)[ia] |= 1 << ib
+        return Matrix(blocked, blocked_t, sorted(row_pol.items()), [])
+
+    # --- pod affinity ------------------------------------------------------------------
+
+    def possible_rows(
+        self, a: Side, b: Side, linked: tuple[str, ...], anti_keys: tuple[str, ...]
+    ) -> list[int]:
+        """Zone pairs the scheduler may pick for two linked members (shared by placements)."""
+        key = (id(a.placement), id(b.placement), a.zones, b.zones, linked, anti_keys)
+        hit = self._possible.get(key)
+        if hit is None:
+            self._keep += [a.placement, b.placement]
+            hit = self._possible[key] = possible_rows(self, a, b, list(linked), list(anti_keys))
+        return hit
+
+    def values(self, side: Side, zone: int, key: str) -> frozenset[str]:
+        """Values of node label `key` on the nodes of the side's placement in a zone."""
+        return self.placement_values(side.placement, zone, key)
+
+    def placement_values(self, placement: Placement, zone: int, key: str) -> frozenset[str]:
+        ck = (id(placement), self.zones[zone], key)
+        hit = self._values.get(ck)
+        if hit is None:
+            self._keep.append(placement)
+            hit = self._values[ck] = frozenset(
+                n.labels[key]
+                for n in placement.by_zone.get(self.zones[zone], ())
+                if key in n.labels
+            )
+        return hit
+
+
+def possible_rows(
+    eng: Engine, a: Side, b: Side, linked: list[str], anti_keys: list[str]
+) -> list[int]:
+    """Per source zone, the destination zones the scheduler may pick for a and b
+    (members.possible_zone_pairs over bits)."""
+    rows = [0] * eng.n
+    if not linked and not anti_keys:
+        for ia in bits(a.zones):
+            rows[ia] = b.zones
+        return rows
+    index: dict[str, dict[str, int]] = {}
+    single: dict[str, dict[str, int]] = {}
+    nonempty: dict[str, int] = {}
+    for k in {*linked, *anti_keys}:
+        by_value: dict[str, int] = {}
+        one: dict[str, int] = {}
+        some = 0
+        for ib in bits(b.zones):
+            vb = eng.values(b, ib, k)
+            for v in vb:
+                by_value[v] = by_value.get(v, 0) | 1 << ib
+            if len(vb) == 1:
+                (v,) = vb
+                one[v] = one.get(v, 0) | 1 << ib
+            if vb:
+                some |= 1 << ib
+        index[k], single[k], nonempty[k] = by_value, one, some
+    for ia in bits(a.zones):
+        row = b.zones
+        for k in linked:
+            reach = 0
+            for v in eng.values(a, ia, k):
+                reach |= index[k].get(v, 0)
+            row &= reach
+        for k in anti_keys:
+            va = eng.values(a, ia, k)
+            if not va:
+                row = 0
+                continue
+            row &= nonempty[k]
+            if len(va) == 1:
+                (v,) = va
+                row &= ~single[k].get(v, 0)
+        rows[ia] = row
+    return rows
