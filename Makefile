@@ -30,7 +30,8 @@ demo: $(STAMP)
 test: $(STAMP) tools
 	$(BIN)/pytest -n 2 --dist loadfile
 
-# Never part of `make test`. BENCH_ARGS="--quick --runs 2 --kyverno-pods 500" for a short run.
+# Never part of `make test`. BENCH_ARGS="--quick --runs 2 --kyverno-pods 500" for a short run;
+# BENCH_ARGS=--fleet-only for the fleet measure alone (the real kube-scheduler, ~15 min).
 bench: $(STAMP) tools
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python bench/run.py $(BENCH_ARGS)

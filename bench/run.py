@@ -41,6 +41,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import fleet as fleetgen  # noqa: E402
+import schedbench  # noqa: E402
 
 TOPOGEN = ROOT / ".venv" / "bin" / "topogen"
 PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -721,7 +722,13 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument("--skip-kyverno", action="store_true")
     ap.add_argument("--quick", action="store_true", help="small and medium fleets only")
     ap.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
+    ap.add_argument("--skip-fleet", action="store_true", help="no scheduler fleet measure")
+    ap.add_argument(
+        "--fleet-only", action="store_true", help="only the fleet measure (its section replaced)"
+    )
     args = ap.parse_args(list(argv) if argv is not None else None)
+    if args.fleet_only:
+        return _fleet(args.out, args.quick)
     began = time.perf_counter()
     # byte-compile topogen as `pip install` does for an installed package (an editable
     # install compiles on first import, unless PYTHONDONTWRITEBYTECODE forbids it)
@@ -758,8 +765,24 @@ def main(argv: Iterable[str] | None = None) -> int:
             kyv = run_kyverno(tree, config, args.kyverno_pods, kwork)
             kyv["fleet"] = "small" if args.quick else "large"
     text = report(results, start, kyv, args.runs, env, time.perf_counter() - began)
+    old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    if schedbench.BEGIN in old:  # keep the last fleet section until it is measured again
+        kept = old.split(schedbench.BEGIN, 1)[1].split(schedbench.END, 1)[0]
+        text = schedbench.splice(text, kept.lstrip("\n"))
     args.out.write_text(text, encoding="utf-8")
     print(f"bench: wrote {args.out}", file=sys.stderr)
+    if args.skip_fleet:
+        return 0
+    return _fleet(args.out, args.quick)
+
+
+def _fleet(out: Path, quick: bool) -> int:
+    """The fleet measure under the real kube-scheduler (bench/schedbench.py)."""
+    print("bench: fleet under the real kube-scheduler ...", file=sys.stderr, flush=True)
+    section = schedbench.run(quick)
+    old = out.read_text(encoding="utf-8") if out.exists() else ""
+    out.write_text(schedbench.splice(old, section), encoding="utf-8")
+    print(f"bench: wrote {out}", file=sys.stderr)
     return 0
 
 

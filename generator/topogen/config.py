@@ -95,6 +95,9 @@ class GroupConfig(_Strict):
     identity_label: LabelKey | None = Field(None, alias="identityLabel")
     ports: list[int | str] | None = None  # 29500, "29400-29500", "5353/UDP"
     colocate: Literal["zone", "domain"] = "zone"
+    # spread: each job inside any allowed domain (known jobs packed onto the capacity);
+    # pin: every job of the group inside the one domain the plan chooses
+    placement: Literal["spread", "pin"] = "spread"
     prefer_zones: list[str] = Field(default_factory=list, alias="preferZones")
     clusters: list[Name] | None = None  # default: every cluster
 

@@ -43,7 +43,7 @@ from topogen.analysis.paths import BlockedPath, BlockedPaths
 from topogen.analysis.placement import Placement
 from topogen.config import GroupConfig
 from topogen.model import Node, TrainingGroup, Workload
-from topogen.plan import GroupPlan, plan_group
+from topogen.plan import GroupPlan, plan_cluster, plan_group
 
 __all__ = [
     "ClusterRun",
@@ -254,7 +254,7 @@ def map_calls(calls: Sequence[Callable[[], T]], plans: int) -> list[T]:
     return map_groups(lambda i: calls[i](), len(calls), procs, Shared())
 
 
-# `then(cluster, plan)`: more work on a group's plan, done where the group was analyzed
+# `then(cluster, plan)`: more work on a group's final plan (after the cluster's packing)
 Then = Callable[[str, GroupPlan], Any]
 
 
@@ -295,7 +295,22 @@ class ClusterRun:
         )
         jobs = sum(len(js) for js in self.found)
         largest_first = sorted(range(len(self.groups)), key=lambda g: -len(self.found[g]))
-        return map_groups(self._one, len(self.groups), workers(jobs), shared, largest_first)
+        procs = workers(jobs)
+        analyzed = map_groups(self._one, len(self.groups), procs, shared, largest_first)
+        # the spread groups' jobs share the cluster's GPUs: packed together, in one place;
+        # then what `then` makes of each final plan, shared out again
+        planned = plan_cluster([p for _, p in analyzed], [js for js, _ in analyzed])
+        made: list[Any] = [None] * len(self.groups)
+        then = self.then
+        if then is not None:
+            made = map_groups(
+                lambda g: then(self.cluster, planned[g]),
+                len(planned),
+                procs,
+                Shared(),
+                largest_first,
+            )
+        return [(js, p, m) for (js, _), p, m in zip(analyzed, planned, made, strict=True)]
 
     def _context(self, g: int) -> AnalysisContext:
         ctx = self._contexts.get(g)
@@ -305,11 +320,10 @@ class ClusterRun:
             )
         return ctx
 
-    def _one(self, g: int) -> tuple[list[JobAnalysis], GroupPlan, Any]:
+    def _one(self, g: int) -> tuple[list[JobAnalysis], GroupPlan]:
         ctx = self._context(g)
         group_jobs = [analyze_job(self.cluster, j, ctx) for j in self.found[g]]
-        plan = plan_group(self.cluster, self.groups[g], group_jobs, ctx)
-        return group_jobs, plan, None if self.then is None else self.then(self.cluster, plan)
+        return group_jobs, plan_group(self.cluster, self.groups[g], group_jobs, ctx)
 
     def _blocked(self, g: int, members: tuple[Member, ...]) -> Callable[[], Iterator[BlockedPath]]:
         """The blocked paths of a job of group g, listed when asked for (in the parent)."""

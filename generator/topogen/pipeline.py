@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from topogen.analysis import ClusterIndex, JobAnalysis, PolicyIndex, find_groups
@@ -60,10 +61,10 @@ def analyze(
 ) -> AnalysisReport:
     """Analyze every (or the named) cluster of the config against its workloads.
 
-    `then(cluster, plan)` runs on each group's plan where the group was analyzed (on a
-    fleet, in the worker process: render passes the rendering of a group's policies);
-    its results are ClusterAnalysis.then. How the groups are shared out among the cores:
-    parallel.py.
+    `then(cluster, plan)` runs on each group's final plan (after the cluster's spread
+    groups are packed together), shared out among the cores on a fleet (render passes
+    the rendering of a group's policies); its results are ClusterAnalysis.then. How the
+    groups are shared out among the cores: parallel.py.
     """
     with no_cycle_collection():
         return _analyze(cfg, clusters, workloads, then)

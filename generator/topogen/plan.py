@@ -18,11 +18,24 @@ from topogen.analysis.families import Family
 from topogen.analysis.findings import JobAnalysis
 from topogen.analysis.placement import place_in_domains
 from topogen.config import GroupConfig
+from topogen.identity import identity_source
 from topogen.model import PolicyRef, Toleration
 from topogen.operators.base import Profile
 from topogen.operators.registry import profile_for
+from topogen.packing import Assignment, JobNeed, assign
 
-__all__ = ["GroupPlan", "plan_group"]
+__all__ = ["GroupPlan", "JobDomain", "plan_cluster", "plan_group"]
+
+
+@dataclass(frozen=True)
+class JobDomain:
+    """Where one known job of a spread group goes, and why."""
+
+    job: str  # namespace/name
+    name: str  # the job label's value
+    domain: str
+    zones: tuple[str, ...]
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -41,16 +54,29 @@ class GroupPlan:
     refused: str | None
     denied_zone_pairs: tuple[tuple[str, str, tuple[str, ...]], ...]  # (zone, zone, policies)
     note: str = ""  # e.g. the jobs fit one at a time but not all at once
+    placement: str = "pin"  # the group's placement, as planned (spread | pin)
+    # spread: static (the policy names each job's zone), placement (stamped at binding and
+    # kept by Cilium) or none (the zone does not change the identity); topogen.identity
+    identity_source: str = "static"
+    domains: tuple[tuple[str, tuple[str, ...]], ...] = ()  # spread: every domain it may use
+    job_domains: tuple[JobDomain, ...] = ()  # spread: the known jobs' domains
+    fallback: str = ""  # spread: what a job that appears after the render gets
 
     @property
     def enforceable(self) -> bool:
         return self.domain is not None
+
+    @property
+    def spread(self) -> bool:
+        return self.placement == "spread"
 
     def describe_fix(self) -> str:
         if self.refused:
             return f"none: {self.refused}"
         if self.domain is None:
             return "none: no jobs of this group to plan for"
+        if self.spread and len(self.domains) > 1:  # one domain: as pinned
+            return self._describe_spread()
         tols = ", ".join(_tol(t) for t in self.tolerations) or "none needed"
         ident = f", identity {self.identity[0]}={self.identity[1]}" if self.identity else ""
         return (
@@ -58,6 +84,27 @@ class GroupPlan:
             f"{tols}, node affinity {self.zone_label} in [{', '.join(self.zones)}]{ident}; "
             f"workers require pod affinity to their coordinator on {self.topology_key}"
         )
+
+    def _describe_spread(self) -> str:
+        tols = ", ".join(_tol(t) for t in self.tolerations) or "none needed"
+        names = ", ".join(n for n, _ in self.domains)
+        per = (
+            "each known job pinned to its assigned domain, identity label set to its zone"
+            if self.identity_source == "static"
+            else "each known job pinned to its assigned domain"
+        )
+        return (
+            f"spread over {names}: coordinator tolerates {tols}; {per}; "
+            f"{self.fallback}; workers require pod affinity to their coordinator on "
+            f"{self.topology_key}"
+        )
+
+    def job_placement(self) -> list[dict[str, object]]:
+        """Per job: its domain or set, and why (analyze's plans[].jobPlacements)."""
+        return [
+            {"job": j.job, "domain": j.domain, "zones": list(j.zones), "reason": j.reason}
+            for j in self.job_domains
+        ]
 
 
 def _tol(t: Toleration) -> str:
@@ -103,6 +150,8 @@ def plan_group(
 
     if not planned:
         return make(None, (), (), None, None)
+    if group.placement == "spread":
+        return _plan_spread(make(None, (), (), None, None), planned, ctx)
     index = [_domain_index(j) for j in planned]
     names = [d.name for d in planned[0].domains]
     good = [n for n in names if all(ix[n].ok for ix in index)]
@@ -144,6 +193,155 @@ def plan_group(
         )
         plan = replace(plan, note=note)
     return plan
+
+
+def _plan_spread(
+    base: GroupPlan, planned: Sequence[JobAnalysis], ctx: AnalysisContext
+) -> GroupPlan:
+    """Every domain where some job's traffic is allowed and that can hold it; each known
+    job assigned one of its own (a packing of the group's jobs, redone for the whole
+    cluster by plan_cluster)."""
+    group = base.group
+    index = [_domain_index(j) for j in planned]
+    names = [d.name for d in planned[0].domains]
+    ok = [[n for n in names if ix[n].ok] for ix in index]
+    homeless = [j for j, o in zip(planned, ok, strict=True) if not o]
+    if homeless:
+        reasons = [
+            f"job {j.job.namespace}/{j.job.job} needs {_count(j.domains[0].gpus_needed)} GPUs "
+            f"in one domain: "
+            + "; ".join(
+                f"{d.name}: {d.problems[0] if d.problems else 'no capacity'}" for d in j.domains[:4]
+            )
+            for j in homeless
+        ]
+        refused = f"group {group.name}: no domain can hold it: " + " | ".join(reasons)
+        return replace(base, refused=refused, placement="spread")
+    check = {n: ix[n] for ix in reversed(index) for n in names if n in ix}
+    prefer = {z: i for i, z in enumerate(group.prefer_zones)}
+    used = sorted(
+        {n for o in ok for n in o},
+        key=lambda n: (prefer.get(n, len(prefer)), -float(check[n].gpus_free), n),
+    )
+    domains = tuple((n, check[n].zones) for n in used)
+    in_set = {z for _, zs in domains for z in zs}
+    zones = tuple(z for z in ctx.topology.zones if z in in_set)
+    members = [m for j in planned for m in j.members]
+    source = identity_source(
+        group.identity_label,
+        set_in_template=any(group.identity_label in m.template.labels for m in members)
+        if group.identity_label
+        else False,
+        host_network=bool(members) and all(m.template.host_network for m in members),
+    )
+    default = used[0]
+    fallback = (
+        f"a job that appears after the render is pinned to {default} (the domain with the "
+        "most GPUs, preferZones first)"
+        if source == "static"
+        else "a job that appears after the render may land in any of them, its workers "
+        "following its coordinator"
+    )
+    plan = replace(
+        base,
+        domain=default,
+        zones=zones,
+        tolerations=tuple(sorted({t for n in used for t in check[n].tolerations})),
+        identity=check[default].identity if len(used) == 1 else None,
+        placement="spread",
+        identity_source=source,
+        domains=domains,
+        fallback=fallback,
+        # several domains: spans between them are the design (workers follow their
+        # coordinator), spans inside one are not; one domain: as pinned
+        denied_zone_pairs=tuple(
+            p
+            for p in base.denied_zone_pairs
+            if len(domains) == 1 or any(p[0] in zs and p[1] in zs for _, zs in domains)
+        ),
+    )
+    capacity = {_unit(plan.topology_key, n): check[n].gpus_free for n in used}
+    return _with_jobs(plan, planned, assign(_needs(plan, planned), capacity))
+
+
+def _needs(plan: GroupPlan, planned: Sequence[JobAnalysis]) -> list[JobNeed]:
+    order = [n for n, _ in plan.domains]
+    out = []
+    for j in planned:
+        ix = _domain_index(j)
+        mine = tuple(_unit(plan.topology_key, n) for n in order if n in ix and ix[n].ok)
+        out.append(JobNeed(f"{plan.group.name}\0{j.job.key}", j.domains[0].gpus_needed, mine))
+    return out
+
+
+def _with_jobs(plan: GroupPlan, planned: Sequence[JobAnalysis], a: Assignment) -> GroupPlan:
+    zones = dict(plan.domains)
+    out = []
+    for j in planned:
+        key = f"{plan.group.name}\0{j.job.key}"
+        name = a.domain[key].partition("\0")[2]
+        need = _count(j.domains[0].gpus_needed)
+        free = _count(a.free.get(_unit(plan.topology_key, name), Fraction(0)))
+        reason = (
+            f"packed: its {need} GPUs run at once with the cluster's other packed jobs "
+            f"({free} GPUs of {name} left over)"
+            if key in a.runs_at_once
+            else f"queued: the known jobs need more GPUs than their domains have at once; "
+            f"{name} has the smallest queue for its GPUs"
+        )
+        out.append(
+            JobDomain(f"{j.job.namespace}/{j.job.job}", j.job.job, name, zones[name], reason)
+        )
+    note = ""
+    queued = [j for j in planned if f"{plan.group.name}\0{j.job.key}" not in a.runs_at_once]
+    if queued:
+        total = sum((j.domains[0].gpus_needed for j in planned), Fraction(0))
+        have = sum((_domain_index(planned[0])[n].gpus_free for n, _ in plan.domains
+                    if n in _domain_index(planned[0])), Fraction(0))  # fmt: skip
+        note = (
+            f"group {plan.group.name}: its {len(planned)} jobs fit "
+            f"{', '.join(n for n, _ in plan.domains)} one at a time but together need "
+            f"{_count(total)} GPUs of its {_count(have)}: {len(queued)} will wait Pending "
+            "until others finish"
+        )
+    return replace(plan, job_domains=tuple(sorted(out, key=lambda d: d.job)), note=note)
+
+
+def plan_cluster(
+    plans: Sequence[GroupPlan], jobs: Sequence[Sequence[JobAnalysis]]
+) -> list[GroupPlan]:
+    """The spread groups' known jobs packed together onto the cluster's GPUs, less those
+    of the pinned groups' jobs, so no two groups count the same GPUs free. Domains are
+    told apart by the key they co-locate on (zone or domain label): a cluster mixing both
+    counts each key's capacity on its own."""
+    capacity: dict[str, Fraction] = {}
+    for p, js in zip(plans, jobs, strict=True):
+        for j in js:
+            for d in j.domains:
+                capacity.setdefault(_unit(p.topology_key, d.name), d.gpus_free)
+    for p, js in zip(plans, jobs, strict=True):
+        if p.enforceable and not p.spread and p.domain is not None:
+            k = _unit(p.topology_key, p.domain)
+            need = sum((_domain_index(j)[p.domain].gpus_needed for j in js
+                        if j.job.key in p.jobs), Fraction(0))  # fmt: skip
+            capacity[k] = max(Fraction(0), capacity.get(k, Fraction(0)) - need)
+    spread = [
+        (g, p, [j for j in js if j.job.key in p.jobs])
+        for g, (p, js) in enumerate(zip(plans, jobs, strict=True))
+        if p.spread and p.enforceable
+    ]
+    if not spread:
+        return list(plans)
+    a = assign([n for _, p, js in spread for n in _needs(p, js)], capacity)
+    out = list(plans)
+    for g, p, js in spread:
+        out[g] = _with_jobs(p, js, a)
+    return out
+
+
+def _unit(key: str, domain: str) -> str:
+    """A domain as the packing names it: the co-location key and the domain's name."""
+    return f"{key}\0{domain}"
 
 
 def _count(q: Fraction) -> str:

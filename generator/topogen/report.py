@@ -8,7 +8,7 @@ from typing import Any
 from topogen.model import Finding
 from topogen.pipeline import AnalysisReport
 
-__all__ = ["analysis_json", "analysis_table", "finding_dict"]
+__all__ = ["analysis_json", "analysis_table", "finding_dict", "placement_lines"]
 
 
 def finding_dict(f: Finding) -> dict[str, Any]:
@@ -92,6 +92,11 @@ def analysis_json(report: AnalysisReport) -> str:
                 "fix": p.describe_fix(),
                 "jobs": list(p.jobs),
                 "kueueJobs": list(p.kueue_jobs),
+                "placement": p.placement,
+                "identitySource": p.identity_source,
+                "domains": [name for name, _ in p.domains],
+                "jobPlacements": p.job_placement(),
+                "fallback": p.fallback,
             }
             for p in report.plans
         ],
@@ -143,8 +148,24 @@ def analysis_table(report: AnalysisReport, width: int = 200) -> str:
             lines.append(f"  policies: {', '.join(f.policies)}")
         if f.fix:
             lines.append(f"  fix: {f.fix}")
+    lines += placement_lines(report)
     problems = sum(1 for f in report.findings if f.kind.is_problem)
     lines.append(
         f"{problems} problem(s) in {len({(f.cluster, f.namespace, f.job) for f in report.findings})} job(s)"
     )
     return "\n".join(lines) + "\n"
+
+
+def placement_lines(report: AnalysisReport) -> list[str]:
+    """Per job of a spread group over several domains: its domain and why; then the rule
+    for jobs the render did not see."""
+    lines = []
+    for p in report.plans:
+        if not p.spread or len(p.domains) < 2 or p.refused:
+            continue
+        lines.append(
+            f"SPREAD  {p.cluster}/{p.group.name} over {', '.join(n for n, _ in p.domains)}"
+        )
+        lines += [f"  {j.job} -> {j.domain}: {j.reason}" for j in p.job_domains]
+        lines.append(f"  {p.fallback}")
+    return lines

@@ -16,6 +16,7 @@ reference answer, and a declared difference that changes nothing is an error too
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,7 @@ from topogen.model import LabelSelector, Requirement, Toleration
 from topogen.pipeline import analyze
 from topogen.render.cel import toleration_dicts
 from topogen.render.gatekeeper_tests import check_messages, reference_checks
-from topogen.render.intent import AdmissionIntent, intent_for
+from topogen.render.intent import AdmissionIntent, intent_for, zones_for
 from topogen.render.reference import mutate
 
 ENGINES = ("kyverno", "kyverno-legacy", "gatekeeper", "native")
@@ -190,7 +191,7 @@ def _cases(
     covering = (
         {"key": first["key"], "operator": "Exists"} if first["key"] else {"operator": "Exists"}
     )
-    identity = i.identity is not None
+    identity = i.identity is not None or i.job_identity
     worker_term = ("coordinator-term-match-label-keys",)
     out = [
         *(
@@ -389,7 +390,7 @@ def _cases(
                 pod(
                     "worker-spoofed-identity",
                     ns,
-                    {**worker, i.identity_label: i.zones[0]},
+                    {**worker, i.identity_label: zones_for(i, ns, job)[0]},
                     affinity=_node_affinity(_zone_term(i, list(i.zones))),
                 ),
                 True,
@@ -409,6 +410,24 @@ def _cases(
                 True,
             )
         )
+    if i.per_job:
+        # spread: a job the render did not know (the fallback), the same job name in
+        # another namespace (its own zones), a job named in the zones table
+        unknown = {**coord, i.job_label: "unknown-job"}
+        out += [
+            Case("coordinator-unknown-job", pod("coordinator-unknown-job", ns, unknown), True),
+            Case(
+                "worker-unknown-job",
+                pod("worker-unknown-job", ns, {**worker, i.job_label: "unknown-job"}),
+                True,
+                _gk(*worker_term),
+            ),
+            Case(
+                "coordinator-job-elsewhere",
+                pod("coordinator-job-elsewhere", i.namespaces[0], coord),
+                True,
+            ),
+        ]
     # validation only: every admission case as the reference admits it, and hand-broken pods
     out += [
         Case(
@@ -465,9 +484,33 @@ def _renamed(p: Pod, name: str) -> Pod:
     return p
 
 
+def spread_intent(static: bool) -> AdmissionIntent:
+    """Spread over two domains: job run-1 packed into zone-b in the second namespace and
+    zone-a in the first; a job the render did not know gets zone-a (static identity: the label names
+    the job's zone) or any zone of the set (identity stamped at binding or none)."""
+    syn = synthetic_intent()
+    a, b = ("spread-a", "spread-b") if static else ("set-a", "set-b")  # suites apart
+    return dataclasses.replace(
+        syn,
+        name="topogen-spread" if static else "topogen-spread-set",
+        group="spread" if static else "spread-set",
+        namespaces=(a, b),
+        topology_key=ZONE,
+        identity_label="net.example.com/zone" if static else None,
+        denied_zone_pairs=(),
+        job_zones=(((a, "run-1"), ("zone-a",)), ((b, "run-1"), ("zone-b",))),
+        fallback_zones=("zone-a",) if static else ("zone-a", "zone-b"),
+        job_identity=static,
+        validation_action="Audit",
+    )
+
+
 def suites() -> list[Suite]:
     ex = example_intent()
     syn = synthetic_intent()
+    spread = [spread_intent(True), spread_intent(False)]
+    coords = [{JOB: "run-1", ROLE: "launcher"}, {JOB: "run-1", ROLE: "node", RANK: "0"}]
+    workers = [{JOB: "run-1", ROLE: "node", RANK: "3"}, {JOB: "run-1", ROLE: "ps"}]
     return [
         Suite(
             "zone-split",
@@ -488,5 +531,9 @@ def suites() -> list[Suite]:
                 [{JOB: "run-1", ROLE: "node", RANK: "3"}, {JOB: "run-1", ROLE: "ps"}],
                 {JOB: "run-1", ROLE: "evaluator"},
             ),
+        ),
+        *(
+            Suite(i.group, i, _cases(i, coords, workers, {JOB: "run-1", ROLE: "evaluator"}))
+            for i in spread
         ),
     ]

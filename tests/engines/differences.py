@@ -79,8 +79,8 @@ def _identical_tolerations_only(pod: Pod, raw: Pod, intent: AdmissionIntent) -> 
 
 
 def _identity_kept(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
-    assert intent.identity is not None
-    key = intent.identity[0]
+    key = intent.identity[0] if intent.identity is not None else intent.identity_label
+    assert key is not None
     pod["metadata"]["labels"][key] = raw["metadata"]["labels"][key]
     return pod
 

@@ -119,6 +119,7 @@ def test_the_suites_cover_the_shapes() -> None:
     and pods that must be denied as well as admitted."""
     for suite in SUITES:
         names = {c.name for c in suite.cases}
+        i = suite.intent
         for needed in (
             "coordinator-0",
             "worker-0",
@@ -127,11 +128,14 @@ def test_the_suites_cover_the_shapes() -> None:
             "other-namespace",
             "kueue-label",
             "kueue-annotation",
-            "coordinator-spoofed-identity",
             "unpinned-coordinator",
-            "coordinator-spans-0",
+            *(["coordinator-spoofed-identity"] if i.identity_label else []),
+            *(["coordinator-spans-0"] if i.denied_zone_pairs else []),
+            *(["coordinator-unknown-job", "coordinator-job-elsewhere"] if i.per_job else []),
         ):
             assert needed in names, (suite.key, needed)
         verdicts = {bool(expected(c, "kyverno", suite.intent).checks) for c in suite.cases}
         assert verdicts == {True, False}
     assert len(SUITES[1].intent.zones) == 2 and len(SUITES[1].intent.tolerations) > 2
+    # the spread suites: one with the identity label per job, one without identity
+    assert [s.intent.job_identity for s in SUITES if s.intent.per_job] == [True, False]

@@ -304,6 +304,12 @@ class ControlPlane:
     ca: Path = field(default_factory=Path)
     admin: Kube | None = None
     dirty_namespaces: set[str] = field(default_factory=set)
+    # the admission-policy plugins (MutatingAdmissionPolicy, ValidatingAdmissionPolicy) on
+    admission_policies: bool = False
+    # KubeSchedulerConfiguration fields merged over the defaults (e.g. clientConnection
+    # qps): the scheduler then runs from a config file and serves /metrics to anyone
+    scheduler_config: Mapping[str, Any] | None = None
+    scheduler_port: int = 0
 
     # -- lifecycle --
 
@@ -432,7 +438,7 @@ class ControlPlane:
                 "--service-cluster-ip-range=10.96.0.0/16",
                 "--endpoint-reconciler-type=none",
                 f"--enable-admission-plugins={ENABLED_ADMISSION}",
-                f"--disable-admission-plugins={DISABLED_ADMISSION}",
+                f"--disable-admission-plugins={self._disabled_admission()}",
                 "--profiling=false",
                 "--v=1",
             ],
@@ -458,6 +464,12 @@ class ControlPlane:
             self.apiserver,
             interval=0.25,
         )
+
+    def _disabled_admission(self) -> str:
+        if not self.admission_policies:
+            return DISABLED_ADMISSION
+        policies = ("MutatingAdmissionPolicy", "ValidatingAdmissionPolicy")
+        return ",".join(p for p in DISABLED_ADMISSION.split(",") if p not in policies)
 
     def restart_apiserver(self) -> None:
         assert self.apiserver is not None
@@ -520,15 +532,21 @@ class ControlPlane:
 
     def _start_scheduler(self) -> None:
         kubeconfig = self.kubeconfig("scheduler", SCHEDULER_TOKEN)
-        port = free_port()
+        port = self.scheduler_port = free_port()
+        if self.scheduler_config is None:
+            config = [f"--kubeconfig={kubeconfig}", "--leader-elect=false"]
+        else:
+            config = [
+                f"--config={self._scheduler_config_file(kubeconfig)}",
+                "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+            ]
         self.scheduler = Process(
             "kube-scheduler",
             [
                 str(self.bin_dir / "kube-scheduler"),
-                f"--kubeconfig={kubeconfig}",
+                *config,
                 f"--authentication-kubeconfig={kubeconfig}",
                 f"--authorization-kubeconfig={kubeconfig}",
-                "--leader-elect=false",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",
                 f"--cert-dir={self.work / 'scheduler-certs'}",
@@ -553,6 +571,30 @@ class ControlPlane:
             self.scheduler,
             interval=0.25,
         )
+
+    def _scheduler_config_file(self, kubeconfig: Path) -> Path:
+        body: dict[str, Any] = {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "leaderElection": {"leaderElect": False},
+            **dict(self.scheduler_config or {}),
+        }
+        body["clientConnection"] = {
+            **dict(body.get("clientConnection") or {}),
+            "kubeconfig": str(kubeconfig),
+        }
+        path = self.work / "kube-scheduler.yaml"
+        path.write_text(yaml.safe_dump(body, sort_keys=True))
+        return path
+
+    def scheduler_metrics(self) -> str:
+        """The scheduler's /metrics text (only with scheduler_config, which opens it)."""
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE
+        url = f"https://127.0.0.1:{self.scheduler_port}/metrics"
+        with urllib.request.urlopen(url, context=insecure, timeout=10) as resp:
+            return str(resp.read().decode())
 
     # -- access --
 
@@ -719,14 +761,22 @@ def _exists(kube: Kube, path: str) -> bool:
     return True
 
 
-def start_control_plane(bin_dir: Path, work: Path) -> ControlPlane:
+def start_control_plane(
+    bin_dir: Path,
+    work: Path,
+    *,
+    admission_policies: bool = False,
+    scheduler_config: Mapping[str, Any] | None = None,
+) -> ControlPlane:
     for tool in ("etcd", "kube-apiserver", "kube-scheduler", "openssl"):
         if tool == "openssl":
             if shutil.which("openssl") is None:
                 raise RuntimeError("openssl is not on PATH")
         elif not os.access(bin_dir / tool, os.X_OK):
             raise RuntimeError(f"{bin_dir / tool} is not executable")
-    cp = ControlPlane(bin_dir, work)
+    cp = ControlPlane(
+        bin_dir, work, admission_policies=admission_policies, scheduler_config=scheduler_config
+    )
     try:
         cp.start()
     except BaseException:

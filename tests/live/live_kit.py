@@ -33,6 +33,7 @@ GROUP_CONFIG: dict[str, Any] = {
     "workerRoles": ["gpu-worker"],
     "identityLabel": "zone",
     "ports": [29500],
+    "placement": "spread",  # the default, named: the problem's states hold under it
 }
 
 

@@ -188,9 +188,13 @@ def test_native_policies_on_the_api_server(plane: ControlPlane, suite: Suite) ->
             if _checks(warnings) != want:
                 wrong.append(f"{case.name}: expected {want}, got {_checks(warnings)}")
         _install(plane, mutating)
+        # each policy goes live on its own: wait for the coordinators' and the workers'
+        probes = [probe_raw, suite.case("worker-0").pod]
         _wait(
             "the MutatingAdmissionPolicies",
-            lambda: _dry_run(plane, probe_raw)[1].get("spec", {}).get("affinity") is not None,
+            lambda: all(
+                _dry_run(plane, p)[1].get("spec", {}).get("affinity") is not None for p in probes
+            ),
         )
         for case in admission:
             status, body, warnings = _dry_run(plane, case.pod)

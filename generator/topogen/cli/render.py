@@ -12,6 +12,7 @@ from topogen.cli import cluster_option, config_option, main, verbose_option
 from topogen.config import load_config
 from topogen.emit.writer import GENERATED_HEADER, stream_objects, write_tree
 from topogen.rendering import render
+from topogen.report import placement_lines
 
 
 def _shown_config(config: Path, out: Path) -> str:
@@ -60,6 +61,8 @@ def render_command(
         if verbose:
             for f in result.files:
                 click.echo(f"  {(out / f.path).as_posix()}", err=True)
+            for line in placement_lines(result.report):
+                click.echo(f"topogen: {line}", err=True)
     for r in result.refused:
         click.echo(f"topogen: error: {r}", err=True)
     sys.exit(1 if result.refused else 0)

@@ -26,6 +26,10 @@ __all__ = [
 ]
 
 LABELS = "(has(object.metadata.labels) ? object.metadata.labels : {})"
+NAMESPACE = (
+    "(has(object.metadata.namespace) && object.metadata.namespace != '' ? "
+    "object.metadata.namespace : request.namespace)"
+)
 NODE_REQ = "object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 POD_REQ = "object.spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 NODE_REQ_PATH = "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution"
@@ -74,11 +78,7 @@ def any_selector(sels: Sequence[LabelSelector]) -> str:
 
 
 def namespace_in(namespaces: Sequence[str]) -> str:
-    ns = (
-        "(has(object.metadata.namespace) && object.metadata.namespace != '' ? "
-        "object.metadata.namespace : request.namespace)"
-    )
-    return f"{ns} in {lit(list(namespaces))}"
+    return f"{NAMESPACE} in {lit(list(namespaces))}"
 
 
 def not_kueue(intent: AdmissionIntent) -> str:
@@ -164,7 +164,37 @@ def mutation_tolerations_patch() -> str:
     )
 
 
+def job_zone_table(intent: AdmissionIntent) -> str:
+    """Spread: namespace/job -> zones of every known job."""
+    return lit({f"{ns}/{job}": list(zones) for (ns, job), zones in intent.job_zones})
+
+
+def job_zones(intent: AdmissionIntent) -> str:
+    """Spread: the zones of the pod's job (looked up in jobZoneTable), else the fallback."""
+    key = f"{NAMESPACE} + '/' + object.metadata.labels[{lit(intent.job_label)}]"
+    table = "variables.jobZoneTable"
+    return f"dyn({key} in {table} ? {table}[{key}] : {lit(list(intent.fallback_zones))})"
+
+
+def mutation_variables(intent: AdmissionIntent) -> list[dict[str, str]]:
+    """jobZoneTable and jobZones (spread, per job), then zoneRequirement."""
+    out = []
+    if intent.per_job:
+        out.append({"name": "jobZoneTable", "expression": job_zone_table(intent)})
+        out.append({"name": "jobZones", "expression": job_zones(intent)})
+    out.append({"name": "zoneRequirement", "expression": zone_requirement(intent)})
+    return out
+
+
 def zone_requirement(intent: AdmissionIntent) -> str:
+    if intent.per_job:
+        return cel_map(
+            [
+                ("key", lit(intent.zone_label)),
+                ("operator", lit("In")),
+                ("values", "variables.jobZones"),
+            ]
+        )
     return lit({"key": intent.zone_label, "operator": "In", "values": list(intent.zones)})
 
 
@@ -258,13 +288,23 @@ def mutation_pod_affinity_patch() -> str:
     )
 
 
+def has_identity(intent: AdmissionIntent) -> bool:
+    """Does the mutation set an identity label (on some pods, when per job)?"""
+    return intent.identity is not None or (intent.job_identity and bool(intent.identity_label))
+
+
 def mutation_identity_patch(intent: AdmissionIntent) -> str:
-    assert intent.identity is not None
-    key, zone = intent.identity
+    if intent.identity is not None:
+        key, zone_lit = intent.identity[0], lit(intent.identity[1])
+        only = ""
+    else:  # per job: the job's zone, where its domain is one zone
+        assert intent.identity_label is not None
+        key, zone_lit = intent.identity_label, "string(variables.jobZones[0])"
+        only = "size(variables.jobZones) != 1 ? [] : "
     path = "/metadata/labels/" + escape_pointer(key)
     return (
-        f"{lit(key)} in object.metadata.labels && object.metadata.labels[{lit(key)}] == "
-        f"{lit(zone)} ? [] : [JSONPatch{{op: 'add', path: {lit(path)}, value: {lit(zone)}}}]"
+        f"{only}{lit(key)} in object.metadata.labels && object.metadata.labels[{lit(key)}] == "
+        f"{zone_lit} ? [] : [JSONPatch{{op: 'add', path: {lit(path)}, value: {zone_lit}}}]"
     )
 
 

@@ -37,7 +37,14 @@ from topogen.errors import TopogenError
 from topogen.model import LabelSelector
 from topogen.render.base import RenderedFile, render_documents
 from topogen.render.cel import toleration_dicts
-from topogen.render.intent import AdmissionIntent, description, intent_summary, policy_metadata
+from topogen.render.intent import (
+    AdmissionIntent,
+    buckets,
+    description,
+    intent_summary,
+    named_jobs,
+    policy_metadata,
+)
 
 __all__ = [
     "DIFFERENCES",
@@ -194,6 +201,7 @@ class _Mutator:
     location: str
     parameters: dict[str, Any]
     annotations: dict[str, str]
+    namespaces: tuple[str, ...] = ()  # () : the group's namespaces
 
 
 def coordinator_term(intent: AdmissionIntent) -> dict[str, Any]:
@@ -254,9 +262,35 @@ def _pod_affinity(intent: AdmissionIntent) -> list[_Mutator]:
     ]
 
 
-def _pinning(intent: AdmissionIntent, role: str, selector: dict[str, Any]) -> list[_Mutator]:
-    """Node affinity to the domain (new, or ANDed into each term) and the identity label."""
-    zone_req = {"key": intent.zone_label, "operator": "In", "values": list(intent.zones)}
+def _pinning(intent: AdmissionIntent, role: str, reqs: Sequence[Req]) -> list[_Mutator]:
+    """Node affinity to the domain and the identity label: once, or per bucket of jobs
+    (the job label In the bucket's jobs, or NotIn the named ones) when zones are per job."""
+    if not intent.per_job:
+        return _pin(intent, role, _label_selector(intent, reqs), intent.zones, intent.identity)
+    out = []
+    for k, b in enumerate(buckets(intent)):
+        named = named_jobs(intent, b.namespace)
+        job: list[Req] = (
+            [{"key": intent.job_label, "operator": "In", "values": list(b.jobs)}]
+            if b.jobs is not None
+            else [{"key": intent.job_label, "operator": "NotIn", "values": list(named)}]
+            if named
+            else []
+        )
+        out += _pin(intent, f"{role}-{k + 1}", _label_selector(intent, [*reqs, *job]),
+                    b.zones, b.identity, (b.namespace,))  # fmt: skip
+    return out
+
+
+def _pin(
+    intent: AdmissionIntent,
+    role: str,
+    selector: dict[str, Any],
+    zones: Sequence[str],
+    identity: tuple[str, str] | None,
+    namespaces: tuple[str, ...] = (),
+) -> list[_Mutator]:
+    zone_req = {"key": intent.zone_label, "operator": "In", "values": list(zones)}
     terms = (
         f"{NODE_REQ}.nodeSelectorTerms[matchExpressions: *]"
         f".matchExpressions[key: {location_key(intent.zone_label)}]"
@@ -272,6 +306,7 @@ def _pinning(intent: AdmissionIntent, role: str, selector: dict[str, Any]) -> li
                 "assign": {"value": {"nodeSelectorTerms": [{"matchExpressions": [zone_req]}]}},
             },
             _why("a pod without required node affinity gets the group's zones"),
+            namespaces,
         ),
         _Mutator(
             "Assign",
@@ -286,10 +321,11 @@ def _pinning(intent: AdmissionIntent, role: str, selector: dict[str, Any]) -> li
                 "assign": {"value": zone_req},
             },
             _why("every required node-selector term without a zone requirement gets one"),
+            namespaces,
         ),
     ]
-    if intent.identity is not None:
-        key, zone = intent.identity
+    if identity is not None:
+        key, zone = identity
         out.append(
             _Mutator(
                 "AssignMetadata",
@@ -298,6 +334,7 @@ def _pinning(intent: AdmissionIntent, role: str, selector: dict[str, Any]) -> li
                 f"metadata.labels.{location_key(key)}",
                 {"assign": {"value": zone}},
                 _why("the identity label names the zone the pod is pinned to"),
+                namespaces,
             )
         )
     return out
@@ -310,7 +347,7 @@ def _mutators(intent: AdmissionIntent) -> list[_Mutator]:
     roles += [(f"worker-{n}", _requirements(s)) for n, s in enumerate(intent.worker)]
     out = _tolerations(intent) + _pod_affinity(intent)
     for role, reqs in roles:
-        out += _pinning(intent, role, _label_selector(intent, reqs))
+        out += _pinning(intent, role, reqs)
     return out
 
 

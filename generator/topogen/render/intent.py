@@ -8,7 +8,17 @@ from typing import Any
 from topogen.model import KUEUE_TAS_KEYS, LabelSelector, Toleration
 from topogen.plan import GroupPlan
 
-__all__ = ["AdmissionIntent", "intent_for", "intent_summary", "policy_metadata"]
+__all__ = [
+    "AdmissionIntent",
+    "Bucket",
+    "buckets",
+    "identity_for",
+    "intent_for",
+    "intent_summary",
+    "named_jobs",
+    "policy_metadata",
+    "zones_for",
+]
 
 
 @dataclass(frozen=True)
@@ -30,15 +40,81 @@ class AdmissionIntent:
     denied_zone_pairs: tuple[tuple[str, str, tuple[str, ...]], ...]
     validation_action: str  # Audit | Enforce
     skip_keys: tuple[str, ...] = KUEUE_TAS_KEYS
+    # spread: the zones each known job is pinned to ((namespace, job) -> zones); a job not
+    # listed gets fallback_zones. Empty: every job gets `zones` (which, spread or not,
+    # is every zone the group may use, and what the checks hold pods to)
+    job_zones: tuple[tuple[tuple[str, str], tuple[str, ...]], ...] = ()
+    fallback_zones: tuple[str, ...] = ()
+    job_identity: bool = False  # the identity label names the job's zone (one-zone domains)
 
     @property
     def roles(self) -> tuple[str, ...]:
         return ("coordinator", "worker")
 
+    @property
+    def per_job(self) -> bool:
+        return bool(self.job_zones)
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """Pods of these jobs (None: of every job not named in another bucket of the
+    namespace) are pinned to `zones`, with `identity`."""
+
+    namespace: str
+    jobs: tuple[str, ...] | None
+    zones: tuple[str, ...]
+    identity: tuple[str, str] | None
+
+
+def zones_for(intent: AdmissionIntent, namespace: str, job: str) -> tuple[str, ...]:
+    """The zones the mutation pins a pod of this job to."""
+    if not intent.per_job:
+        return intent.zones
+    return dict(intent.job_zones).get((namespace, job), intent.fallback_zones)
+
+
+def identity_for(intent: AdmissionIntent, zones: tuple[str, ...]) -> tuple[str, str] | None:
+    """The identity label the mutation sets on a pod pinned to `zones`."""
+    if intent.job_identity and intent.identity_label and len(zones) == 1:
+        return (intent.identity_label, zones[0])
+    return intent.identity
+
+
+def buckets(intent: AdmissionIntent) -> list[Bucket]:
+    """The per-job zones as groups of jobs, per namespace, then each namespace's rest:
+    for engines that match pods by label selectors instead of looking the job up."""
+    if not intent.per_job:
+        return [Bucket(ns, None, intent.zones, intent.identity) for ns in intent.namespaces]
+    grouped: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for (ns, job), zones in intent.job_zones:
+        grouped.setdefault((ns, zones), []).append(job)
+    out = [
+        Bucket(ns, tuple(sorted(jobs)), zones, identity_for(intent, zones))
+        for (ns, zones), jobs in sorted(grouped.items())
+    ]
+    rest = intent.fallback_zones
+    out += [Bucket(ns, None, rest, identity_for(intent, rest)) for ns in intent.namespaces]
+    return out
+
+
+def named_jobs(intent: AdmissionIntent, namespace: str) -> tuple[str, ...]:
+    """The jobs of a namespace that have zones of their own."""
+    return tuple(sorted(job for (ns, job), _ in intent.job_zones if ns == namespace))
+
 
 def intent_for(plan: GroupPlan, validation_action: str) -> AdmissionIntent:
     assert plan.domain is not None, "only enforceable plans have an intent"
     p = plan.profile
+    job_zones: tuple[tuple[tuple[str, str], tuple[str, ...]], ...] = ()
+    fallback: tuple[str, ...] = ()
+    if plan.spread and len(plan.domains) > 1:
+        job_zones = tuple(
+            sorted(((j.job.partition("/")[0], j.name), j.zones) for j in plan.job_domains)
+        )
+        fallback = (
+            plan.zones if plan.identity_source != "static" else dict(plan.domains)[plan.domain]
+        )
     return AdmissionIntent(
         name=f"topogen-{plan.group.name}",
         cluster=plan.cluster,
@@ -56,6 +132,9 @@ def intent_for(plan: GroupPlan, validation_action: str) -> AdmissionIntent:
         identity_label=plan.group.identity_label,
         denied_zone_pairs=plan.denied_zone_pairs,
         validation_action=validation_action,
+        job_zones=job_zones,
+        fallback_zones=fallback,
+        job_identity=bool(job_zones) and plan.identity_source == "static",
     )
 
 

@@ -23,7 +23,7 @@ def _meta(intent: AdmissionIntent, role: str) -> dict[str, Any]:
 
 
 def mutating_policy(intent: AdmissionIntent, role: str) -> RenderedFile:
-    variables = [{"name": "zoneRequirement", "expression": cel.zone_requirement(intent)}]
+    variables = cel.mutation_variables(intent)
     patches = []
     if role == "coordinator":
         variables.append(
@@ -40,7 +40,7 @@ def mutating_policy(intent: AdmissionIntent, role: str) -> RenderedFile:
         ]
         patches.append(cel.mutation_pod_affinity_patch())
     patches.append(cel.mutation_node_affinity_patch(intent))
-    if intent.identity is not None:
+    if cel.has_identity(intent):
         patches.append(cel.mutation_identity_patch(intent))
     name = f"{intent.name}-{role}"
     text, objs = render_documents(

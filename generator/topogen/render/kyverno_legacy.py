@@ -36,7 +36,14 @@ from topogen.errors import TopogenError
 from topogen.model import LabelSelector, Requirement
 from topogen.render import cel
 from topogen.render.base import RenderedFile, render_documents
-from topogen.render.intent import AdmissionIntent, description, policy_metadata
+from topogen.render.intent import (
+    AdmissionIntent,
+    Bucket,
+    buckets,
+    description,
+    named_jobs,
+    policy_metadata,
+)
 
 __all__ = ["kyverno_legacy_policies"]
 
@@ -167,18 +174,30 @@ def _selector(sel: LabelSelector, extra: Sequence[Requirement] = ()) -> dict[str
 
 
 def _match(
-    intent: AdmissionIntent, selectors: Sequence[LabelSelector], operations: Sequence[str]
+    intent: AdmissionIntent,
+    selectors: Sequence[LabelSelector],
+    operations: Sequence[str],
+    bucket: Bucket | None = None,
 ) -> dict[str, Any]:
-    """Pods of the group's namespaces with the job label and one of the role's selectors."""
-    job = Requirement(intent.job_label, "Exists")
+    """Pods of the group's namespaces with the job label and one of the role's selectors
+    (of the bucket's namespace and jobs, when given one)."""
+    job = [Requirement(intent.job_label, "Exists")]
+    namespaces = list(intent.namespaces)
+    if bucket is not None:
+        namespaces = [bucket.namespace]
+        named = named_jobs(intent, bucket.namespace)
+        if bucket.jobs is not None:
+            job = [Requirement(intent.job_label, "In", bucket.jobs)]
+        elif named:  # NotIn alone would match pods without the label too
+            job.append(Requirement(intent.job_label, "NotIn", named))
     return {
         "any": [
             {
                 "resources": {
                     "kinds": ["Pod"],
-                    "namespaces": list(intent.namespaces),
+                    "namespaces": list(namespaces),
                     "operations": list(operations),
-                    "selector": _selector(s, [job]),
+                    "selector": _selector(s, job),
                 }
             }
             for s in selectors
@@ -253,8 +272,33 @@ def _coordinator_term(intent: AdmissionIntent) -> dict[str, Any]:
     return {"labelSelector": label_selector, "topologyKey": intent.topology_key}
 
 
+def _pinning(intent: AdmissionIntent, role: str) -> list[dict[str, Any]]:
+    """The zone rules of one role: once, or per bucket of jobs when the zones are per job."""
+    selectors = intent.coordinator if role == "coordinator" else intent.worker
+    chosen: list[Bucket | None] = list(buckets(intent)) if intent.per_job else [None]
+    out = []
+    for k, b in enumerate(chosen):
+        zones = intent.zones if b is None else b.zones
+        req = {"key": intent.zone_label, "operator": "In", "values": list(zones)}
+        identity = intent.identity if b is None else b.identity
+        scope = _role_scope(intent, role, ["CREATE"])
+        if b is not None:
+            scope["match"] = _match(intent, selectors, ["CREATE"], b)
+        out.append(
+            {
+                "suffix": "" if b is None else f"-{k + 1}",
+                **scope,
+                "zone_requirement": req,
+                "required": {"nodeSelectorTerms": [{"matchExpressions": [req]}]},
+                "identity": dict([identity]) if identity else None,
+            }
+        )
+    return out
+
+
 def _role(intent: AdmissionIntent, role: str) -> dict[str, Any]:
     out: dict[str, Any] = {"name": role, **_role_scope(intent, role, ["CREATE"])}
+    out["pinning"] = _pinning(intent, role)
     out["tolerations"] = (
         missing_tolerations(intent) if role == "coordinator" and intent.tolerations else None
     )
@@ -268,14 +312,11 @@ def _role(intent: AdmissionIntent, role: str) -> dict[str, Any]:
 
 def mutate_policy(intent: AdmissionIntent) -> RenderedFile:
     name = f"{intent.name}-mutate"
-    zone_requirement = {"key": intent.zone_label, "operator": "In", "values": list(intent.zones)}
     text, objs = render_documents(
         "kyverno-legacy/mutate-policy.yaml.j2",
         name=name,
         **_meta(intent, "mutate"),
         roles=[_role(intent, r) for r in intent.roles],
-        zone_requirement=zone_requirement,
-        required={"nodeSelectorTerms": [{"matchExpressions": [zone_requirement]}]},
         lacks_required=[_condition(f"{NODE_REQ} == `null`", True)],
         term_lacks_zone=[
             _condition(
@@ -288,7 +329,6 @@ def mutate_policy(intent: AdmissionIntent) -> RenderedFile:
         pod_req_path=POD_REQ_PATH,
         node_req_path=NODE_REQ_PATH,
         term_path=NODE_REQ_PATH + "/nodeSelectorTerms/{{elementIndex}}/matchExpressions/-",
-        identity=dict([intent.identity]) if intent.identity else None,
     )
     _check(objs)
     return RenderedFile(f"{name}.yaml", text, objs)

@@ -12,7 +12,7 @@ from typing import Any
 from topogen.model import LabelSelector
 from topogen.plaindata import copy_plain
 from topogen.render.cel import toleration_dicts
-from topogen.render.intent import AdmissionIntent
+from topogen.render.intent import AdmissionIntent, identity_for, zones_for
 
 __all__ = ["mutate", "role_of", "sample_pods", "violations"]
 
@@ -52,23 +52,25 @@ def _tolerates(t: dict[str, Any], w: dict[str, Any]) -> bool:
     )
 
 
-def _zone_req(intent: AdmissionIntent) -> dict[str, Any]:
-    return {"key": intent.zone_label, "operator": "In", "values": list(intent.zones)}
+def _zone_req(intent: AdmissionIntent, zones: tuple[str, ...]) -> dict[str, Any]:
+    return {"key": intent.zone_label, "operator": "In", "values": list(zones)}
 
 
-def _pin_node_affinity(spec: dict[str, Any], intent: AdmissionIntent) -> None:
+def _pin_node_affinity(
+    spec: dict[str, Any], intent: AdmissionIntent, zones: tuple[str, ...]
+) -> None:
     aff = spec.setdefault("affinity", {})
     na = aff.setdefault("nodeAffinity", {})
     req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
     if req is None:
         na["requiredDuringSchedulingIgnoredDuringExecution"] = {
-            "nodeSelectorTerms": [{"matchExpressions": [_zone_req(intent)]}]
+            "nodeSelectorTerms": [{"matchExpressions": [_zone_req(intent, zones)]}]
         }
         return
     for term in req.get("nodeSelectorTerms") or []:
         exprs = term.get("matchExpressions") or []
         if not any(e.get("key") == intent.zone_label and e.get("operator") == "In" for e in exprs):
-            term["matchExpressions"] = [*exprs, _zone_req(intent)]
+            term["matchExpressions"] = [*exprs, _zone_req(intent, zones)]
 
 
 def coordinator_term(pod: Pod, intent: AdmissionIntent) -> dict[str, Any]:
@@ -119,9 +121,12 @@ def mutate(pod: Pod, intent: AdmissionIntent) -> Pod:
             pa = spec.setdefault("affinity", {}).setdefault("podAffinity", {})
             terms = pa.setdefault("requiredDuringSchedulingIgnoredDuringExecution", [])
             terms.append(coordinator_term(out, intent))
-    _pin_node_affinity(spec, intent)
-    if intent.identity is not None:
-        out["metadata"].setdefault("labels", {})[intent.identity[0]] = intent.identity[1]
+    namespace = out.get("metadata", {}).get("namespace", "default")
+    zones = zones_for(intent, namespace, _labels(out)[intent.job_label])
+    _pin_node_affinity(spec, intent, zones)
+    identity = identity_for(intent, zones)
+    if identity is not None:
+        out["metadata"].setdefault("labels", {})[identity[0]] = identity[1]
     return out
 
 

@@ -1,0 +1,212 @@
+"""Upper bounds for the fleet measure: how many GPUs the jobs could keep busy at best.
+
+Static: each job (its GPUs g_j) goes wholly into one of its allowed domains or not at all,
+a domain holds at most its GPUs. `best_packing` maximises the GPUs placed: exactly (the
+HiGHS MIP solver, or a branch and bound search when that is not installed) when the solver
+finishes within its limit, otherwise an upper bound (the solver's dual bound, or the
+fractional relaxation: a max flow from jobs to domains); the result says which. Every pod of the generated jobs asks for one GPU and the nodes have CPU and
+pod room to spare, so a domain's GPU count is exactly what it can hold.
+
+Over time: `makespan_bound` is a lower bound on the makespan of any schedule that runs
+every job wholly inside an allowed domain: for every set S of domains and every arrival
+time t, the work (GPU x time) of the jobs arriving at t or later that may only use
+domains of S needs at least that work / S's usable GPUs after t (a domain's usable GPUs:
+the most that whole jobs allowed there can occupy at once); and no job ends before its
+arrival plus its duration. Preemption and splitting are allowed in the relaxation, so no
+real schedule beats it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = ["Packing", "Demand", "best_packing", "flow_bound", "makespan_bound"]
+
+
+@dataclass(frozen=True)
+class Demand:
+    key: str
+    gpus: int
+    domains: tuple[str, ...]  # allowed domains that can hold it alone
+
+
+@dataclass(frozen=True)
+class Packing:
+    gpus: int  # the bound
+    exact: bool  # True: an optimal packing achieves it; False: the fractional relaxation
+    found: int  # the best packing the search found (== gpus when exact)
+    assignment: Mapping[str, str]  # job -> domain of that packing
+
+
+def flow_bound(demands: Sequence[Demand], capacity: Mapping[str, int]) -> int:
+    """Max flow source -> jobs (g_j) -> allowed domains -> sink (capacity): an upper bound."""
+    domains = sorted(capacity)
+    n = len(demands)
+    src, sink = n + len(domains), n + len(domains) + 1
+    graph: list[list[list[int]]] = [[] for _ in range(sink + 1)]  # [to, cap, rev index]
+
+    def edge(a: int, b: int, cap: int) -> None:
+        graph[a].append([b, cap, len(graph[b])])
+        graph[b].append([a, 0, len(graph[a]) - 1])
+
+    at = {d: n + i for i, d in enumerate(domains)}
+    for i, dem in enumerate(demands):
+        edge(src, i, dem.gpus)
+        for d in dem.domains:
+            edge(i, at[d], dem.gpus)
+    for d in domains:
+        edge(at[d], sink, capacity[d])
+    flow = 0
+    while True:  # Dinic
+        level = [-1] * (sink + 1)
+        level[src] = 0
+        queue = deque([src])
+        while queue:
+            v = queue.popleft()
+            for to, cap, _ in graph[v]:
+                if cap > 0 and level[to] < 0:
+                    level[to] = level[v] + 1
+                    queue.append(to)
+        if level[sink] < 0:
+            return flow
+        it = [0] * (sink + 1)
+
+        def push(v: int, f: int) -> int:
+            if v == sink:
+                return f
+            while it[v] < len(graph[v]):
+                e = graph[v][it[v]]
+                to, cap, rev = e
+                if cap > 0 and level[to] == level[v] + 1:
+                    got = push(to, min(f, cap))
+                    if got:
+                        e[1] -= got
+                        graph[to][rev][1] += got
+                        return got
+                it[v] += 1
+            return 0
+
+        while True:
+            f = push(src, 1 << 30)
+            if not f:
+                break
+            flow += f
+
+
+def best_packing(
+    demands: Sequence[Demand], capacity: Mapping[str, int], budget: int = 200_000
+) -> Packing:
+    """The most GPUs of whole jobs placed in allowed domains (see the module docstring):
+    the HiGHS MIP solver when installed (`make bench` installs it), else branch and bound."""
+    try:
+        import highspy  # noqa: F401
+    except ImportError:
+        return _search(demands, capacity, budget)
+    return _mip(demands, capacity)
+
+
+def _mip(demands: Sequence[Demand], capacity: Mapping[str, int], seconds: float = 60) -> Packing:
+    """x[j, d] binary; each job in at most one domain; a domain's jobs within its GPUs.
+    Optimal: the bound is exact; stopped by the time limit: HiGHS's dual bound (an upper
+    bound on every packing), or the flow bound when that is lower."""
+    import highspy
+
+    h = highspy.Highs()
+    h.silent()
+    h.setOptionValue("time_limit", seconds)
+    x = {(d.key, dom): h.addBinary() for d in demands for dom in d.domains}
+    for d in demands:
+        if d.domains:
+            h.addConstr(sum(x[d.key, dom] for dom in d.domains) <= 1)
+    for dom, cap in capacity.items():
+        terms = [d.gpus * x[d.key, dom] for d in demands if dom in d.domains]
+        if terms:
+            h.addConstr(sum(terms) <= cap)
+    if not x:
+        return Packing(0, True, 0, {})
+    h.maximize(sum(d.gpus * x[d.key, dom] for d in demands for dom in d.domains))
+    info = h.getInfo()
+    found = round(info.objective_function_value)
+    values = h.getSolution().col_value
+    index = {var.index: k for k, var in x.items()}
+    assignment = {index[i][0]: index[i][1] for i, v in enumerate(values) if v > 0.5 and i in index}
+    if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+        return Packing(found, True, found, assignment)
+    bound = min(int(info.mip_dual_bound + 1e-6), flow_bound(demands, capacity))
+    return Packing(bound, bound == found, found, assignment)
+
+
+def _search(demands: Sequence[Demand], capacity: Mapping[str, int], budget: int) -> Packing:
+    bound = flow_bound(demands, capacity)
+    jobs = sorted((d for d in demands if d.domains), key=lambda d: (-d.gpus, len(d.domains), d.key))
+    suffix = [0] * (len(jobs) + 1)
+    for i in range(len(jobs) - 1, -1, -1):
+        suffix[i] = suffix[i + 1] + jobs[i].gpus
+    room = dict(capacity)
+    users = {d: frozenset(i for i, j in enumerate(jobs) if d in j.domains) for d in capacity}
+    best: list[tuple[int, dict[str, str]]] = [(0, {})]
+    chosen: dict[str, str] = {}
+    nodes = [0]
+
+    def search(i: int, placed: int) -> bool:
+        """True when the bound is reached (nothing better exists) or the budget ran out."""
+        if placed > best[0][0]:
+            best[0] = (placed, dict(chosen))
+            if placed == bound:
+                return True
+        nodes[0] += 1
+        if nodes[0] > budget:
+            return True
+        if i == len(jobs) or placed + min(suffix[i], sum(room.values())) <= best[0][0]:
+            return False
+        job = jobs[i]
+        tried: set[tuple[int, frozenset[int]]] = set()
+        for d in sorted(job.domains, key=lambda d: (room[d], d)):  # best fit first
+            same = (room[d], users[d])  # a domain like one tried: the same subtree
+            if room[d] < job.gpus or same in tried:
+                continue
+            tried.add(same)
+            room[d] -= job.gpus
+            chosen[job.key] = d
+            stop = search(i + 1, placed + job.gpus)
+            del chosen[job.key]
+            room[d] += job.gpus
+            if stop:
+                return True
+        return search(i + 1, placed)
+
+    search(0, 0)
+    found, assignment = best[0]
+    exact = found == bound or nodes[0] <= budget
+    return Packing(found if exact else bound, exact, found, assignment)
+
+
+def makespan_bound(
+    jobs: Sequence[tuple[float, float, int, tuple[str, ...]]], capacity: Mapping[str, int]
+) -> float:
+    """Lower bound on the makespan from time 0: jobs as (arrival, duration, gpus, domains)."""
+    room = {d: _reachable(capacity[d], {g for _, _, g, ds in jobs if d in ds}) for d in capacity}
+    domains = sorted(d for d in room if room[d] > 0)
+    bit = {d: 1 << i for i, d in enumerate(domains)}
+    out = max((a + d for a, d, _, _ in jobs), default=0.0)
+    masked = sorted(
+        (a, d * g, sum(bit[x] for x in ds if x in bit)) for a, d, g, ds in jobs if ds
+    )
+    for subset in range(1, 1 << len(domains)):
+        cap = sum(room[d] for d in domains if bit[d] & subset)
+        work = 0.0
+        for a, w, mask in reversed(masked):  # latest arrival first: work arriving at a or later
+            if mask & ~subset == 0:
+                work += w
+                out = max(out, a + work / cap)
+    return out
+
+
+def _reachable(capacity: int, sizes: set[int]) -> int:
+    """The most GPUs whole jobs of these sizes can occupy together in `capacity` GPUs."""
+    can = [True] + [False] * capacity
+    for n in range(1, capacity + 1):
+        can[n] = any(g <= n and can[n - g] for g in sizes)
+    return max(n for n in range(capacity + 1) if can[n])

@@ -1,0 +1,82 @@
+"""A small fleet under the real kube-scheduler (the measure of bench/schedbench.py).
+
+A generated four-zone cluster with static-label, stamped-label and open groups; each
+plan's native admission policies on a real kube-apiserver, pods created as their
+controllers would, bound by the real kube-scheduler:
+- spread keeps at least 90% of the best packing's GPUs busy with whole jobs, pin fewer;
+- pin and spread never leave a job split across zones, bound outside its allowed zones
+  or topogen's, with an identity label naming another zone, or denied between its pods;
+- over time (jobs arriving and leaving, some unknown to the render), every job runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tooling import REPO, require_tool
+
+sys.path.insert(0, str(REPO / "bench"))
+import schedfleet as sf
+import schedrun as sr
+from fleet_kit import Client, PodWatch
+from live_harness import ControlPlane
+
+STATIC = sf.SchedSpec(1, 4, load=1.0)  # the jobs about fill the GPUs
+TIMED = sf.SchedSpec(11, 4, load=1.0, known=0.7, max_jobs=10)
+
+
+@pytest.fixture(scope="module")
+def fleet_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    for tool in ("etcd", "kube-apiserver", "kube-scheduler"):
+        require_tool(tool)
+    cp = sr.start(tmp_path_factory.mktemp("fleet-plane"))
+    try:
+        yield cp
+    finally:
+        cp.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.tools
+def test_spread_keeps_the_gpus_busy_and_never_splits_a_job(
+    fleet_plane: ControlPlane, tmp_path: Path
+) -> None:
+    sc = sf.generate(STATIC)
+    bound = sr.static_bound(sc)
+    assert bound.exact and bound.gpus > 0
+    sr.prepare(fleet_plane, sc)
+    client = Client(fleet_plane)
+    with PodWatch(fleet_plane) as watch:
+        runs = {p: sr.static_run(fleet_plane, client, watch, sc, p, tmp_path) for p in sr.PLANS}
+    for plan in ("pin", "spread"):
+        assert runs[plan].violations == [], (plan, runs[plan].violations[:5])
+        assert runs[plan].refused == ()
+        assert runs[plan].count("split") == 0
+    useful = {p: r.gpus("useful") for p, r in runs.items()}
+    assert useful["spread"] >= 0.9 * bound.gpus, (useful, bound.gpus)
+    assert useful["spread"] > useful["pin"], useful
+    assert useful["spread"] > useful["none"], useful
+    # unconstrained, the scheduler splits jobs across zones or puts them where traffic is denied
+    assert runs["none"].count("split") > 0
+    assert sum(r.pods for r in runs.values()) == 3 * sum(len(sf.pods_of(j)) for j in sc.jobs)
+
+
+@pytest.mark.slow
+@pytest.mark.tools
+def test_over_time_every_job_runs_known_or_not(fleet_plane: ControlPlane, tmp_path: Path) -> None:
+    sc = sf.generate(TIMED)
+    assert any(not j.known for j in sc.jobs) and any(j.known for j in sc.jobs)
+    sr.prepare(fleet_plane, sc)
+    client = Client(fleet_plane)
+    with PodWatch(fleet_plane) as watch:
+        run = sr.timed_run(fleet_plane, client, watch, sc, "spread", tmp_path)
+    assert run.violations == [], run.violations[:5]
+    assert run.stuck == 0
+    assert {o.state for o in run.outcomes} == {"useful"}
+    work = sum(j.gpus * j.duration for j in sc.jobs)
+    assert run.useful_work == pytest.approx(work)
+    assert run.makespan >= sr.makespan_bound(sc)
