@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 from topogen.analysis import ClusterIndex, JobAnalysis, PolicyIndex, find_groups
