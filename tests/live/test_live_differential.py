@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
-from live_harness import ControlPlane
+from live_harness import BIND_TIMEOUT, ControlPlane, wait_until
 
 from topogen.analysis.members import Member, possible_zone_pairs
 from topogen.analysis.nodeindex import NodeIndex
@@ -193,8 +193,15 @@ def _sync_scheduler(cluster: ControlPlane, ns: str, last_node: str) -> None:
         },
     }
     cluster.create_pod(probe)
-    placed = cluster.wait_scheduled(ns, ["probe"])
-    assert placed["probe"] == last_node, "the probe pod must bind to the newest node"
+    # Under load the scheduler may try the probe before it has seen the node and mark it
+    # Unschedulable; the node's arrival requeues it, so wait for the binding itself.
+    wait_until(
+        f"the probe pod bound to the newest node {last_node}",
+        lambda: cluster.pod(ns, "probe")["spec"].get("nodeName") == last_node,
+        BIND_TIMEOUT,
+        cluster.scheduler,
+        interval=0.02,
+    )
     cluster.kube().delete(f"/api/v1/namespaces/{ns}/pods/probe", gracePeriodSeconds=0)
 
 
