@@ -40,6 +40,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check generator tests
 	$(BIN)/ruff format --check generator tests
 	$(BIN)/mypy
+	@out=$$(gofmt -l tools/cilium-oracle); if [ -n "$$out" ]; then echo "gofmt: $$out" >&2; exit 1; fi
 
 fmt: $(STAMP)
 	$(BIN)/ruff format generator tests

@@ -23,13 +23,16 @@ set -euo pipefail
 # Tool table, one line per tool:
 #   name | module whose version names the binary | package to build | ldflags
 #        [| module folder under tools/, when it is not tools/<name>/]
+#        [| src: the binary's name also carries a hash of the folder's *.go,
+#           for a tool whose code is ours (a changed source builds a new file)]
 # In ldflags, @VERSION@ is replaced by that module's version.
 # Adding a tool = one line here + a tools/<name>/ module (go.mod, go.sum,
 # tools.go blank-importing the package). Several tools may share one module
 # (kube-apiserver and kube-scheduler both come from tools/kube/).
 # etcd is built from tools/etcd/main.go, a two-line main calling etcdmain.Main
 # (upstream's main package sits in a module whose replace lines point into
-# its own repository). gator comes from tools/gatekeeper/ (the module is
+# its own repository). cilium-oracle is our own program on Cilium's packages
+# (tools/cilium-oracle/*.go, hashed into its name). gator comes from tools/gatekeeper/ (the module is
 # Gatekeeper); opa needs no ldflags (its version is a constant in the source).
 # ---------------------------------------------------------------------------
 TOOLS_TABLE='
@@ -40,6 +43,7 @@ kube-apiserver | k8s.io/kubernetes | k8s.io/kubernetes/cmd/kube-apiserver | -X k
 kube-scheduler | k8s.io/kubernetes | k8s.io/kubernetes/cmd/kube-scheduler | -X k8s.io/component-base/version.gitVersion=@VERSION@ -X k8s.io/component-base/version.gitTreeState=clean | kube
 gator | github.com/open-policy-agent/gatekeeper/v3 | github.com/open-policy-agent/gatekeeper/v3/cmd/gator | -X github.com/open-policy-agent/gatekeeper/v3/pkg/version.Version=@VERSION@ | gatekeeper
 opa | github.com/open-policy-agent/opa | github.com/open-policy-agent/opa |
+cilium-oracle | github.com/cilium/cilium | topogen.local/tools/cilium-oracle | | cilium-oracle | src
 '
 
 tmp=
@@ -51,16 +55,16 @@ cache_root=${TOPOGEN_CACHE:-${HOME:?HOME is not set}/.cache/topogen}
 
 trim() { local s=$1; s=${s#"${s%%[![:space:]]*}"}; printf '%s' "${s%"${s##*[![:space:]]}"}"; }
 
-# lookup TOOL -> sets t_module t_package t_ldflags t_dir
+# lookup TOOL -> sets t_module t_package t_ldflags t_dir t_src
 lookup() {
     local line name
     while IFS= read -r line; do
         [ -n "$(trim "$line")" ] || continue
-        IFS='|' read -r name t_module t_package t_ldflags t_dir <<<"$line"
+        IFS='|' read -r name t_module t_package t_ldflags t_dir t_src <<<"$line"
         if [ "$(trim "$name")" = "$1" ]; then
             t_module=$(trim "$t_module"); t_package=$(trim "$t_package")
             t_ldflags=$(trim "$t_ldflags"); t_dir=$(trim "$t_dir")
-            t_dir=${t_dir:-$1}
+            t_dir=${t_dir:-$1}; t_src=$(trim "$t_src")
             return 0
         fi
     done <<<"$TOOLS_TABLE"
@@ -111,6 +115,10 @@ build_one() {
     [ -n "$version" ] || die "$gomod: does not require $t_module"
 
     out=$cache_root/bin/$tool-$version
+    if [ "$t_src" = src ]; then
+        # our own code: a change to it (or to the pins) is a new binary
+        out=$out-$(cd "$moddir" && cat go.mod go.sum $(LC_ALL=C ls ./*.go) | sha256sum | cut -c1-12)
+    fi
     if [ -x "$out" ] && [ "${TOOLS_FORCE:-0}" != 1 ]; then
         echo "$tool $version: cached at $out"
         touch "$out"   # newer than go.mod, so make sees the link up to date

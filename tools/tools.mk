@@ -7,7 +7,7 @@
 
 TOOLS_DIR   := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 TOOLS_BIN   ?= .tools/bin
-TOOLS_LIST  ?= kyverno promtool etcd kube-apiserver kube-scheduler gator opa
+TOOLS_LIST  ?= kyverno promtool etcd kube-apiserver kube-scheduler gator opa cilium-oracle
 TOOLS_BUILD := $(TOOLS_DIR)/build.sh
 
 TOOLS_TARGETS := $(addprefix $(TOOLS_BIN)/,$(TOOLS_LIST))
@@ -17,6 +17,7 @@ TOOLS_FROM_KUBE := $(filter $(addprefix $(TOOLS_BIN)/,kube-apiserver kube-schedu
 TOOLS_FROM_GATEKEEPER := $(filter $(TOOLS_BIN)/gator,$(TOOLS_TARGETS))
 TOOLS_GATOR := $(TOOLS_BIN)/gator
 TOOLS_OPA   := $(TOOLS_BIN)/opa
+TOOLS_CILIUM_ORACLE := $(TOOLS_BIN)/cilium-oracle
 
 .PHONY: tools tools-clean tools-smoke
 
@@ -33,6 +34,9 @@ $(TOOLS_FROM_KUBE): $(TOOLS_BIN)/%: $(TOOLS_DIR)/kube/go.mod $(TOOLS_DIR)/kube/g
 # gator is built from tools/gatekeeper/ (the module is Gatekeeper's).
 $(TOOLS_FROM_GATEKEEPER): $(TOOLS_BIN)/%: $(TOOLS_DIR)/gatekeeper/go.mod $(TOOLS_DIR)/gatekeeper/go.sum
 	$(TOOLS_BUILD) $*
+
+# cilium-oracle is our own Go code: its sources are prerequisites too.
+$(filter $(TOOLS_CILIUM_ORACLE),$(TOOLS_TARGETS)): $(wildcard $(TOOLS_DIR)/cilium-oracle/*.go)
 
 # Removes the links only; the cache outside the repo is kept.
 tools-clean:
