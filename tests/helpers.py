@@ -16,6 +16,7 @@ from topogen.analysis.reachability import PathVerdict, PolicyIndex, host_endpoin
 from topogen.manifest import KubeObject
 from topogen.model import (
     NO_ZONE_PREFIX,
+    CiliumSettings,
     Endpoint,
     Namespace,
     Node,
@@ -58,12 +59,19 @@ def objects(text: str, path: str = "inline.yaml") -> list[KubeObject]:
     return list(flatten(Document(d, path, i) for i, d in enumerate(docs) if d is not None))
 
 
-def policies(text: str) -> PolicySet:
-    return read_policies(objects(text))
+def policies(text: str, cilium: CiliumSettings | None = None) -> PolicySet:
+    return read_policies(objects(text), cilium)
 
 
-def index(text: str, namespaces: Sequence[Namespace] = ()) -> PolicyIndex:
-    return PolicyIndex(policies(text), {n.name: n for n in namespaces})
+def index(
+    text: str, namespaces: Sequence[Namespace] = (), cilium: CiliumSettings | None = None
+) -> PolicyIndex:
+    """The policies under Cilium's default agent options, or `cilium`."""
+    return PolicyIndex(policies(text, cilium), {n.name: n for n in namespaces})
+
+
+# host policies with fromNodes/toNodes need both agent options on
+HOST_FIREWALL = CiliumSettings(host_firewall=True, node_selector_labels=True)
 
 
 def ns(name: str, **labels: str) -> Namespace:

@@ -16,12 +16,15 @@ from pydantic import (
     model_validator,
 )
 
+from topogen.cilium.labelfilter import LabelPrefixError, parse_prefix
 from topogen.errors import InputError
+from topogen.model import CiliumSettings
 from topogen.operators.registry import PROFILES, operator
 from topogen.sources.yamlio import display_path, load_yaml_text
 
 __all__ = [
     "API_VERSION",
+    "CiliumConfig",
     "ClusterConfig",
     "GroupConfig",
     "MonitoringConfig",
@@ -50,6 +53,40 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
+class CiliumConfig(_Strict):
+    """`clusters[].cilium`: the cilium-agent options that change verdicts (Cilium's defaults
+    unless set). identityLabels is the agent's `labels` option, verbatim."""
+
+    identity_labels: list[Annotated[str, StringConstraints(min_length=1)]] = Field(
+        default_factory=list, alias="identityLabels"
+    )
+    host_firewall: bool = Field(False, alias="hostFirewall")
+    policy_enforcement: Literal["default", "always", "never"] = Field(
+        "default", alias="policyEnforcement"
+    )
+    cluster_name: Name = Field("default", alias="clusterName")
+    node_selector_labels: bool = Field(False, alias="nodeSelectorLabels")
+
+    @field_validator("identity_labels")
+    @classmethod
+    def _valid_prefixes(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                parse_prefix(entry)
+            except LabelPrefixError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    def settings(self) -> CiliumSettings:
+        return CiliumSettings(
+            identity_labels=tuple(self.identity_labels),
+            host_firewall=self.host_firewall,
+            policy_enforcement=self.policy_enforcement,
+            cluster_name=self.cluster_name,
+            node_selector_labels=self.node_selector_labels,
+        )
+
+
 class ClusterConfig(_Strict):
     name: Name
     nodes: list[str] = Field(min_length=1)
@@ -66,6 +103,7 @@ class ClusterConfig(_Strict):
     )
     engines: list[Engine] | None = None
     validation_action: Literal["Audit", "Enforce"] | None = Field(None, alias="validationAction")
+    cilium: CiliumConfig = Field(default_factory=lambda: CiliumConfig.model_validate({}))
 
 
 _PORT = re.compile(r"^(\d{1,5})(?:-(\d{1,5}))?(?:/(TCP|UDP|SCTP))?$")

@@ -12,6 +12,7 @@ __all__ = [
     "ALL_PORTS",
     "KUEUE_TAS_KEYS",
     "NO_ZONE_PREFIX",
+    "CiliumSettings",
     "Container",
     "Endpoint",
     "Finding",
@@ -30,6 +31,7 @@ __all__ = [
     "PortRange",
     "Requirement",
     "Role",
+    "Service",
     "Taint",
     "Toleration",
     "Topology",
@@ -234,6 +236,7 @@ class PodTemplate:
     host_network: bool = False
     ports: tuple[tuple[str, int, str], ...] = ()  # named container ports
     annotations: Labels = field(default_factory=dict)
+    service_account: str = ""  # spec.serviceAccountName ("": the namespace's default)
 
 
 @dataclass(frozen=True)
@@ -334,16 +337,13 @@ class PolicyRef:
 class Peer:
     """Who is on the other end of a rule. Exactly one kind of matcher is set.
 
-    kind: endpoints (pod label selector; namespace already folded in as a
-    requirement or namespaces restricted), entities, nodes (node label
-    selector, host traffic), cidr (never matches pod-to-pod traffic), any
-    (a NetworkPolicy rule without peers).
+    kind: endpoints (a selector over identity labels, as Cilium's parser leaves it:
+    namespace and cluster requirements folded in), nodes (the same, over remote
+    nodes' identities), entities, cidr (never matches pod-to-pod traffic).
     """
 
     kind: str
     selector: LabelSelector = field(default_factory=LabelSelector)
-    namespace_selector: LabelSelector | None = None  # NetworkPolicy only
-    namespace: str | None = None  # NetworkPolicy podSelector-only: this namespace
     entities: tuple[str, ...] = ()
     text: str = ""  # as written, for explanations
 
@@ -368,6 +368,8 @@ class PolicyRule:
     subject_namespace: str | None  # namespaced policies select only their namespace
     peers: tuple[Peer, ...]  # empty: matches nothing (an empty rule)
     ports: tuple[PortRange, ...] | None  # None: all ports
+    # what Cilium enforces beyond L3/L4 here (L7 rules, authentication, FQDN ...)
+    notes: tuple[str, ...] = ()
 
     @property
     def direction(self) -> str:
@@ -376,6 +378,16 @@ class PolicyRule:
     @property
     def deny(self) -> bool:
         return self.section.endswith("Deny")
+
+
+@dataclass(frozen=True)
+class Service:
+    """A Kubernetes Service, for toServices rules: its labels and pod selector."""
+
+    namespace: str
+    name: str
+    labels: Labels
+    selector: Labels  # empty: no selector (its endpoints are maintained by hand)
 
 
 @dataclass(frozen=True)
@@ -391,12 +403,36 @@ class Isolation:
 
 
 @dataclass(frozen=True)
+class CiliumSettings:
+    """The cilium-agent options that change verdicts (topogen.yaml `clusters[].cilium`);
+    Cilium's defaults unless the cluster's config says otherwise.
+
+    identity_labels: the agent's `labels` option, verbatim (empty: the default filter;
+        topogen.cilium.labelfilter reads it).
+    host_firewall: `enable-host-firewall` (host policies, i.e. nodeSelector rules, apply).
+    policy_enforcement: `enable-policy`: default | always | never.
+    cluster_name: `cluster-name` (the io.cilium.k8s.policy.cluster label, the cluster
+        entity); policy-default-local-cluster is on, as by default.
+    node_selector_labels: `enable-node-selector-labels` (fromNodes/toNodes are
+        accepted, remote nodes carry their labels).
+    """
+
+    identity_labels: tuple[str, ...] = ()
+    host_firewall: bool = False
+    policy_enforcement: str = "default"
+    cluster_name: str = "default"
+    node_selector_labels: bool = False
+
+
+@dataclass(frozen=True)
 class PolicySet:
     """Every network policy of a cluster, normalised (sources/policies.py)."""
 
     rules: tuple[PolicyRule, ...]
     isolations: tuple[Isolation, ...]
     policies: tuple[PolicyRef, ...]
+    # the agent options the rules were read under (and the verdicts are to use)
+    cilium: CiliumSettings = field(default_factory=CiliumSettings)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from topogen.analysis import ClusterIndex, JobAnalysis, PolicyIndex, find_groups
+from topogen.analysis.policychecks import policy_notes, policy_warnings
 from topogen.config import TopogenConfig
 from topogen.model import Finding, Workload
 from topogen.parallel import ClusterRun, Then, no_cycle_collection
@@ -38,6 +39,8 @@ class AnalysisReport:
     warnings: tuple[str, ...]
     # the config's workload files as read (render patches them)
     read: WorkloadInputs
+    # what Cilium enforces beyond L3/L4 on the analysed pods (L7 rules, authentication ...)
+    notes: tuple[str, ...] = ()
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -80,12 +83,25 @@ def _analyze(
     chosen = [cfg.cluster(n) for n in clusters] if clusters else list(cfg.clusters)
     results = []
     warnings: list[str] = []
+    notes: list[str] = []
+    pods = [(w.namespace, tuple(w.template.labels)) for w in all_workloads]
     for cluster in chosen:
-        inputs = load_cluster_inputs(cfg, cluster)
+        inputs = load_cluster_inputs(cfg, cluster, loaded.services)
         namespaces = {**loaded.namespaces, **inputs.namespaces}
-        index = ClusterIndex(inputs.topology, PolicyIndex(inputs.policies, namespaces), namespaces)
+        policy_index = PolicyIndex(inputs.policies, namespaces)
+        index = ClusterIndex(inputs.topology, policy_index, namespaces)
         warnings.extend(inputs.warnings)
         groups = cfg.groups_for(cluster.name)
+        identity_labels = {g.identity_label for g in groups if g.identity_label}
+        topology = {cluster.zone_label, *([cluster.domain_label] if cluster.domain_label else [])}
+        warnings.extend(
+            f"cluster {cluster.name}: {w}"
+            for w in policy_warnings(inputs.policies, pods, identity_labels, topology)
+        )
+        notes.extend(
+            f"cluster {cluster.name}: {n}"
+            for n in policy_notes(policy_index, all_workloads, namespaces)
+        )
         found = [find_groups(group, all_workloads) for group in groups]
         run = ClusterRun(cluster.name, index, cluster.domain_label, groups, found, then)
         analyzed = run.analyze(all_workloads)
@@ -118,4 +134,4 @@ def _analyze(
             )
         )
     skipped = loaded.skipped + tuple(s for c in results for s in c.inputs.skipped)
-    return AnalysisReport(tuple(results), skipped, tuple(warnings), loaded)
+    return AnalysisReport(tuple(results), skipped, tuple(warnings), loaded, tuple(notes))

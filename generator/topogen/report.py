@@ -101,6 +101,7 @@ def analysis_json(report: AnalysisReport) -> str:
             for p in report.plans
         ],
         "warnings": list(report.warnings),
+        "notes": list(report.notes),
     }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
@@ -149,6 +150,7 @@ def analysis_table(report: AnalysisReport, width: int = 200) -> str:
         if f.fix:
             lines.append(f"  fix: {f.fix}")
     lines += placement_lines(report)
+    lines += [f"note: {n}" for n in report.notes]
     problems = sum(1 for f in report.findings if f.kind.is_problem)
     lines.append(
         f"{problems} problem(s) in {len({(f.cluster, f.namespace, f.job) for f in report.findings})} job(s)"

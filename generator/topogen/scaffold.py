@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from topogen.cilium.identity import normalise_key
 from topogen.config import parse_config
 from topogen.errors import InputError
 from topogen.operators.registry import detected_kinds
@@ -45,6 +46,10 @@ class Found:
     policy_files: set[str] = field(default_factory=set)
     node_files: set[str] = field(default_factory=set)
     skipped: list[str] = field(default_factory=list)  # files that are not parseable YAML
+    # node topology label keys the policies select pods on (an identity stamped at binding)
+    topology_keys: set[str] = field(default_factory=set)
+    host_policies: bool = False  # a CCNP nodeSelector: written for the host firewall
+    node_peers: bool = False  # fromNodes/toNodes: written for node-selector labels
 
 
 @dataclass(frozen=True)
@@ -120,9 +125,54 @@ def detect(root: Path) -> Found:
                 found.workload_files.add(rel)
             elif key in _POLICY_KINDS:
                 found.policy_files.add(rel)
+                found.topology_keys.update(k for k in _pod_selector_keys(obj) if _topology(k))
+                found.host_policies |= _has_key(obj, "nodeSelector")
+                found.node_peers |= _has_key(obj, "fromNodes") or _has_key(obj, "toNodes")
             elif key in _NODE_KINDS:
                 found.node_files.add(rel)
     return found
+
+
+_TOPOLOGY_PREFIXES = ("topology.kubernetes.io/", "failure-domain.beta.kubernetes.io/")
+# where a policy selects pods: Cilium's endpoint selectors, NetworkPolicy pod selectors
+_POD_SELECTORS = ("endpointSelector", "fromEndpoints", "toEndpoints", "podSelector")
+
+
+def _topology(key: str) -> bool:
+    return normalise_key(key).startswith(_TOPOLOGY_PREFIXES)
+
+
+def _pod_selector_keys(obj: Any) -> Iterator[str]:
+    """Label keys of every pod selector in a policy object (node selectors left out)."""
+    if isinstance(obj, list):
+        for item in obj:
+            yield from _pod_selector_keys(item)
+        return
+    if not isinstance(obj, dict):
+        return
+    for k, v in obj.items():
+        if k in _POD_SELECTORS:
+            for sel in v if isinstance(v, list) else [v]:
+                yield from _keys_of(sel)
+        elif k not in ("nodeSelector", "fromNodes", "toNodes"):
+            yield from _pod_selector_keys(v)
+
+
+def _has_key(obj: Any, key: str) -> bool:
+    if isinstance(obj, list):
+        return any(_has_key(i, key) for i in obj)
+    return isinstance(obj, dict) and (key in obj or any(_has_key(v, key) for v in obj.values()))
+
+
+def _keys_of(sel: Any) -> Iterator[str]:
+    if not isinstance(sel, dict):
+        return
+    labels = sel.get("matchLabels")
+    if isinstance(labels, dict):
+        yield from (normalise_key(str(k)) for k in labels)
+    for e in sel.get("matchExpressions") or []:
+        if isinstance(e, dict) and isinstance(e.get("key"), str):
+            yield normalise_key(e["key"])
 
 
 def _j(value: Any) -> str:
@@ -146,10 +196,12 @@ def config_text(found: Found, cluster: str) -> str:
         f"    nodes: {_j(nodes)}",
         f"    networkPolicies: {_j(sorted(found.policy_files))}",
         "    zoneLabel: topology.kubernetes.io/zone",
+        *_agent_lines(found),
         "# the training manifests found here",
         f"workloads: {_j(sorted(found.workload_files))}",
         "groups:",
     ]
+    identity = _identity_lines(found)
     for profile in sorted(found.profiles):
         kinds = ", ".join(sorted(found.kinds[profile]))
         lines += [
@@ -157,6 +209,7 @@ def config_text(found: Found, cluster: str) -> str:
             f"  - name: {_j(profile)}",
             f"    profile: {_j(profile)}",
             f"    namespaces: {_j(sorted(found.profiles[profile]))}",
+            *identity,
         ]
     if not found.profiles:
         lines += [
@@ -170,8 +223,39 @@ def config_text(found: Found, cluster: str) -> str:
             "    roleLabel: role",
             "    coordinatorRoles: [coordinator]",
             "    workerRoles: [worker]",
+            *identity,
         ]
     return "\n".join(lines) + "\n"
+
+
+def _agent_lines(found: Found) -> list[str]:
+    """The cilium-agent options the policies found are written for (check them)."""
+    if not (found.host_policies or found.node_peers):
+        return []
+    lines = [
+        "    # the agent these policies are written for: check it has these options",
+        "    cilium:",
+    ]
+    if found.host_policies:
+        lines.append("      hostFirewall: true        # host policies (nodeSelector) apply")
+    if found.node_peers:
+        lines.append("      nodeSelectorLabels: true  # fromNodes/toNodes are accepted")
+    return lines
+
+
+def _identity_lines(found: Found) -> list[str]:
+    """identityLabel when the policies select pods on a node topology label: the label
+    the pods get at binding (PodTopologyLabels), which the verdicts then follow."""
+    if not found.topology_keys:
+        return []
+    keys = sorted(found.topology_keys)
+    key = "topology.kubernetes.io/zone" if "topology.kubernetes.io/zone" in keys else keys[0]
+    return [
+        f"    # the policies select pods on {', '.join(keys)}: stamped from the node at",
+        "    # binding. Cilium keeps it in identities only where the agent's `labels` option",
+        "    # lists it: say so under clusters[].cilium.identityLabels.",
+        f"    identityLabel: {_j(key)}",
+    ]
 
 
 def init_repository(root: Path, cluster: str = "default", force: bool = False) -> InitResult:

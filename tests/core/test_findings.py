@@ -82,12 +82,13 @@ def run(
     policies: str,
     workloads: list[dict[str, Any]],
     group: dict[str, Any] | None = None,
+    cluster: dict[str, Any] | None = None,
 ) -> AnalysisReport:
     write_tree(
         tmp_path,
         {
             "topogen.yaml": config_doc(
-                {"identityLabel": "zone", "ports": [29500], **(group or {})}
+                {"identityLabel": "zone", "ports": [29500], **(group or {})}, cluster=cluster
             ),
             "nodes.yaml": nodes,
             "policies/p.yaml": policies,
@@ -371,6 +372,18 @@ spec:
 """
 
 
+# host policies apply with the host firewall; fromNodes needs node-selector labels, and a
+# nodeSelector on the zone needs the agent to keep that label (which makes `labels` an
+# allow-list: the pods' keys are listed too)
+HOST_FIREWALL_AGENT = {
+    "cilium": {
+        "hostFirewall": True,
+        "nodeSelectorLabels": True,
+        "identityLabels": [f"k8s:{ZONE}", "k8s:zone", "k8s:app", "k8s:role"],
+    }
+}
+
+
 def test_host_network_group_is_judged_by_host_policies(tmp_path: Path) -> None:
     host_net = {"hostNetwork": True}
     report = run(
@@ -378,6 +391,7 @@ def test_host_network_group_is_judged_by_host_policies(tmp_path: Path) -> None:
         nodes=zone_split_nodes(),
         policies=HOST_ZONES + "---\n" + INTRA_ZONE,
         workloads=[deployment("coord", COORD, spec=host_net), workers(spec=host_net)],
+        cluster=HOST_FIREWALL_AGENT,
     )
     f = one(report, FindingKind.HARD_BLOCK)
     assert f.policies == ("ccnp hosts-zone-a", "ccnp hosts-zone-b")  # pod policies play no part
@@ -389,8 +403,21 @@ def test_host_network_group_is_judged_by_host_policies(tmp_path: Path) -> None:
             deployment("coord", COORD, spec={**host_net, "tolerations": [GPU_TOLERATION], **PIN_A}),
             workers(spec={**host_net, **PIN_A}),
         ],
+        cluster=HOST_FIREWALL_AGENT,
     )
     assert kinds(pinned) == {FindingKind.OK}
+
+
+def test_host_policies_are_inert_without_the_host_firewall(tmp_path: Path) -> None:
+    host_net = {"hostNetwork": True}
+    report = run(
+        tmp_path,
+        nodes=zone_split_nodes(),
+        policies=HOST_ZONES,
+        workloads=[deployment("coord", COORD, spec=host_net), workers(spec=host_net)],
+        cluster={"cilium": {"nodeSelectorLabels": True}},
+    )
+    assert FindingKind.HARD_BLOCK not in kinds(report)
 
 
 PYTORCH = """

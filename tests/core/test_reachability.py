@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import allowed, host, index, ns, pod, tcp, verdict
+from helpers import HOST_FIREWALL, ZONE, allowed, host, index, ns, pod, tcp, verdict
+from topogen.errors import InputError
+from topogen.model import CiliumSettings
 
 WORKER_ALLOWS_NOTHING = """
 apiVersion: cilium.io/v2
@@ -127,16 +129,17 @@ def test_empty_ingress_rule_isolates_and_allows_nothing() -> None:
     assert not v.permits(tcp(1))
 
 
-def test_empty_ingress_list_does_not_isolate() -> None:
-    idx = index("""
-    apiVersion: cilium.io/v2
-    kind: CiliumNetworkPolicy
-    metadata: {name: nothing, namespace: ml}
-    spec:
-      endpointSelector: {}
-      ingress: []
-    """)
-    assert allowed(idx, pod(role="coordinator"), pod(role="worker"))
+def test_a_rule_with_only_empty_sections_is_refused() -> None:
+    # Cilium: "rule must have at least one of Ingress, IngressDeny, Egress, EgressDeny"
+    with pytest.raises(InputError, match="has no ingress, ingressDeny, egress or egressDeny"):
+        index("""
+        apiVersion: cilium.io/v2
+        kind: CiliumNetworkPolicy
+        metadata: {name: nothing, namespace: ml}
+        spec:
+          endpointSelector: {}
+          ingress: []
+        """)
 
 
 @pytest.mark.parametrize("section", ["ingressDeny", "egressDeny"])
@@ -401,15 +404,17 @@ def test_cnp_peer_namespace_expression_overrides_the_default() -> None:
     assert not allowed(idx, pod("third", role="x"), pod("ml"))
 
 
-def test_cnp_namespace_label_selector_alone_stays_in_the_policy_namespace() -> None:
-    namespaces = [ns("ml", team="ai"), ns("tools", team="ai")]
+def test_cnp_namespace_label_selector_reaches_every_namespace_with_the_label() -> None:
+    # Cilium adds no namespace to a peer selector with an io.cilium.k8s.namespace.labels key
+    namespaces = [ns("ml", team="ai"), ns("tools", team="ai"), ns("web", team="shop")]
     idx = index(
         FROM_COORDINATOR.format(selector="{k8s:io.cilium.k8s.namespace.labels.team: ai}"),
         namespaces,
     )
     dst = pod("ml", idx, role="worker")
     assert allowed(idx, pod("ml", idx, role="coordinator"), dst)
-    assert not allowed(idx, pod("tools", idx, role="coordinator"), dst)
+    assert allowed(idx, pod("tools", idx, role="coordinator"), dst)
+    assert not allowed(idx, pod("web", idx, role="coordinator"), dst)
 
 
 def test_cnp_subject_is_only_in_its_namespace() -> None:
@@ -508,14 +513,17 @@ def test_entities_for_pod_and_host_peers(entity: str, pods: bool, remote_hosts: 
 
 
 def test_host_entity_is_the_local_node_for_host_policies() -> None:
-    idx = index("""
+    idx = index(
+        """
     apiVersion: cilium.io/v2
     kind: CiliumClusterwideNetworkPolicy
     metadata: {name: host-fw}
     spec:
       nodeSelector: {matchLabels: {gpu: "true"}}
       ingress: [{fromEntities: [host]}]
-    """)
+    """,
+        cilium=HOST_FIREWALL,
+    )
     local = host("gpu-a1", gpu="true")
     assert allowed(idx, host("gpu-a1", gpu="true"), local)
     assert not allowed(idx, host("gpu-a2", gpu="true"), local)
@@ -585,15 +593,32 @@ spec:
 """
 
 
+def test_host_policies_are_inert_without_the_host_firewall() -> None:
+    idx = index(HOST_POLICY, cilium=CiliumSettings(node_selector_labels=True))
+    a1 = host("gpu-a1", gpu="true", **{ZONE: "zone-a"})
+    b1 = host("gpu-b1", gpu="true", **{ZONE: "zone-b"})
+    assert allowed(idx, b1, a1) and allowed(idx, a1, b1)
+
+
+def test_from_nodes_needs_the_agent_s_node_selector_labels() -> None:
+    with pytest.raises(InputError, match="enable-node-selector-labels"):
+        index(HOST_POLICY, cilium=CiliumSettings(host_firewall=True))
+
+
 def test_host_policy_from_nodes_uses_node_labels() -> None:
-    idx = index(HOST_POLICY)
+    idx = index(HOST_POLICY, cilium=HOST_FIREWALL)
     zone = "topology.kubernetes.io/zone"
     a1 = host("gpu-a1", gpu="true", **{zone: "zone-a"})
     a2 = host("gpu-a2", gpu="true", **{zone: "zone-a"})
     b1 = host("gpu-b1", gpu="true", **{zone: "zone-b"})
     assert allowed(idx, a1, a2)
-    assert not allowed(idx, b1, a1)  # b1's egress and a1's ingress both refuse
+    assert not allowed(idx, b1, a1)  # a1's ingress refuses (b1's egress allows zone-a)
     assert not allowed(idx, a1, b1)
+    # fromNodes/toNodes select remote nodes only; a node to itself is loopback, unfiltered
+    assert allowed(idx, a1, a1)
+    assert verdict(idx, a1, a1).notes == (
+        "both ends on one node: loopback traffic, which no policy filters",
+    )
     v = verdict(idx, b1, a1)
     assert [str(p) for p in v.blocking_policies(tcp(1))] == ["ccnp gpu-hosts"]
 
@@ -616,7 +641,8 @@ def test_from_nodes_does_not_match_pods_and_pod_policies_do_not_select_hosts() -
     spec:
       podSelector: {}
       policyTypes: [Ingress, Egress]
-    """
+    """,
+        cilium=HOST_FIREWALL,
     )
     zone = "topology.kubernetes.io/zone"
     a1 = host("gpu-a1", gpu="true", **{zone: "zone-a"})
@@ -693,7 +719,9 @@ def test_networkpolicy_default_policy_types() -> None:
     assert not allowed(idx, pod(role="x"), pod(role="coordinator"))
 
 
-def test_networkpolicy_policy_types_ignore_sections_they_do_not_name() -> None:
+def test_networkpolicy_rules_apply_whatever_policy_types_names() -> None:
+    # Cilium's ParseNetworkPolicy turns every egress rule into an egress entry, so a
+    # policy whose policyTypes names only Ingress still isolates egress by its rules
     idx = index("""
     apiVersion: networking.k8s.io/v1
     kind: NetworkPolicy
@@ -704,7 +732,8 @@ def test_networkpolicy_policy_types_ignore_sections_they_do_not_name() -> None:
       ingress: [{}]
       egress: [{to: [{podSelector: {matchLabels: {role: nobody}}}]}]
     """)
-    assert allowed(idx, pod(role="coordinator"), pod(role="worker"))
+    v = verdict(idx, pod(role="coordinator"), pod(role="worker"))
+    assert v.ingress.allowed.is_everything() and v.egress.allowed.empty
 
 
 def test_networkpolicy_namespace_and_pod_selector_in_one_peer_are_anded() -> None:

@@ -200,7 +200,7 @@ def test_cnp_spec_and_specs_are_both_read() -> None:
     apiVersion: cilium.io/v2
     kind: CiliumNetworkPolicy
     metadata: {name: p, namespace: ml}
-    spec: {nodeSelector: {}}
+    spec: {nodeSelector: {}, ingress: [{}]}
     """,
             "only valid in a CiliumClusterwideNetworkPolicy",
         ),
@@ -220,14 +220,16 @@ def test_cnp_spec_and_specs_are_both_read() -> None:
     metadata: {name: p}
     spec: {endpointSelector: {}}
     """,
-            "no metadata.namespace",
+            "has no ingress, ingressDeny, egress or egressDeny",
         ),
         (
             """
     apiVersion: cilium.io/v2
     kind: CiliumNetworkPolicy
     metadata: {name: p, namespace: ml}
-    spec: {endpointSelector: {matchExpressions: [{key: a, operator: Equals, values: [b]}]}}
+    spec:
+      endpointSelector: {matchExpressions: [{key: a, operator: Equals, values: [b]}]}
+      ingress: [{}]
     """,
             "operator",
         ),
@@ -236,7 +238,7 @@ def test_cnp_spec_and_specs_are_both_read() -> None:
     apiVersion: cilium.io/v2
     kind: CiliumNetworkPolicy
     metadata: {name: p, namespace: ml}
-    spec: {endpointSelector: {matchLabels: {zone: 1}}}
+    spec: {endpointSelector: {matchLabels: {zone: 1}}, ingress: [{}]}
     """,
             "must be a string",
         ),
@@ -245,6 +247,25 @@ def test_cnp_spec_and_specs_are_both_read() -> None:
 def test_bad_policies_are_input_errors(text: str, message: str) -> None:
     with pytest.raises(InputError, match=message):
         policies(text)
+
+
+def test_namespaced_policies_without_a_namespace_apply_in_default() -> None:
+    # as `kubectl apply` puts them (sources.scope.namespace_of)
+    ps = policies("""
+    apiVersion: cilium.io/v2
+    kind: CiliumNetworkPolicy
+    metadata: {name: p}
+    spec: {endpointSelector: {}, ingress: [{}]}
+    ---
+    apiVersion: networking.k8s.io/v1
+    kind: NetworkPolicy
+    metadata: {name: n}
+    spec: {podSelector: {}}
+    """)
+    assert [str(p) for p in ps.policies] == ["cnp default/p", "netpol default/n"]
+    assert {r.subject_namespace for r in ps.rules} | {
+        i.subject_namespace for i in ps.isolations
+    } == {"default"}
 
 
 def test_duplicate_objects_are_refused_and_lists_are_flattened() -> None:

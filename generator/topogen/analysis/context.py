@@ -90,7 +90,9 @@ class AnalysisContext:
         if t.host_network:
             return self.engine.host_family(m.placement, t.ports)
         kind, _ = m.identity(self.identity_label)
-        return self.engine.pod_family(t.labels, m.workload.namespace, t.ports, kind == "stamped")
+        return self.engine.pod_family(
+            t.labels, m.workload.namespace, t.ports, kind == "stamped", t.service_account
+        )
 
     def side(self, m: Member, family: Family | None = None) -> Side:
         eng = self.engine

@@ -173,7 +173,7 @@ class _JobInDomains:
             # pinned: the identity label is set to the domain's zone; in that zone this is
             # the identity the label would be stamped with
             labels = {k: v for k, v in t.labels.items() if k != identity[0]}
-            return eng.pod_family(labels, m.workload.namespace, t.ports, True)
+            return eng.pod_family(labels, m.workload.namespace, t.ports, True, t.service_account)
         return self.ctx.family(m)
 
     def paths(self, d: int) -> JobPaths:

@@ -129,14 +129,15 @@ class Engine:
         namespace: str,
         ports: tuple[tuple[str, int, str], ...],
         stamped: bool,
+        service_account: str = "",
     ) -> Family:
         """A pod's identities per zone: `labels`, plus identity label = zone when stamped."""
         known = self._by_labels.get(id(labels))
         if known is not None and known[0] is labels:
-            hit = known[1].get((namespace, ports, stamped))
+            hit = known[1].get((namespace, ports, stamped, service_account))
             if hit is not None:
                 return hit
-        base = pod_endpoint(labels, namespace, self.namespaces, ports)
+        base = pod_endpoint(labels, namespace, self.namespaces, ports, service_account)
         key = ("pod", stamped, self.index.identity_key(base))
         hit = self._families.get(key)
         if hit is None:
@@ -146,11 +147,19 @@ class Engine:
                 if stamped and ident and not z.startswith(NO_ZONE_PREFIX):
                     stamped_labels = dict(labels)
                     stamped_labels[ident] = z
-                    eps.append((pod_endpoint(stamped_labels, namespace, self.namespaces, ports),))
+                    eps.append(
+                        (
+                            pod_endpoint(
+                                stamped_labels, namespace, self.namespaces, ports, service_account
+                            ),
+                        )
+                    )
                 else:
                     eps.append((base,))
             hit = self._families[key] = self._family(tuple(eps), (1 << self.n) - 1, True)
-        self._by_labels.setdefault(id(labels), (labels, {}))[1][(namespace, ports, stamped)] = hit
+        self._by_labels.setdefault(id(labels), (labels, {}))[1][
+            (namespace, ports, stamped, service_account)
+        ] = hit
         return hit
 
     def _family(self, eps: tuple[tuple[Endpoint, ...], ...], valid: int, pods: bool) -> Family:

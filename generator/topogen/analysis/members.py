@@ -72,7 +72,10 @@ class Member:
         kind, _ = self.identity(identity_label)
         if kind == "stamped" and identity_label and not zone.startswith(NO_ZONE_PREFIX):
             labels[identity_label] = zone  # a node without the zone label stamps nothing
-        return [pod_endpoint(labels, self.workload.namespace, namespaces, self.template.ports)]
+        t = self.template
+        return [
+            pod_endpoint(labels, self.workload.namespace, namespaces, t.ports, t.service_account)
+        ]
 
 
 def members_of(job: TrainingGroup, nodes: NodeIndex) -> list[Member]:

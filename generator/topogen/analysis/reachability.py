@@ -4,6 +4,13 @@ For a path src -> dst the sender's egress and the receiver's ingress are each
 evaluated: an endpoint not isolated in a direction allows everything; an
 isolated one allows the union of its matching allow rules; deny rules
 subtract from that, whatever allowed it. The path allows the intersection.
+
+Everything is matched against identities as Cilium builds them
+(topogen.cilium.identity): a pod's labels through the agent's label filter, with
+its service account and cluster; a node as its own agent (reserved:host) or as
+another node's (reserved:remote-node) sees it. The agent options of the policies'
+cluster (PolicySet.cilium) apply: policy enforcement never / always, and host
+policies only with the host firewall on.
 """
 
 from __future__ import annotations
@@ -19,8 +26,13 @@ from topogen.analysis.selection import (
     label_view,
 )
 from topogen.cilium.entities import entities_select
-from topogen.cilium.identity import NAMESPACE_KEY, pod_identity_labels
-from topogen.cilium.selectors import selects_host
+from topogen.cilium.identity import (
+    NAMESPACE_KEY,
+    NODE_SOURCE_PREFIX,
+    host_identity,
+    pod_identity,
+    pod_labels,
+)
 from topogen.model import (
     Endpoint,
     Isolation,
@@ -46,14 +58,12 @@ def pod_endpoint(
     namespace: str,
     namespaces: Mapping[str, Namespace],
     ports: tuple[tuple[str, int, str], ...] = (),
+    service_account: str = "",
 ) -> Endpoint:
-    """A pod's identity: its labels, its namespace and its namespace's labels (Cilium keys)."""
-    ns_labels = (
-        namespaces[namespace].labels
-        if namespace in namespaces
-        else {"kubernetes.io/metadata.name": namespace}
-    )
-    identity = pod_identity_labels(labels, namespace, ns_labels)
+    """A pod: every label the agent derives for it (own labels, namespace and its labels,
+    service account), before the label filter, which the index applies."""
+    ns_labels = namespaces[namespace].labels if namespace in namespaces else {}
+    identity = pod_labels(labels, namespace, ns_labels, service_account)
     return Endpoint(host=False, labels=identity, namespace=namespace, ports=ports)
 
 
@@ -85,10 +95,18 @@ class SideTrace:
     denies: tuple[RuleMatch, ...]
     allowed: PortSet
     isolations: tuple[Isolation, ...] = ()  # the rules behind isolated_by (with rule index)
+    always: bool = False  # default deny by the agent's policy-enforcement=always
+    notes: tuple[str, ...] = ()  # what Cilium enforces here beyond L3/L4
 
     @property
     def isolated(self) -> bool:
-        return bool(self.isolated_by)
+        return bool(self.isolated_by) or self.always
+
+    def isolators(self) -> str:
+        who = [str(p) for p in self.isolated_by]
+        if self.always:
+            who.append("the agent's policy-enforcement=always")
+        return ", ".join(who)
 
 
 @dataclass(frozen=True)
@@ -96,6 +114,10 @@ class PathVerdict:
     egress: SideTrace
     ingress: SideTrace
     allowed: PortSet = field(default_factory=PortSet)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return tuple(sorted({*self.egress.notes, *self.ingress.notes}))
 
     def permits(self, required: PortSet) -> bool:
         return self.allowed.covers(required)
@@ -110,7 +132,7 @@ class PathVerdict:
             if denying:
                 reasons.extend(f"{who} denied by {d.describe()}" for d in denying)
                 continue
-            isolators = ", ".join(str(p) for p in side.isolated_by)
+            isolators = side.isolators()
             if side.allows:
                 got = side.allows[0].ports
                 for a in side.allows[1:]:
@@ -130,12 +152,21 @@ class PathVerdict:
         return sorted(set(out))
 
 
+def _open_side(direction: str) -> SideTrace:
+    return SideTrace(direction, (), (), (), PortSet.everything(), (), False, (_LOOPBACK_NOTE,))
+
+
+_LOOPBACK_NOTE = "both ends on one node: loopback traffic, which no policy filters"
+_LOOPBACK = PathVerdict(_open_side("egress"), _open_side("ingress"), PortSet.everything())
+
+
 class PolicyIndex:
     """Policies indexed for repeated path queries; results cached per endpoint pair."""
 
     def __init__(self, policies: PolicySet, namespaces: Mapping[str, Namespace]) -> None:
         self.policies = policies
         self.namespaces = namespaces
+        self.cilium = policies.cilium
         self._by_direction: dict[str, list[PolicyRule]] = {"ingress": [], "egress": []}
         for rule in policies.rules:
             self._by_direction[rule.direction].append(rule)
@@ -144,17 +175,20 @@ class PolicyIndex:
             self._isolations[iso.direction].append(iso)
         self._cache: dict[tuple[int, int, bool], PathVerdict] = {}
         self._subject_cache: dict[
-            tuple[int, str], tuple[tuple[Isolation, ...], list[PolicyRule]]
+            tuple[int, str], tuple[tuple[Isolation, ...], list[PolicyRule], tuple[str, ...]]
         ] = {}
         # endpoint identities interned to small ints; the Endpoint is kept so its id() is stable
         self._key_ids: dict[object, int] = {}
         self._ep_ids: dict[int, tuple[Endpoint, int]] = {}
+        # identity endpoints per endpoint (hosts: as their own node's agent sees them, and
+        # as another node's does)
+        self._idents: dict[tuple[int, bool], tuple[Endpoint, Endpoint]] = {}
         # one trace per (subject, direction, matched rule peers, destination ports): the port
         # arithmetic runs once per distinct signature, not once per endpoint pair
         self._sides: dict[tuple[object, ...], SideTrace] = {}
         self._portsets: dict[PortSet, PortSet] = {}  # equal sides share one allowed PortSet
         self._meets: dict[tuple[int, int], PortSet] = {}  # (id(egress), id(ingress) allowed)
-        self._peer_hits: dict[tuple[int, int], bool] = {}  # (id(peer), endpoint key)
+        self._peer_hits: dict[tuple[int, int, bool], bool] = {}  # (id(peer), key, local host)
         # per (subject, direction, namespace of the other end): the rules and peers that can
         # match there (peers pinned to other namespaces dropped), so a pair checks only those
         self._candidates: dict[tuple[int, str, str], list[tuple[PolicyRule, list[Peer]]]] = {}
@@ -162,15 +196,20 @@ class PolicyIndex:
         # selector reads, values it never names folded into one (so a per-job `app` value
         # or a node's hostname does not make a new identity); hosts without their node name
         # (verdicts between hosts carry a same-node flag instead)
+        endpoint_peers = [
+            p.selector for r in policies.rules for p in r.peers if p.kind != "entities"
+        ]
         self._pod_view = label_view(
             [r.subject for r in policies.rules if not r.subject_host]
             + [i.subject for i in policies.isolations if not i.subject_host]
-            + [p.selector for r in policies.rules for p in r.peers if p.kind == "endpoints"]
+            + endpoint_peers
         )
-        self._host_view = label_view(
-            [r.subject for r in policies.rules if r.subject_host]
-            + [i.subject for i in policies.isolations if i.subject_host]
-            + [p.selector for r in policies.rules for p in r.peers if p.kind == "nodes"]
+        self._host_view = _raw_node_view(
+            label_view(
+                [r.subject for r in policies.rules if r.subject_host]
+                + [i.subject for i in policies.isolations if i.subject_host]
+                + endpoint_peers
+            )
         )
         # rules and isolations by the endpoints they can select: (host, namespace) buckets,
         # within a bucket by one matchLabels pair of the subject selector
@@ -187,17 +226,36 @@ class PolicyIndex:
             if rule.subject_host:
                 keys |= rule.subject.keys()
             for peer in rule.peers:
-                if peer.kind == "nodes":
+                if peer.kind != "entities":
                     keys |= peer.selector.keys()
-        return keys
+        return {k.removeprefix(NODE_SOURCE_PREFIX) for k in keys}
+
+    def identity(self, ep: Endpoint, *, local: bool = True) -> Endpoint:
+        """`ep` as Cilium's identity: a pod's labels filtered (plus cluster); a host as its
+        own node's agent sees it (local) or another node's does."""
+        local = local or not ep.host
+        known = self._idents.get((id(ep), local))
+        if known is not None and known[0] is ep:
+            return known[1]
+        if ep.host:
+            labels = host_identity(ep.labels, self.cilium, local=local)
+        else:
+            labels = pod_identity(ep.labels, self.cilium)
+        ident = Endpoint(ep.host, labels, ep.namespace, ep.ports, ep.node)
+        self._idents[(id(ep), local)] = (ep, ident)
+        return ident
 
     def verdict(self, src: Endpoint, dst: Endpoint) -> PathVerdict:
         src_key, dst_key = self._key(src), self._key(dst)
         same_node = src.host and dst.host and src.node == dst.node
         hit = self._cache.get((src_key, dst_key, same_node))
+        if hit is None and same_node:
+            # two hostNetwork processes of one node talk over loopback, which no Cilium
+            # program sees: no policy applies (the host firewall is on the node's devices)
+            hit = self._cache[(src_key, dst_key, True)] = _LOOPBACK
         if hit is None:
-            egress = self._side(src, src_key, dst, dst_key, "egress", dst)
-            ingress = self._side(dst, dst_key, src, src_key, "ingress", dst)
+            egress = self._side(src, src_key, dst, dst_key, "egress", dst, same_node)
+            ingress = self._side(dst, dst_key, src, src_key, "ingress", dst, same_node)
             both = (id(egress.allowed), id(ingress.allowed))  # interned in _trace
             allowed = self._meets.get(both)
             if allowed is None:
@@ -221,17 +279,55 @@ class PolicyIndex:
     def _subject_rules(
         self, subject: Endpoint, subject_key: int, direction: str
     ) -> tuple[tuple[Isolation, ...], list[PolicyRule]]:
+        """The isolations and rules whose subject selects `subject` (an identity)."""
+        isolations = sorted(
+            set(self._iso_index[direction].selecting(subject)),
+            key=lambda i: (i.policy, i.index),
+        )
+        return tuple(isolations), self._rule_index[direction].selecting(subject)
+
+    def _selection(
+        self, subject: Endpoint, subject_key: int, direction: str
+    ) -> tuple[tuple[Isolation, ...], list[PolicyRule], tuple[str, ...]]:
+        """_subject_rules under the agent's options, and the notes of rules that select
+        the subject on peers topogen cannot resolve."""
         key = (subject_key, direction)
         hit = self._subject_cache.get(key)
         if hit is None:
-            isolations = sorted(
-                set(self._iso_index[direction].selecting(subject)),
-                key=lambda i: (i.policy, i.index),
+            enforced = self.cilium.policy_enforcement != "never" and (
+                not subject.host or self.cilium.host_firewall
             )
-            rules = self._rule_index[direction].selecting(subject)
-            hit = (tuple(isolations), rules)
-            self._subject_cache[key] = hit
+            if enforced:
+                isolations, rules = self._subject_rules(
+                    self.identity(subject), subject_key, direction
+                )
+            else:
+                isolations, rules = (), []
+            open_notes = tuple(
+                sorted(
+                    {n for r in rules if any(p.kind == "cidr" for p in r.peers) for n in r.notes}
+                )
+            )
+            hit = self._subject_cache[key] = (isolations, rules, open_notes)
         return hit
+
+    def _always(self, subject: Endpoint) -> bool:
+        return self.cilium.policy_enforcement == "always" and (
+            not subject.host or self.cilium.host_firewall
+        )
+
+    def _candidates_for(
+        self, subject_key: int, direction: str, namespace: str, rules: list[PolicyRule]
+    ) -> list[tuple[PolicyRule, list[Peer]]]:
+        cand_key = (subject_key, direction, namespace)
+        candidates = self._candidates.get(cand_key)
+        if candidates is None:
+            candidates = self._candidates[cand_key] = [
+                (r, ps)
+                for r in rules
+                if (ps := [p for p in r.peers if _may_match_namespace(p, namespace)])
+            ]
+        return candidates
 
     def _side(
         self,
@@ -241,29 +337,20 @@ class PolicyIndex:
         peer_key: int,
         direction: str,
         dst: Endpoint,
+        same_node: bool,
     ) -> SideTrace:
-        isolations, rules = self._subject_rules(subject, subject_key, direction)
-        cand_key = (subject_key, direction, peer.namespace)
-        candidates = self._candidates.get(cand_key)
-        if candidates is None:
-            candidates = self._candidates[cand_key] = [
-                (r, ps)
-                for r in rules
-                if (ps := [p for p in r.peers if _may_match_namespace(p, peer.namespace)])
-            ]
+        isolations, rules, open_notes = self._selection(subject, subject_key, direction)
+        candidates = self._candidates_for(subject_key, direction, peer.namespace, rules)
         matched: list[tuple[PolicyRule, Peer]] = []
         signature: list[int] = []
-        hit_p: bool | None
         for rule, peers in candidates:
             for p in peers:
-                if p.kind == "entities" and peer.host:  # depends on the subject's node
-                    hit_p = self._peer_matches(p, peer, subject)
-                else:
-                    hit_p = self._peer_hits.get((id(p), peer_key))
-                    if hit_p is None:
-                        hit_p = self._peer_hits[(id(p), peer_key)] = self._peer_matches(
-                            p, peer, subject
-                        )
+                hit_key = (id(p), peer_key, same_node and peer.host)
+                hit_p = self._peer_hits.get(hit_key)
+                if hit_p is None:
+                    hit_p = self._peer_hits[hit_key] = self._peer_matches(
+                        p, self.identity(peer, local=same_node)
+                    )
                 if hit_p:
                     matched.append((rule, p))
                     signature += (id(rule), id(p))
@@ -271,7 +358,9 @@ class PolicyIndex:
         key = (subject_key, direction, tuple(signature), dst.ports if matched else ())
         hit = self._sides.get(key)
         if hit is None:
-            hit = self._sides[key] = self._trace(direction, isolations, matched, dst)
+            hit = self._sides[key] = self._trace(
+                direction, isolations, matched, dst, self._always(subject), open_notes
+            )
         return hit
 
     def side_groups(
@@ -290,15 +379,8 @@ class PolicyIndex:
         if any(o.host or o.namespace != first.namespace or o.ports != first.ports for o in others):
             raise ValueError("side_groups needs pods of one namespace and one set of ports")
         subject_key = self._key(subject)
-        isolations, rules = self._subject_rules(subject, subject_key, direction)
-        cand_key = (subject_key, direction, first.namespace)
-        candidates = self._candidates.get(cand_key)
-        if candidates is None:
-            candidates = self._candidates[cand_key] = [
-                (r, ps)
-                for r in rules
-                if (ps := [p for p in r.peers if _may_match_namespace(p, first.namespace)])
-            ]
+        isolations, rules, open_notes = self._selection(subject, subject_key, direction)
+        candidates = self._candidates_for(subject_key, direction, first.namespace, rules)
         family = self._family(others)
         groups: list[tuple[int, tuple[int, ...], tuple[tuple[PolicyRule, Peer], ...]]] = [
             ((1 << len(others)) - 1, (), ())
@@ -308,7 +390,7 @@ class PolicyIndex:
             for mask, signature, matched in groups:
                 rest = mask
                 for p in peers:
-                    hits = self._peer_mask(p, family, subject) & rest
+                    hits = self._peer_mask(p, family) & rest
                     if hits:
                         split.append((hits, (*signature, id(rule), id(p)), (*matched, (rule, p))))
                         rest &= ~hits
@@ -318,13 +400,14 @@ class PolicyIndex:
                     split.append((rest, signature, matched))
             groups = split
         ports_of = first if direction == "egress" else subject
+        always = self._always(subject)
         out = []
         for mask, signature, matched in groups:
             key = (subject_key, direction, signature, ports_of.ports if matched else ())
             trace = self._sides.get(key)
             if trace is None:
                 trace = self._sides[key] = self._trace(
-                    direction, isolations, list(matched), ports_of
+                    direction, isolations, list(matched), ports_of, always, open_notes
                 )
             out.append((mask, trace))
         return out
@@ -340,17 +423,17 @@ class PolicyIndex:
         self._family_of[id(others)] = (others, hit)
         return hit
 
-    def _peer_mask(self, p: Peer, family: EndpointFamily, subject: Endpoint) -> int:
-        """Positions of the family `p` matches (pods: never dependent on the subject)."""
+    def _peer_mask(self, p: Peer, family: EndpointFamily) -> int:
+        """Positions of the family (pods) `p` matches."""
         key = (id(p), family.fid)
         hit = self._peer_masks.get(key)
         if hit is None:
             hit = 0
             for rep, mask in family.classes(p.selector):
-                rep_key = self._key(rep)
-                m = self._peer_hits.get((id(p), rep_key))
+                hit_key = (id(p), self._key(rep), False)
+                m = self._peer_hits.get(hit_key)
                 if m is None:
-                    m = self._peer_hits[(id(p), rep_key)] = self._peer_matches(p, rep, subject)
+                    m = self._peer_hits[hit_key] = self._peer_matches(p, self.identity(rep))
                 if m:
                     hit |= mask
             self._peer_masks[key] = hit
@@ -373,6 +456,8 @@ class PolicyIndex:
         isolations: tuple[Isolation, ...],
         matched: list[tuple[PolicyRule, Peer]],
         dst: Endpoint,
+        always: bool,
+        open_notes: tuple[str, ...],
     ) -> SideTrace:
         isolated_by = tuple(sorted({i.policy for i in isolations}))
         named = {(name, proto): port for name, port, proto in dst.ports if name}
@@ -386,47 +471,48 @@ class PolicyIndex:
             )
             (denies if rule.deny else allows).append(RuleMatch(rule, p, ports))
         allowed = PortSet.everything()
-        if isolated_by:
+        if isolated_by or always:
             allowed = PortSet()
             for a in allows:
                 allowed = allowed.union(a.ports)
         for d in denies:
             allowed = allowed.minus(d.ports)
         allowed = self._portsets.setdefault(allowed, allowed)
-        return SideTrace(direction, isolated_by, tuple(allows), tuple(denies), allowed, isolations)
+        notes = {n for a in allows if not a.ports.empty for n in a.rule.notes}
+        return SideTrace(
+            direction,
+            isolated_by,
+            tuple(allows),
+            tuple(denies),
+            allowed,
+            isolations,
+            always,
+            tuple(sorted(notes | set(open_notes))),
+        )
 
-    def _peer_matches(self, peer: Peer, other: Endpoint, subject: Endpoint) -> bool:
+    def _peer_matches(self, peer: Peer, other: Endpoint) -> bool:
+        """Whether a rule's peer selects `other` (an identity, as the subject's agent sees it)."""
         if peer.kind == "cidr":
             return False  # CIDR rules never match Cilium-managed endpoints
         if peer.kind == "entities":
-            same_node = other.host and subject.host and subject.node == other.node
-            return entities_select(peer.entities, host=other.host, same_node=same_node)
-        if peer.kind == "nodes":
-            return other.host and peer.selector.matches(other.labels)
-        # endpoints
-        if other.host:
-            # only reserved identity labels can select a host from an endpoint selector
-            if peer.namespace_selector is not None or peer.namespace is not None:
-                return False
-            return selects_host(peer.selector)
-        if peer.namespace_selector is not None:
-            ns = self.namespaces.get(other.namespace)
-            ns_labels = ns.labels if ns else {"kubernetes.io/metadata.name": other.namespace}
-            return peer.namespace_selector.matches(ns_labels) and peer.selector.matches(
-                other.labels
-            )
-        if peer.namespace is not None and other.namespace != peer.namespace:
-            return False
+            return entities_select(peer.entities, other.labels, self.cilium.cluster_name)
         return peer.selector.matches(other.labels)
+
+
+def _raw_node_view(view: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]:
+    """A label view over a node's own labels (a remote node's are read as `node:<key>`)."""
+    out: dict[str, frozenset[str]] = {}
+    for k, values in view.items():
+        raw = k.removeprefix(NODE_SOURCE_PREFIX)
+        out[raw] = out.get(raw, frozenset()) | values
+    return out
 
 
 def _may_match_namespace(peer: Peer, namespace: str) -> bool:
     """False when the peer can only match pods of other namespaces (hosts have namespace "")."""
-    if peer.kind != "endpoints" or peer.namespace_selector is not None:
+    if peer.kind != "endpoints":
         return True
-    if peer.namespace is not None:
-        return peer.namespace == namespace
     for key, value in peer.selector.match_labels:
-        if key == NAMESPACE_KEY:
-            return value == namespace
+        if key == NAMESPACE_KEY and value != namespace:
+            return False
     return True

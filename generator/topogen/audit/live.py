@@ -126,7 +126,7 @@ def build_inputs(
     return AuditInputs(
         cluster=cluster.name,
         topology=topology,
-        index=PolicyIndex(read_policies(kube), namespaces),
+        index=PolicyIndex(read_policies(kube, cluster.cilium.settings()), namespaces),
         namespaces=namespaces,
         groups=tuple(groups),
         pods=pods,

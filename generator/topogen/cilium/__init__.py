@@ -1,3 +1,4 @@
-"""What topogen knows of Cilium: identity label keys, entities, how its parser rewrites
-selectors (and, to come, the agent's identity label filter). Knowledge only: reads no files.
+"""What topogen knows of Cilium: the agent options that change verdicts, the identity
+label filter, how a pod or a node becomes a security identity, entities, and how the
+agent's parser rewrites selectors. Knowledge only: reads no files.
 """

@@ -1,34 +1,64 @@
-"""Cilium's entities (fromEntities/toEntities) and which endpoints each selects."""
+"""Cilium's entities (fromEntities/toEntities) and which identities each selects.
+
+As pkg/policy/api/entity.go maps them to selectors over reserved identity labels;
+`cluster` adds the local cluster's pods (io.cilium.k8s.policy.cluster=<cluster-name>),
+`cluster-mesh` every pod with a cluster label.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+
+from topogen.cilium.identity import CLUSTER_KEY
 
 __all__ = ["ENTITIES", "entities_select"]
 
+# the CRD's enum (world-ipv4/world-ipv6 are accepted by the agent, not by the API server)
 ENTITIES = (
     "all",
-    "cluster",
-    "host",
-    "remote-node",
     "world",
-    "world-ipv4",
-    "world-ipv6",
-    "kube-apiserver",
-    "ingress",
-    "health",
+    "cluster",
+    "cluster-mesh",
+    "host",
     "init",
+    "ingress",
     "unmanaged",
+    "remote-node",
+    "health",
+    "none",
+    "kube-apiserver",
+)
+
+_CLUSTER_RESERVED = (
+    "reserved:host",
+    "reserved:remote-node",
+    "reserved:init",
+    "reserved:ingress",
+    "reserved:health",
+    "reserved:unmanaged",
+    "reserved:kube-apiserver",
+    "reserved:cluster",
 )
 
 
-def entities_select(entities: Collection[str], *, host: bool, same_node: bool) -> bool:
-    """Whether a peer naming these entities selects the other end of a path: a pod
-    (host=False) or a host, the subject's own node (same_node) or another one."""
-    if "all" in entities:
+def _entity_selects(entity: str, labels: Mapping[str, str], cluster_name: str) -> bool:
+    if entity == "all":
         return True
-    if not host:
-        return "cluster" in entities
-    if "cluster" in entities:
-        return True
-    return ("host" in entities) if same_node else ("remote-node" in entities)
+    if entity in ("cluster", "cluster-mesh"):
+        if any(k in labels for k in _CLUSTER_RESERVED):
+            return True
+        if entity == "cluster":
+            return labels.get(CLUSTER_KEY) == cluster_name
+        return CLUSTER_KEY in labels or "reserved:clustermesh" in labels
+    if entity == "world":
+        return any(
+            k in labels for k in ("reserved:world", "reserved:world-ipv4", "reserved:world-ipv6")
+        )
+    return f"reserved:{entity}" in labels
+
+
+def entities_select(
+    entities: Collection[str], labels: Mapping[str, str], cluster_name: str
+) -> bool:
+    """Whether a peer naming these entities selects an identity with these labels."""
+    return any(_entity_selects(e, labels, cluster_name) for e in entities)

@@ -117,6 +117,8 @@ def connectivity_command(
     """
     spec = input_spec(config_path, cluster, policies, workloads, namespaces)
     report = compute_connectivity(load_inputs(spec), label_overrides(labels))
+    for w in report.warnings:
+        click.echo(f"topogen: warning: {w}", err=True)
     if verbose:
         for s in report.skipped:
             click.echo(f"topogen: skipped {s}", err=True)

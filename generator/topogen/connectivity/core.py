@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from topogen.analysis.policychecks import policy_warnings
 from topogen.analysis.ports import PortSet
 from topogen.analysis.reachability import PolicyIndex
 from topogen.connectivity.endpoints import LabelOverride, WorkloadEndpoint, build_endpoints
@@ -25,6 +26,7 @@ class Pair:
     src: WorkloadEndpoint
     dst: WorkloadEndpoint
     allowed: PortSet
+    notes: tuple[str, ...] = ()  # what Cilium enforces here beyond L3/L4
 
     @property
     def connected(self) -> bool:
@@ -38,6 +40,7 @@ class ConnectivityReport:
     pairs: tuple[Pair, ...]  # ordered by (src, dst) in endpoint order
     policies: tuple[PolicyRef, ...]
     skipped: tuple[str, ...]
+    warnings: tuple[str, ...] = ()  # inert selectors, missing identities (policychecks)
 
     @property
     def connected(self) -> tuple[Pair, ...]:
@@ -54,7 +57,16 @@ def compute_connectivity(
         for dst in endpoints:
             if src is dst and not src.self_pair:
                 continue
-            pairs.append(Pair(src, dst, index.verdict(src.endpoint, dst.endpoint).allowed))
+            verdict = index.verdict(src.endpoint, dst.endpoint)
+            pairs.append(Pair(src, dst, verdict.allowed, verdict.notes))
+    pods = [(ep.workload.namespace, [k for k, _ in ep.labels]) for ep in endpoints]
+    identity_labels = {h.label for h in inputs.identity_hints}
+    warnings = policy_warnings(inputs.policies, pods, identity_labels, set())
     return ConnectivityReport(
-        endpoints, excluded, tuple(pairs), inputs.policies.policies, inputs.skipped
+        endpoints,
+        excluded,
+        tuple(pairs),
+        inputs.policies.policies,
+        inputs.skipped,
+        tuple(warnings),
     )

@@ -95,7 +95,9 @@ def build_endpoints(
     for w in ordered:
         wid = _base_id(w) if counts[_base_id(w)] == 1 else _kind_id(w)
         labels = tuple(sorted(w.template.labels.items()))
-        net = pod_endpoint(dict(labels), w.namespace, namespaces, w.template.ports)
+        net = pod_endpoint(
+            dict(labels), w.namespace, namespaces, w.template.ports, w.template.service_account
+        )
         plain.append(WorkloadEndpoint(wid, w, net, labels))
     by_id: dict[str, dict[str, str]] = {}
     for o in overrides:
@@ -111,7 +113,13 @@ def build_endpoints(
             ep = WorkloadEndpoint(
                 ep.id,
                 w,
-                pod_endpoint(dict(labels), w.namespace, namespaces, w.template.ports),
+                pod_endpoint(
+                    dict(labels),
+                    w.namespace,
+                    namespaces,
+                    w.template.ports,
+                    w.template.service_account,
+                ),
                 labels,
                 tuple(sorted(extra)),
             )

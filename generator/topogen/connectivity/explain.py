@@ -130,7 +130,7 @@ def explain_path(
         requested=requested,
         requested_text=port or "",
         ports=port_verdicts(verdict, requested),
-        notes=_notes(inputs.identity_hints, (src, dst)),
+        notes=_notes(inputs.identity_hints, (src, dst)) + verdict.notes,
     )
 
 
@@ -194,6 +194,8 @@ def side_status(side: SideTrace, proto: str, port: int) -> SideStatus:
     if allows:
         return SideStatus(ALLOWED, tuple(dict.fromkeys(rule_name(a.rule) for a in allows)))
     isolators = [isolation_name(i) for i in side.isolations] or [str(p) for p in side.isolated_by]
+    if side.always:
+        isolators.append("policy-enforcement=always")
     return SideStatus(DEFAULT_DENY, tuple(dict.fromkeys(isolators)))
 
 

@@ -38,6 +38,8 @@ def connectivity_table(report: ConnectivityReport) -> str:
     if report.excluded:
         names = ", ".join(e.id for e in report.excluded)
         out += f"left out (hostNetwork, out of scope): {names}\n"
+    for p in report.connected:
+        out += "".join(f"note: {p.src.id} -> {p.dst.id}: {n}\n" for n in p.notes)
     return out
 
 
@@ -77,6 +79,7 @@ def connectivity_json(report: ConnectivityReport) -> str:
                 "to": p.dst.id,
                 "connected": p.connected,
                 "allowed": p.allowed.describe(),
+                **({"notes": list(p.notes)} if p.notes else {}),
             },
             sort_keys=True,
         )
@@ -117,6 +120,8 @@ def _side_text(title: str, side: SideTrace, other: WorkloadEndpoint) -> list[str
     lines = [title]
     if side.isolated:
         who = [isolation_name(i) for i in side.isolations] or [str(p) for p in side.isolated_by]
+        if side.always:
+            who.append("the agent's policy-enforcement=always")
         lines.append(f"  isolated (default deny) by {', '.join(who)}")
     else:
         lines.append("  not isolated: everything not denied is allowed")

@@ -14,7 +14,7 @@ from topogen.config import load_config
 from topogen.errors import InputError
 from topogen.model import Namespace, PolicySet, Workload
 from topogen.sources.loader import load_cluster_inputs, load_workload_inputs, read_objects
-from topogen.sources.policies import POLICY_KINDS, read_policies
+from topogen.sources.policies import POLICY_KINDS, read_policies, read_services
 from topogen.sources.workloads import read_namespaces, read_workloads
 
 __all__ = ["ConnectivityInputs", "IdentityHint", "InputSpec", "load_inputs"]
@@ -70,7 +70,7 @@ def _from_config(path: str, cluster_name: str | None) -> ConnectivityInputs:
     cfg = load_config(path)
     cluster = cfg.cluster(cluster_name) if cluster_name else cfg.clusters[0]
     loaded = load_workload_inputs(cfg)
-    cluster_inputs = load_cluster_inputs(cfg, cluster)
+    cluster_inputs = load_cluster_inputs(cfg, cluster, loaded.services)
     hints = tuple(
         IdentityHint(g.identity_label, tuple(g.namespaces))
         for g in cfg.groups_for(cluster.name)
@@ -101,6 +101,6 @@ def _from_paths(
     return ConnectivityInputs(
         workloads=tuple(found),
         namespaces=ns,
-        policies=read_policies(policy_objs),
+        policies=read_policies(policy_objs, services=read_services(workload_objs + namespace_objs)),
         skipped=tuple(skipped),
     )

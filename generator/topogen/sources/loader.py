@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from topogen.config import ClusterConfig, TopogenConfig
 from topogen.errors import InputError
 from topogen.manifest import KubeObject
-from topogen.model import NO_ZONE_PREFIX, Namespace, PolicySet, Topology, Workload
+from topogen.model import NO_ZONE_PREFIX, Namespace, PolicySet, Service, Topology, Workload
 from topogen.sources.nodes import read_nodes
 from topogen.sources.objects import flatten
-from topogen.sources.policies import read_policies
+from topogen.sources.policies import read_policies, read_services
 from topogen.sources.workloads import read_namespaces, read_workloads
 from topogen.sources.yamlio import display_path, expand_paths, iter_documents
 
@@ -40,13 +41,17 @@ class WorkloadInputs:
     namespaces: dict[str, Namespace]
     skipped: tuple[str, ...] = field(default=())
     objects: tuple[KubeObject, ...] = field(default=())  # as read, for the workload patches
+    services: tuple[Service, ...] = field(default=())  # for toServices rules
 
 
 def read_objects(paths: list[str], base: Path, what: str) -> list[KubeObject]:
     return list(flatten(iter_documents(expand_paths(paths, base=base, what=what))))
 
 
-def load_cluster_inputs(cfg: TopogenConfig, cluster: ClusterConfig) -> ClusterInputs:
+def load_cluster_inputs(
+    cfg: TopogenConfig, cluster: ClusterConfig, services: Sequence[Service] = ()
+) -> ClusterInputs:
+    """`services`: Services read elsewhere (beside the workloads), for toServices rules."""
     base = cfg.base_dir
     node_objs = read_objects(cluster.nodes, base, f"clusters.{cluster.name}.nodes")
     nodes = read_nodes(node_objs, cluster.zone_label)
@@ -69,7 +74,7 @@ def load_cluster_inputs(cfg: TopogenConfig, cluster: ClusterConfig) -> ClusterIn
         for o in node_objs
         if o.kind != "Node" and (o.group, o.kind, o.namespace, o.name) not in seen
     ]
-    policies = read_policies(policy_objs)
+    policies = read_policies(policy_objs, cluster.cilium.settings(), services)
     ns_objs = read_objects(cluster.namespaces, base, f"clusters.{cluster.name}.namespaces")
     namespaces = {n.name: n for n in read_namespaces(ns_objs + node_objs + policy_objs)}
     topology = Topology(
@@ -95,7 +100,9 @@ def load_workload_inputs(
     skipped: list[str] = []
     workloads = read_workloads(objs, skipped)
     namespaces = {n.name: n for n in read_namespaces(objs)}
-    return WorkloadInputs(tuple(workloads), namespaces, tuple(skipped), tuple(objs))
+    return WorkloadInputs(
+        tuple(workloads), namespaces, tuple(skipped), tuple(objs), tuple(read_services(objs))
+    )
 
 
 def shown(path: Path) -> str:

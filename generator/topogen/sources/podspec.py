@@ -59,7 +59,19 @@ def parse_pod_spec(
         host_network=as_bool(spec.get("hostNetwork"), f"{what}.hostNetwork", obj),
         ports=ports,
         annotations=annotations,
+        service_account=_service_account(spec, what, obj),
     )
+
+
+def _service_account(spec: Mapping[str, Any], what: str, obj: KubeObject) -> str:
+    """serviceAccountName, or the deprecated serviceAccount it replaces."""
+    for key in ("serviceAccountName", "serviceAccount"):
+        value = spec.get(key)
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{obj.where()}: {what}.{key} must be a string", path=obj.path)
+        if value:
+            return value
+    return ""
 
 
 def _tolerations(spec: Mapping[str, Any], what: str, obj: KubeObject) -> tuple[Toleration, ...]:

@@ -1,11 +1,11 @@
 """CiliumNetworkPolicy, CiliumClusterwideNetworkPolicy and NetworkPolicy into PolicyRules.
 
-Normalisation done here, once, so the analysis sees one shape:
-- `k8s:`/`any:` key prefixes dropped (`reserved:` kept: it selects reserved identities);
-- CNP peer selectors without a namespace key get the policy's namespace (both rewrites
-  are Cilium's, in cilium/);
-- each direction of each rule item becomes one PolicyRule; sections that put an
-  endpoint in default deny become Isolation records (honouring enableDefaultDeny).
+Normalisation done here, once, so the analysis sees one shape: every selector is
+over identity labels, as Cilium's parser leaves it (the Cilium kinds: sources/
+cilium_rules.py; a NetworkPolicy: as the agent translates it, pkg/k8s/network_policy.go);
+each direction of each rule item becomes one PolicyRule; what puts an endpoint in
+default deny becomes an Isolation record. Namespaced policies without a namespace
+apply in the one sources.scope.namespace_of gives them.
 """
 
 from __future__ import annotations
@@ -14,12 +14,16 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from topogen.cilium.entities import ENTITIES
-from topogen.cilium.identity import normalise_key
-from topogen.cilium.selectors import with_policy_namespace
+from topogen.cilium.identity import (
+    CILIUM_NS_LABEL_PREFIX,
+    CLUSTER_KEY,
+    NAMESPACE_KEY,
+    normalise_key,
+)
 from topogen.errors import InputError
 from topogen.manifest import KubeObject, as_list, as_map, string_map
 from topogen.model import (
+    CiliumSettings,
     Isolation,
     LabelSelector,
     Peer,
@@ -28,9 +32,12 @@ from topogen.model import (
     PolicySet,
     PortRange,
     Requirement,
+    Service,
 )
+from topogen.sources.cilium_rules import read_cilium
+from topogen.sources.scope import namespace_of
 
-__all__ = ["POLICY_KINDS", "parse_selector", "read_policies"]
+__all__ = ["POLICY_KINDS", "parse_selector", "read_policies", "read_services"]
 
 CNP, CCNP, NP = "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "NetworkPolicy"
 POLICY_KINDS = {("cilium.io", CNP), ("cilium.io", CCNP), ("networking.k8s.io", NP)}
@@ -39,27 +46,49 @@ _PROTOCOLS = ("TCP", "UDP", "SCTP")
 _PORT_NAME = re.compile(r"^(?=.*[a-zA-Z])[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?$")
 
 
-def read_policies(objects: Iterable[KubeObject]) -> PolicySet:
+def read_services(objects: Iterable[KubeObject]) -> list[Service]:
+    """The v1 Services among `objects` (what toServices rules resolve against)."""
+    out = []
+    for obj in objects:
+        if obj.kind != "Service" or obj.api_version != "v1":
+            continue
+        meta = as_map(obj.body.get("metadata"), "metadata", obj)
+        spec = as_map(obj.body.get("spec"), "spec", obj)
+        out.append(
+            Service(
+                namespace_of(obj),
+                obj.name,
+                string_map(meta.get("labels"), "metadata.labels", obj),
+                string_map(spec.get("selector"), "spec.selector", obj),
+            )
+        )
+    return out
+
+
+def read_policies(
+    objects: Iterable[KubeObject],
+    cilium: CiliumSettings | None = None,
+    services: Iterable[Service] = (),
+) -> PolicySet:
+    """The policies among `objects`; toServices resolve against `services` and the
+    Services among `objects`."""
+    settings = cilium or CiliumSettings()
+    objs = list(objects)
+    known = [*services, *read_services(objs)]
     rules: list[PolicyRule] = []
     isolations: list[Isolation] = []
     refs: list[PolicyRef] = []
-    for obj in objects:
+    for obj in objs:
         if (obj.group, obj.kind) not in POLICY_KINDS:
             continue
-        ref = PolicyRef(obj.kind, obj.namespace if obj.kind != CCNP else "", obj.name, obj.path)
-        if obj.kind in (CNP, NP) and not obj.namespace:
-            raise InputError(
-                f"{obj.where()} has no metadata.namespace",
-                path=obj.path,
-                hint="namespaced policies need the namespace they apply in",
-            )
+        ref = PolicyRef(obj.kind, "" if obj.kind == CCNP else namespace_of(obj), obj.name, obj.path)
         refs.append(ref)
         if obj.kind == NP:
-            _read_netpol(obj, ref, rules, isolations)
+            _read_netpol(obj, ref, settings, rules, isolations)
         else:
-            _read_cilium(obj, ref, rules, isolations)
+            read_cilium(obj, ref, settings, known, rules, isolations)
     order = sorted(range(len(refs)), key=lambda i: refs[i])
-    return PolicySet(tuple(rules), tuple(isolations), tuple(refs[i] for i in order))
+    return PolicySet(tuple(rules), tuple(isolations), tuple(refs[i] for i in order), settings)
 
 
 # --- selectors ---------------------------------------------------------------
@@ -96,6 +125,15 @@ def parse_selector(raw: Any, what: str, obj: KubeObject, *, cilium: bool) -> Lab
         )
     pairs = tuple(sorted((normalise_key(k) if cilium else k, v) for k, v in labels.items()))
     return LabelSelector(pairs, tuple(sorted(exprs)))
+
+
+def _in_namespace(sel: LabelSelector, namespace: str) -> LabelSelector:
+    """A NetworkPolicy pod selector applies in the policy's namespace (Cilium sets the
+    namespace label, replacing one the selector names)."""
+    labels = [(k, v) for k, v in sel.match_labels if k != NAMESPACE_KEY]
+    return LabelSelector(
+        tuple(sorted((*labels, (NAMESPACE_KEY, namespace)))), sel.match_expressions
+    )
 
 
 # --- ports ------------------------------------------------------------------------
@@ -143,27 +181,6 @@ def _protocols(raw: Any, default: str, what: str, obj: KubeObject) -> tuple[str,
     return (proto,)
 
 
-def _cilium_ports(
-    item: Mapping[str, Any], what: str, obj: KubeObject
-) -> tuple[PortRange, ...] | None:
-    to_ports = as_list(item.get("toPorts"), f"{what}.toPorts", obj)
-    if not to_ports:
-        # ICMP-only rules allow no TCP/UDP/SCTP traffic
-        return () if item.get("icmps") else None
-    out: list[PortRange] = []
-    for i, tp in enumerate(to_ports):
-        entry = as_map(tp, f"{what}.toPorts[{i}]", obj)
-        ports = as_list(entry.get("ports"), f"{what}.toPorts[{i}].ports", obj)
-        if not ports:
-            return None
-        for j, p in enumerate(ports):
-            pw = f"{what}.toPorts[{i}].ports[{j}]"
-            pm = as_map(p, pw, obj)
-            for proto in _protocols(pm.get("protocol"), "ANY", pw, obj):
-                out.append(_port_range(pm.get("port"), proto, pm.get("endPort"), pw, obj))
-    return tuple(sorted(set(out)))
-
-
 def _netpol_ports(
     item: Mapping[str, Any], what: str, obj: KubeObject
 ) -> tuple[PortRange, ...] | None:
@@ -180,141 +197,24 @@ def _netpol_ports(
     return tuple(sorted(set(out)))
 
 
-# --- Cilium --------------------------------------------------------------------------
-
-
-def _read_cilium(
-    obj: KubeObject, ref: PolicyRef, rules: list[PolicyRule], isolations: list[Isolation]
-) -> None:
-    body = obj.body
-    specs: list[tuple[str, Any]] = []
-    if body.get("spec") is not None:
-        specs.append(("spec", body["spec"]))
-    specs.extend((f"specs[{i}]", s) for i, s in enumerate(as_list(body.get("specs"), "specs", obj)))
-    if not specs:
-        raise InputError(f"{obj.where()} has neither spec nor specs", path=obj.path)
-    for index, (what, raw) in enumerate(specs):
-        _read_cilium_rule(obj, ref, index, what, as_map(raw, what, obj), rules, isolations)
-
-
-def _read_cilium_rule(
-    obj: KubeObject,
-    ref: PolicyRef,
-    index: int,
-    what: str,
-    spec: Mapping[str, Any],
-    rules: list[PolicyRule],
-    isolations: list[Isolation],
-) -> None:
-    namespaced = ref.kind == CNP
-    if "nodeSelector" in spec:
-        if namespaced:
-            raise InputError(
-                f"{obj.where()}: {what}.nodeSelector is only valid in a {CCNP}", path=obj.path
-            )
-        subject = parse_selector(spec["nodeSelector"], f"{what}.nodeSelector", obj, cilium=False)
-        host = True
-    elif "endpointSelector" in spec:
-        subject = parse_selector(
-            spec["endpointSelector"], f"{what}.endpointSelector", obj, cilium=True
-        )
-        host = False
-    else:
-        raise InputError(
-            f"{obj.where()}: {what} needs endpointSelector or nodeSelector", path=obj.path
-        )
-    subject_ns = obj.namespace if namespaced else None
-    default_deny = as_map(spec.get("enableDefaultDeny"), f"{what}.enableDefaultDeny", obj)
-    for direction in ("ingress", "egress"):
-        allow = as_list(spec.get(direction), f"{what}.{direction}", obj)
-        deny = as_list(spec.get(f"{direction}Deny"), f"{what}.{direction}Deny", obj)
-        if (allow or deny) and default_deny.get(direction, True) is not False:
-            isolations.append(Isolation(ref, index, direction, host, subject, subject_ns))
-        for section, items in ((direction, allow), (f"{direction}Deny", deny)):
-            for i, item in enumerate(items):
-                iw = f"{what}.{section}[{i}]"
-                im = as_map(item, iw, obj)
-                rules.append(
-                    PolicyRule(
-                        policy=ref,
-                        index=index,
-                        section=section,
-                        item=i,
-                        subject_host=host,
-                        subject=subject,
-                        subject_namespace=subject_ns,
-                        peers=_cilium_peers(im, direction, iw, obj, ref),
-                        ports=_cilium_ports(im, iw, obj),
-                    )
-                )
-
-
-def _cilium_peers(
-    item: Mapping[str, Any], direction: str, what: str, obj: KubeObject, ref: PolicyRef
-) -> tuple[Peer, ...]:
-    side = "from" if direction == "ingress" else "to"
-    peers: list[Peer] = []
-    for i, raw in enumerate(as_list(item.get(f"{side}Endpoints"), f"{what}.{side}Endpoints", obj)):
-        sel = parse_selector(raw, f"{what}.{side}Endpoints[{i}]", obj, cilium=True)
-        if ref.kind == CNP:
-            sel = with_policy_namespace(sel, obj.namespace)
-        peers.append(Peer("endpoints", selector=sel, text=f"{side}Endpoints {sel}"))
-    for i, raw in enumerate(as_list(item.get(f"{side}Nodes"), f"{what}.{side}Nodes", obj)):
-        sel = parse_selector(raw, f"{what}.{side}Nodes[{i}]", obj, cilium=False)
-        peers.append(Peer("nodes", selector=sel, text=f"{side}Nodes {sel}"))
-    entities = as_list(item.get(f"{side}Entities"), f"{what}.{side}Entities", obj)
-    for e in entities:
-        if e not in ENTITIES:
-            raise InputError(
-                f"{obj.where()}: {what}.{side}Entities has unknown entity {e!r}",
-                path=obj.path,
-                hint=f"known: {', '.join(ENTITIES)}",
-            )
-    if entities:
-        ents = tuple(sorted(set(entities)))
-        peers.append(Peer("entities", entities=ents, text=f"{side}Entities [{', '.join(ents)}]"))
-    for key in (
-        f"{side}CIDR",
-        f"{side}CIDRSet",
-        f"{side}FQDNs",
-        f"{side}Services",
-        f"{side}Groups",
-    ):
-        if item.get(key):
-            peers.append(Peer("cidr", text=f"{key} (never matches pod-to-pod traffic)"))
-    has_l4 = bool(item.get("toPorts") or item.get("icmps"))
-    named = (
-        f"{side}Endpoints",
-        f"{side}Nodes",
-        f"{side}Entities",
-        f"{side}CIDR",
-        f"{side}CIDRSet",
-        f"{side}FQDNs",
-        f"{side}Services",
-        f"{side}Groups",
-        f"{side}Requires",
-    )
-    if not any(k in item for k in named) and has_l4:
-        # an L4-only rule applies to every peer
-        peers.append(Peer("entities", entities=("all",), text="any peer (L4-only rule)"))
-    return tuple(peers)
-
-
 # --- Kubernetes NetworkPolicy ---------------------------------------------------------
 
 
 def _read_netpol(
-    obj: KubeObject, ref: PolicyRef, rules: list[PolicyRule], isolations: list[Isolation]
+    obj: KubeObject,
+    ref: PolicyRef,
+    settings: CiliumSettings,
+    rules: list[PolicyRule],
+    isolations: list[Isolation],
 ) -> None:
+    """As the agent translates a NetworkPolicy (ParseNetworkPolicy): an entry per rule
+    of each direction, whatever policyTypes says; a direction without rules is default
+    deny when policyTypes names it (ingress also when policyTypes omits Egress)."""
     spec = as_map(obj.body.get("spec"), "spec", obj)
+    namespace = ref.namespace
     subject = parse_selector(spec.get("podSelector"), "spec.podSelector", obj, cilium=False)
-    subject = with_policy_namespace(subject, obj.namespace)
+    subject = _in_namespace(subject, namespace)
     types = as_list(spec.get("policyTypes"), "spec.policyTypes", obj)
-    if not types:
-        # API defaulting: Ingress always, Egress only when there are egress rules
-        types = ["Ingress"] + (
-            ["Egress"] if as_list(spec.get("egress"), "spec.egress", obj) else []
-        )
     for t in types:
         if t not in ("Ingress", "Egress"):
             raise InputError(
@@ -322,13 +222,21 @@ def _read_netpol(
                 path=obj.path,
             )
     for direction in ("ingress", "egress"):
-        if direction.capitalize() not in types:
-            continue
-        isolations.append(Isolation(ref, 0, direction, False, subject, obj.namespace))
         side = "from" if direction == "ingress" else "to"
-        for i, item in enumerate(as_list(spec.get(direction), f"spec.{direction}", obj)):
+        items = as_list(spec.get(direction), f"spec.{direction}", obj)
+        named = direction.capitalize() in types
+        if items or named or (direction == "ingress" and "Egress" not in types):
+            isolations.append(Isolation(ref, 0, direction, False, subject, namespace))
+        for i, item in enumerate(items):
             iw = f"spec.{direction}[{i}]"
             im = as_map(item, iw, obj)
+            peers = _netpol_peers(
+                as_list(im.get(side), f"{iw}.{side}", obj),
+                f"{iw}.{side}",
+                obj,
+                namespace,
+                settings.cluster_name,
+            )
             rules.append(
                 PolicyRule(
                     policy=ref,
@@ -337,16 +245,19 @@ def _read_netpol(
                     item=i,
                     subject_host=False,
                     subject=subject,
-                    subject_namespace=obj.namespace,
-                    peers=_netpol_peers(
-                        as_list(im.get(side), f"{iw}.{side}", obj), f"{iw}.{side}", obj
-                    ),
+                    subject_namespace=namespace,
+                    peers=peers,
                     ports=_netpol_ports(im, iw, obj),
                 )
             )
 
 
-def _netpol_peers(items: list[Any], what: str, obj: KubeObject) -> tuple[Peer, ...]:
+def _netpol_peers(
+    items: list[Any], what: str, obj: KubeObject, namespace: str, cluster: str
+) -> tuple[Peer, ...]:
+    """Peers as the agent translates them: a pod selector gets the local cluster; with
+    a namespaceSelector, its keys read the pod's namespace labels (empty: any
+    namespace), without one the policy's namespace."""
     if not items:
         return (Peer("entities", entities=("all",), text="any peer (no from/to)"),)
     peers = []
@@ -362,23 +273,30 @@ def _netpol_peers(items: list[Any], what: str, obj: KubeObject) -> tuple[Peer, .
                 path=obj.path,
             )
         pod_sel = parse_selector(p.get("podSelector"), f"{pw}.podSelector", obj, cilium=False)
+        labels = list(pod_sel.match_labels)
+        exprs = list(pod_sel.match_expressions)
+        if CLUSTER_KEY not in set(pod_sel.keys()):
+            labels.append((CLUSTER_KEY, cluster))
         if "namespaceSelector" in p:
             ns_sel = parse_selector(
                 p["namespaceSelector"], f"{pw}.namespaceSelector", obj, cilium=False
             )
+            labels += [(CILIUM_NS_LABEL_PREFIX + k, v) for k, v in ns_sel.match_labels]
+            exprs += [
+                Requirement(CILIUM_NS_LABEL_PREFIX + r.key, r.operator, r.values)
+                for r in ns_sel.match_expressions
+            ]
+            if ns_sel.is_empty:
+                exprs.append(Requirement(NAMESPACE_KEY, "Exists"))
             text = (
                 f"namespaceSelector {ns_sel} AND podSelector {pod_sel}"
                 if "podSelector" in p
                 else f"namespaceSelector {ns_sel}"
             )
-            peers.append(Peer("endpoints", selector=pod_sel, namespace_selector=ns_sel, text=text))
         else:
-            peers.append(
-                Peer(
-                    "endpoints",
-                    selector=pod_sel,
-                    namespace=obj.namespace,
-                    text=f"podSelector {pod_sel} in {obj.namespace}",
-                )
-            )
+            labels = [(k, v) for k, v in labels if k != NAMESPACE_KEY]
+            labels.append((NAMESPACE_KEY, namespace))
+            text = f"podSelector {pod_sel} in {namespace}"
+        sel = LabelSelector(tuple(sorted(set(labels))), tuple(sorted(set(exprs))))
+        peers.append(Peer("endpoints", selector=sel, text=text))
     return tuple(peers)

@@ -14,6 +14,7 @@ from topogen.model import Namespace, Workload
 from topogen.operators.base import PodSet
 from topogen.operators.registry import operator_for_kind
 from topogen.sources.podspec import parse_pod_template
+from topogen.sources.scope import namespace_of
 
 __all__ = ["read_namespaces", "read_workloads"]
 
@@ -53,7 +54,7 @@ def _workload(obj: KubeObject, pods: PodSet) -> Workload:
     return Workload(
         obj.kind,
         obj.api_version,
-        obj.namespace or "default",
+        namespace_of(obj),
         obj.name,
         pods.replica,
         replicas,
