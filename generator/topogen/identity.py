@@ -11,37 +11,19 @@ static identity: the admission policy sets it to the zone the job is assigned to
 Stamped at binding: the PodTopologyLabels admission plugin (beta and on by default since
 Kubernetes 1.35) copies exactly topology.kubernetes.io/zone and topology.kubernetes.io/region
 from the node (kubernetes v1.36.3 plugin/pkg/admission/podtopologylabels defaultConfig).
-Kept by Cilium: the agent's default label filter (cilium v1.20 pkg/labelsfilter
-defaultLabelPrefixCfg) drops keys starting with these prefixes (anchored at the key's
-start), so topology.kubernetes.io/zone is not part of a pod's identity unless the agent is
-configured to keep it (`kept`).
+Kept by Cilium: the agent's label filter (topogen.cilium.labelfilter, checked against
+Cilium's pkg/labelsfilter by tests/cilium) drops topology.kubernetes.io/* by default, so a
+zone stamped at binding is part of a pod's identity only when the agent's `labels` option
+(clusters[].cilium.identityLabels) keeps it.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
+from topogen.cilium.labelfilter import LabelFilter
 
-__all__ = ["STAMPED_AT_BINDING", "cilium_keeps", "identity_source"]
+__all__ = ["STAMPED_AT_BINDING", "identity_source"]
 
 STAMPED_AT_BINDING = ("topology.kubernetes.io/region", "topology.kubernetes.io/zone")
-_INCLUDED = re.compile(r"^(io\.kubernetes\.pod\.namespace|io\.cilium\.k8s\.namespace\.labels|"
-                       r"app\.kubernetes\.io|io\.cilium\.k8s\.policy)")  # fmt: skip
-_DROPPED = re.compile(
-    r"^(io\.kubernetes|kubernetes\.io|statefulset\.kubernetes\.io/pod-name|"
-    r"apps\.kubernetes\.io/pod-index|batch\.kubernetes\.io/job-completion-index|"
-    r"batch\.kubernetes\.io/controller-uid|.*beta\.kubernetes\.io|k8s\.io|"
-    r"pod-template-generation|pod-template-hash|controller-revision-hash|controller-uid|"
-    r"annotation.*|etcd_node|topology\.kubernetes\.io)"
-)
-
-
-def cilium_keeps(key: str, kept: Iterable[str] = ()) -> bool:
-    """Is this pod label part of the Cilium identity (the default filter, plus `kept`)?"""
-    key = key.removeprefix("k8s:")
-    if any(key.startswith(k.removeprefix("k8s:")) for k in kept):
-        return True
-    return bool(_INCLUDED.match(key)) or not _DROPPED.match(key)
 
 
 def identity_source(
@@ -49,7 +31,7 @@ def identity_source(
     *,
     set_in_template: bool,
     host_network: bool,
-    kept: Iterable[str] = (),
+    label_filter: LabelFilter | None = None,
 ) -> str:
     """ "none" (the zone does not change the identity), "placement" (stamped at binding and
     kept) or "static" (the admission policy must name the zone)."""
@@ -57,8 +39,7 @@ def identity_source(
         return "none"
     if set_in_template:
         return "static"
-    if host_network or (
-        identity_label in STAMPED_AT_BINDING and cilium_keeps(identity_label, kept)
-    ):
+    kept = (label_filter or LabelFilter()).keeps(identity_label)
+    if host_network or (identity_label in STAMPED_AT_BINDING and kept):
         return "placement"
     return "static"

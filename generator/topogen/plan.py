@@ -17,6 +17,7 @@ from topogen.analysis.domains import DomainCheck
 from topogen.analysis.families import Family
 from topogen.analysis.findings import JobAnalysis
 from topogen.analysis.placement import place_in_domains
+from topogen.cilium.labelfilter import label_filter
 from topogen.config import GroupConfig
 from topogen.identity import identity_source
 from topogen.model import PolicyRef, Toleration
@@ -233,6 +234,7 @@ def _plan_spread(
         if group.identity_label
         else False,
         host_network=bool(members) and all(m.template.host_network for m in members),
+        label_filter=label_filter(ctx.index.cilium),
     )
     default = used[0]
     fallback = (

@@ -9,8 +9,9 @@ from pathlib import Path
 import yaml
 
 from helpers import GPU_TAINT, GPU_TOLERATION, config_doc, deployment, node_doc, write_tree
+from topogen.cilium.labelfilter import LabelFilter
 from topogen.config import load_config
-from topogen.identity import cilium_keeps, identity_source
+from topogen.identity import identity_source
 from topogen.packing import JobNeed, assign
 from topogen.pipeline import analyze
 from topogen.render.intent import buckets, intent_for, zones_for
@@ -53,11 +54,13 @@ def test_identity_follows_placement_only_where_stamped_and_kept() -> None:
     assert identity_source("zone", set_in_template=False, host_network=False) == "static"
     assert identity_source("zone", set_in_template=False, host_network=True) == "placement"
     zone = "topology.kubernetes.io/zone"  # stamped by PodTopologyLabels, dropped by Cilium
-    assert not cilium_keeps(zone) and cilium_keeps("zone") and cilium_keeps("app.kubernetes.io/x")
+    default, keeping = LabelFilter(), LabelFilter((f"k8s:{zone}",))
+    assert not default.keeps(zone) and default.keeps("zone") and keeping.keeps(zone)
     assert identity_source(zone, set_in_template=False, host_network=False) == "static"
-    kept = identity_source(zone, set_in_template=False, host_network=False, kept=[f"k8s:{zone}"])
+    kept = identity_source(zone, set_in_template=False, host_network=False, label_filter=keeping)
     assert kept == "placement"
-    assert identity_source(zone, set_in_template=True, host_network=False, kept=[zone]) == "static"
+    static = identity_source(zone, set_in_template=True, host_network=False, label_filter=keeping)
+    assert static == "static"
 
 
 def _job(name: str, gpus: int, namespace: str = "ml") -> list[dict]:
