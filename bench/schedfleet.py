@@ -9,9 +9,10 @@ an arrival time, a drawn duration, and whether the render knew them.
 
 Identity: a `static` group's policies select the pod label `zone`, which nothing stamps
 (topogen's mutation sets it); a `binding` group's select topology.kubernetes.io/zone,
-which the API server's PodTopologyLabels plugin copies from the node at binding, but
-Cilium's default label filter drops (so topogen sets it at admission, as for `static`,
-and the plugin, which never overwrites a label, leaves it); an `open` group's policies
+which the API server's PodTopologyLabels plugin copies from the node at binding and the
+cluster's Cilium agent is configured to keep (its `labels` option, `cilium.identityLabels`:
+the default filter drops topology.kubernetes.io/*, and a policy keyed on a dropped label
+selects nothing), so the identity follows placement; an `open` group's policies
 let its pods talk within the namespace wherever they are (no identity label: the zone
 changes nothing but the latency, and the spread plan lets each coordinator choose).
 
@@ -162,6 +163,8 @@ class Scenario:
                     "nodes": [nodes],
                     "networkPolicies": [policies],
                     "kubernetesVersion": "1.36",
+                    # the agent keeps the zone labels the policies select on (module doc)
+                    "cilium": {"identityLabels": [f"k8s:{BINDING_LABEL}", f"k8s:{STATIC_LABEL}"]},
                 }
             ],
             "workloads": [workloads],

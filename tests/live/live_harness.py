@@ -671,7 +671,65 @@ class ControlPlane:
                 },
             )
             names.append(node["metadata"]["name"])
+        if names and self.scheduler is not None:
+            self.sync_scheduler(names[-1])
         return names
+
+    def sync_scheduler(self, last_node: str, namespace: str = "default") -> None:
+        """Bind a probe pod that fits only the newest node as patched Ready: the scheduler
+        has then seen every node event before it (informer events arrive in order), so no
+        later pod is judged on a partial or stale node list."""
+        probe = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "topogen-sync-probe", "namespace": namespace},
+            "spec": {
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchFields": [
+                                        {
+                                            "key": "metadata.name",
+                                            "operator": "In",
+                                            "values": [last_node],
+                                        }
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                },
+                "tolerations": [{"operator": "Exists"}],
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "registry.example/probe:1",
+                        "resources": {"requests": {"cpu": "1m"}},
+                    }
+                ],
+            },
+        }
+        self.create_pod(probe)
+        path = f"/api/v1/namespaces/{namespace}/pods/topogen-sync-probe"
+        # Tried before the node (or its allocatable) arrived, the probe is Unschedulable
+        # until the node's events requeue it: wait for the binding itself.
+        wait_until(
+            f"the scheduler's sync probe bound to {last_node}",
+            lambda: self.pod(namespace, "topogen-sync-probe")["spec"].get("nodeName") == last_node,
+            BIND_TIMEOUT,
+            self.scheduler,
+            interval=0.02,
+        )
+        self.kube().delete(path, gracePeriodSeconds=0)
+        wait_until(
+            "the sync probe deleted",
+            lambda: not _exists(self.kube(), path),
+            BIND_TIMEOUT,
+            self.scheduler,
+            interval=0.02,
+        )
 
     def apply(self, objects: Iterable[Mapping[str, Any]]) -> None:
         kube = self.kube()
