@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help demo test lint fmt tools clean check-generated regenerate venv bench
+.PHONY: help demo test lint fmt tools clean check-generated regenerate venv bench lock
 
 help:
 	@echo "make demo   analyze and render the bundled examples"
@@ -40,7 +40,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check generator tests
 	$(BIN)/ruff format --check generator tests
 	$(BIN)/mypy
-	@out=$$(gofmt -l tools/cilium-oracle); if [ -n "$$out" ]; then echo "gofmt: $$out" >&2; exit 1; fi
+	@out=$$(gofmt -l tools/cilium-oracle tools/kyverno-webhooks); if [ -n "$$out" ]; then echo "gofmt: $$out" >&2; exit 1; fi
 
 fmt: $(STAMP)
 	$(BIN)/ruff format generator tests
@@ -48,6 +48,19 @@ fmt: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache
+
+# argocd/requirements.lock: the plugin image's Python dependencies (and what building
+# topogen needs: argocd/build-requirements.in), pinned with every wheel's hash (uv pip
+# compile, for every platform), at the versions the tests run with (this venv's, where it
+# has them). Rerun after changing pyproject.toml's dependencies.
+UV_VERSION := 0.13.9
+lock: $(STAMP)
+	$(BIN)/pip install --quiet uv==$(UV_VERSION)
+	@tmp=$$(mktemp); trap 'rm -f $$tmp' EXIT; \
+	$(BIN)/pip freeze --exclude-editable > $$tmp; \
+	$(BIN)/uv pip compile pyproject.toml argocd/build-requirements.in --universal \
+	  --generate-hashes --python-version 3.11 \
+	  --no-annotate --custom-compile-command "make lock" -c $$tmp -o argocd/requirements.lock
 
 # The committed output must mean what a fresh render of the bundled example means.
 # `topogen diff --check` compares objects and fields (comments, formatting, key order

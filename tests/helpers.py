@@ -251,3 +251,19 @@ def deployment(
         "metadata": {"name": name, "namespace": namespace},
         "spec": body,
     }
+
+
+def rendered_tree(out: Path) -> dict[str, bytes]:
+    """What a reader of the output tree sees: every file under out's non-dot entries
+    (through the top folders' symlinks into .topogen/tree), by relative path."""
+    found: dict[str, bytes] = {}
+    for entry in sorted(out.iterdir()) if out.is_dir() else []:
+        if entry.name.startswith("."):
+            continue
+        if entry.is_file():
+            found[entry.name] = entry.read_bytes()
+        elif entry.is_dir():
+            for p in sorted(entry.rglob("*")):
+                if p.is_file():
+                    found[f"{entry.name}/{p.relative_to(entry).as_posix()}"] = p.read_bytes()
+    return found

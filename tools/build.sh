@@ -29,6 +29,11 @@ set -euo pipefail
 # Adding a tool = one line here + a tools/<name>/ module (go.mod, go.sum,
 # tools.go blank-importing the package). Several tools may share one module
 # (kube-apiserver and kube-scheduler both come from tools/kube/).
+# A tool whose module folder holds *_test.go files is a test binary instead: build.sh
+# copies the pinned module's source out of the module cache, adds those files to the
+# package named in the table, and builds the package's tests (`go test -c`), so a test
+# of ours can call the upstream package's unexported code (kyverno-webhooks: how
+# Kyverno's admission controller registers its webhooks for a set of policies).
 # etcd is built from tools/etcd/main.go, a two-line main calling etcdmain.Main
 # (upstream's main package sits in a module whose replace lines point into
 # its own repository). cilium-oracle is our own program on Cilium's packages
@@ -44,6 +49,7 @@ kube-scheduler | k8s.io/kubernetes | k8s.io/kubernetes/cmd/kube-scheduler | -X k
 gator | github.com/open-policy-agent/gatekeeper/v3 | github.com/open-policy-agent/gatekeeper/v3/cmd/gator | -X github.com/open-policy-agent/gatekeeper/v3/pkg/version.Version=@VERSION@ | gatekeeper
 opa | github.com/open-policy-agent/opa | github.com/open-policy-agent/opa |
 cilium-oracle | github.com/cilium/cilium | topogen.local/tools/cilium-oracle | | cilium-oracle | src
+kyverno-webhooks | github.com/kyverno/kyverno | github.com/kyverno/kyverno/pkg/controllers/webhook |
 '
 
 tmp=
@@ -118,6 +124,8 @@ build_one() {
     if [ "$t_src" = src ]; then
         # our own code: a change to it (or to the pins) is a new binary
         out=$out-$(cd "$moddir" && cat go.mod go.sum $(LC_ALL=C ls ./*.go) | sha256sum | cut -c1-12)
+    elif compgen -G "$moddir/*_test.go" >/dev/null; then  # the test files are part of the pin
+        out=$out-$(cat "$moddir"/*_test.go | sha256sum | cut -c1-12)
     fi
     if [ -x "$out" ] && [ "${TOOLS_FORCE:-0}" != 1 ]; then
         echo "$tool $version: cached at $out"
@@ -130,6 +138,9 @@ build_one() {
         trap 'rm -f "$tmp"' EXIT
         echo "$tool $version: building $t_package (GOTOOLCHAIN=$GOTOOLCHAIN) ..."
         start=$(date +%s)
+        if compgen -G "$moddir/*_test.go" >/dev/null; then
+            build_test_binary "$moddir" "$version"
+        else
         (
             cd "$moddir"
             # GOWORK=off: ignore any go.work above us. -mod=readonly: go.sum
@@ -139,6 +150,7 @@ build_one() {
                 -ldflags "-s -w ${t_ldflags//@VERSION@/$version}" \
                 -o "$tmp" "$t_package"
         )
+        fi
         mv -f "$tmp" "$out"
         trap - EXIT
         secs=$(( $(date +%s) - start ))
@@ -151,6 +163,32 @@ build_one() {
     mkdir -p "$repo_root/.tools/bin"
     ln -sfn "$out" "$repo_root/.tools/bin/$tool"
     echo "$tool: $repo_root/.tools/bin/$tool -> $out"
+}
+
+# The test binary of $t_package with the tool folder's *_test.go added (see the table).
+build_test_binary() {
+    local moddir=$1 version=$2 src work rel
+    src=$(cd "$moddir" && GOWORK=off go mod download -json "$t_module@$version" \
+        | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+    [ -d "$src" ] || die "cannot download $t_module@$version"
+    work=$(mktemp -d "$cache_root/bin/.$tool-src.XXXXXX")
+    trap 'rm -f "$tmp"; chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+    mkdir "$work/src" "$work/mod"
+    # the module's Go code (its tests, docs, charts and test data are not needed)
+    (cd "$src" && cp -r go.mod go.sum $(ls -d api cmd ext pkg 2>/dev/null) "$work/src/")
+    chmod -R u+w "$work/src"
+    rel=${t_package#"$t_module"/}
+    cp "$moddir"/*_test.go "$work/src/$rel/"
+    cp "$moddir/go.mod" "$moddir/go.sum" "$work/mod/"
+    printf '\nreplace %s => %s\n' "$t_module" "$work/src" >>"$work/mod/go.mod"
+    (
+        cd "$work/mod"
+        GOWORK=off CGO_ENABLED=0 go test -c -mod=mod -trimpath -buildvcs=false \
+            -ldflags "-s -w" -o "$tmp" "$t_package"
+    )
+    chmod -R u+w "$work"
+    rm -rf "$work"
+    trap 'rm -f "$tmp"' EXIT
 }
 
 [ $# -ge 1 ] || die "usage: tools/build.sh TOOL... (known: $(known_tools))"

@@ -7,7 +7,7 @@
 
 TOOLS_DIR   := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 TOOLS_BIN   ?= .tools/bin
-TOOLS_LIST  ?= kyverno promtool etcd kube-apiserver kube-scheduler gator opa cilium-oracle
+TOOLS_LIST  ?= kyverno promtool etcd kube-apiserver kube-scheduler gator opa cilium-oracle kyverno-webhooks
 TOOLS_BUILD := $(TOOLS_DIR)/build.sh
 
 TOOLS_TARGETS := $(addprefix $(TOOLS_BIN)/,$(TOOLS_LIST))
@@ -37,6 +37,9 @@ $(TOOLS_FROM_GATEKEEPER): $(TOOLS_BIN)/%: $(TOOLS_DIR)/gatekeeper/go.mod $(TOOLS
 
 # cilium-oracle is our own Go code: its sources are prerequisites too.
 $(filter $(TOOLS_CILIUM_ORACLE),$(TOOLS_TARGETS)): $(wildcard $(TOOLS_DIR)/cilium-oracle/*.go)
+
+# kyverno-webhooks is a test binary: its test file is part of the pin.
+$(TOOLS_BIN)/kyverno-webhooks: $(TOOLS_DIR)/kyverno-webhooks/webhooks_test.go
 
 # Removes the links only; the cache outside the repo is kept.
 tools-clean:

@@ -36,6 +36,10 @@ __all__ = [
 API_VERSION = "topogen.io/v1alpha1"
 
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)]
+# a file or folder of topogen.yaml: no control characters (a NUL is no path anywhere)
+InputPath = Annotated[
+    str, StringConstraints(pattern=r"^[^\x00-\x1f\x7f]+$", min_length=1, max_length=4096)
+]
 LabelKey = Annotated[
     str,
     StringConstraints(
@@ -89,12 +93,14 @@ class CiliumConfig(_Strict):
 
 class ClusterConfig(_Strict):
     name: Name
-    nodes: list[str] = Field(min_length=1)
-    network_policies: list[str] = Field(default_factory=list, alias="networkPolicies")
-    namespaces: list[str] = Field(default_factory=list)
+    nodes: list[InputPath] = Field(min_length=1)
+    network_policies: list[InputPath] = Field(default_factory=list, alias="networkPolicies")
+    namespaces: list[InputPath] = Field(default_factory=list)
     zone_label: LabelKey = Field("topology.kubernetes.io/zone", alias="zoneLabel")
     domain_label: LabelKey | None = Field(None, alias="domainLabel")
-    gpu_resources: list[str] = Field(["nvidia.com/gpu", "amd.com/gpu"], alias="gpuResources")
+    gpu_resources: list[LabelKey] = Field(
+        ["nvidia.com/gpu", "amd.com/gpu"], alias="gpuResources"
+    )  # resource names have the syntax of label keys
     gpu_node_selector: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, alias="gpuNodeSelector"
     )
@@ -136,7 +142,7 @@ class GroupConfig(_Strict):
     # spread: each job inside any allowed domain (known jobs packed onto the capacity);
     # pin: every job of the group inside the one domain the plan chooses
     placement: Literal["spread", "pin"] = "spread"
-    prefer_zones: list[str] = Field(default_factory=list, alias="preferZones")
+    prefer_zones: list[LabelValue] = Field(default_factory=list, alias="preferZones")
     clusters: list[Name] | None = None  # default: every cluster
 
     @field_validator("profile")
@@ -166,6 +172,8 @@ class GroupConfig(_Strict):
 
 
 Duration = Annotated[str, StringConstraints(pattern=r"^\d+[smh]$")]
+# Hubble's drop reasons are enum names (POLICY_DENIED); they enter a PromQL regex
+DropReason = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_]{1,100}$")]
 MetricName = Annotated[
     str, StringConstraints(pattern=r"^[a-zA-Z_:][a-zA-Z0-9_:]*$", max_length=200)
 ]
@@ -203,8 +211,8 @@ class MonitoringConfig(_Strict):
     # None: the job exports no step/epoch counter; idle is then Running + GPUs idle
     progress_metric: MetricName | None = Field("training_step_total", alias="progressMetric")
     policy_drops_per_second: float = Field(0.0, alias="policyDropsPerSecond", ge=0)
-    policy_drop_reasons: list[Annotated[str, StringConstraints(min_length=1, max_length=100)]] = (
-        Field(["POLICY_DENIED", "POLICY_DENY"], alias="policyDropReasons", min_length=1)
+    policy_drop_reasons: list[DropReason] = Field(
+        ["POLICY_DENIED", "POLICY_DENY"], alias="policyDropReasons", min_length=1
     )
     namespace: Name = "monitoring"
     rule_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, alias="ruleLabels")
@@ -215,7 +223,7 @@ class TopogenConfig(_Strict):
     api_version: Literal["topogen.io/v1alpha1"] = Field(alias="apiVersion")
     kind: Literal["TopogenConfig"]
     clusters: list[ClusterConfig] = Field(min_length=1)
-    workloads: list[str] = Field(default_factory=list)
+    workloads: list[InputPath] = Field(default_factory=list)
     groups: list[GroupConfig] = Field(min_length=1)
     engines: list[Engine] = Field(default_factory=lambda: list[Engine](["kyverno"]))
     validation_action: Literal["Audit", "Enforce"] = Field("Audit", alias="validationAction")
@@ -226,6 +234,8 @@ class TopogenConfig(_Strict):
     # set by load_config, not by users
     base_dir: Path = Field(Path("."), exclude=True)
     path: str = Field("topogen.yaml", exclude=True)
+    # the folder every input path must resolve into (symlinks resolved); None: anywhere
+    root: Path | None = Field(None, exclude=True)
 
     @model_validator(mode="after")
     def _unique_names(self) -> TopogenConfig:
@@ -260,7 +270,9 @@ class TopogenConfig(_Strict):
         return cluster.validation_action or self.validation_action
 
 
-def load_config(path: str | Path) -> TopogenConfig:
+def load_config(path: str | Path, *, allow_outside: bool = False) -> TopogenConfig:
+    """Read and check topogen.yaml. Its input paths are confined to its folder (and the
+    folders below it, symlinks resolved) unless `allow_outside`."""
     file = Path(path)
     shown = display_path(file)
     try:
@@ -269,12 +281,17 @@ def load_config(path: str | Path) -> TopogenConfig:
         raise InputError(
             "config file not found", path=shown, hint="pass -c PATH or run `topogen init`"
         ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read config: {exc}", path=shown) from None
+    except UnicodeDecodeError:
+        raise InputError("file is not UTF-8 text", path=shown) from None
+    except OSError as exc:
+        raise InputError(f"cannot read config: {exc.strerror or exc}", path=shown) from None
     docs = [d for d in load_yaml_text(text, shown) if d is not None]
     if len(docs) != 1 or not isinstance(docs[0], dict):
         raise InputError("config must be one YAML mapping (kind: TopogenConfig)", path=shown)
-    return parse_config(docs[0], shown, file.parent)
+    cfg = parse_config(docs[0], shown, file.parent)
+    if allow_outside:
+        return cfg
+    return cfg.model_copy(update={"root": file.parent.resolve()})
 
 
 def parse_config(data: dict[str, Any], shown: str, base_dir: Path) -> TopogenConfig:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogen.errors import InputError
+from topogen.names import check_labels, dns_label_problem, object_name_problem
 
 __all__ = [
     "KubeObject",
@@ -19,6 +20,7 @@ __all__ = [
     "as_list",
     "as_map",
     "as_str",
+    "check_name",
     "labels_of",
     "string_map",
 ]
@@ -110,6 +112,20 @@ def as_str(value: Any, what: str, obj: KubeObject) -> str:
 
 
 def labels_of(obj: KubeObject) -> dict[str, str]:
-    return string_map(
+    """The object's labels, each key and value checked as the API server checks them."""
+    labels = string_map(
         as_map(obj.body.get("metadata"), "metadata", obj).get("labels"), "metadata.labels", obj
     )
+    check_labels(labels, f"{obj.where()}: metadata.labels", obj.path)
+    return labels
+
+
+def check_name(obj: KubeObject) -> None:
+    """The name of an object topogen reads (a Node, Namespace, workload or network policy)
+    is a DNS subdomain, as the API server requires: it may become a file name, a pattern
+    or a label value in the output."""
+    problem = object_name_problem(obj.name, strict=True)
+    if problem is None and obj.kind == "Namespace":
+        problem = dns_label_problem(obj.name)
+    if problem:
+        raise InputError(f"{obj.where()}: metadata.name {problem}", path=obj.path)

@@ -7,8 +7,10 @@ from typing import Any
 
 from topogen.analysis import ClusterIndex, JobAnalysis, PolicyIndex, find_groups
 from topogen.analysis.policychecks import policy_notes, policy_warnings
-from topogen.config import TopogenConfig
-from topogen.model import Finding, Workload
+from topogen.config import GroupConfig, TopogenConfig
+from topogen.errors import InputError
+from topogen.model import Finding, TrainingGroup, Workload
+from topogen.operators.registry import profile_for
 from topogen.parallel import ClusterRun, Then, no_cycle_collection
 from topogen.plan import GroupPlan
 from topogen.sources.loader import (
@@ -53,6 +55,53 @@ class AnalysisReport:
     @property
     def plans(self) -> tuple[GroupPlan, ...]:
         return tuple(p for c in self.clusters for p in c.plans)
+
+
+def _no_overlap(
+    cfg: TopogenConfig,
+    cluster: str,
+    groups: list[GroupConfig],
+    found: list[list[TrainingGroup]],
+) -> None:
+    """Two groups of one cluster may not select the same pods: their policies would
+    contradict each other (each confining the pods to its own domain)."""
+    owner: dict[tuple[str, str, str, str], str] = {}
+    for group, jobs in zip(groups, found, strict=True):
+        for w in (w for j in jobs for r in j.roles for w in r.workloads):
+            key = (w.kind, w.namespace, w.name, w.replica_name)
+            first = owner.setdefault(key, group.name)
+            if first != group.name:
+                raise InputError(
+                    f"groups {first} and {group.name} both select the pods of {w.ref} "
+                    f"(cluster {cluster}): their policies would contradict each other",
+                    path=cfg.path,
+                    hint="give each group its own namespaces or labels",
+                )
+    for i, a in enumerate(groups):
+        for b in groups[i + 1 :]:
+            shared = sorted(set(a.namespaces) & set(b.namespaces))
+            if shared and profile_for(a) == profile_for(b):
+                raise InputError(
+                    f"groups {a.name} and {b.name} select the same pods in namespace "
+                    f"{shared[0]} (same profile and labels): their policies would contradict "
+                    "each other",
+                    path=cfg.path,
+                    hint="give each group its own namespaces or labels",
+                )
+
+
+SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
+
+
+def _system_namespaces(cluster: str, group: GroupConfig) -> list[str]:
+    return [
+        f"cluster {cluster}: group {group.name} is in the system namespace {ns}: Kyverno's "
+        f"default install leaves {ns} out of its webhooks (the policies never run there), "
+        "and where they run they fail closed (failurePolicy Fail): while the webhook is down "
+        f"no pod of the group can be created in {ns}"
+        for ns in group.namespaces
+        if ns in SYSTEM_NAMESPACES
+    ]
 
 
 def analyze(
@@ -103,6 +152,7 @@ def _analyze(
             for n in policy_notes(policy_index, all_workloads, namespaces)
         )
         found = [find_groups(group, all_workloads) for group in groups]
+        _no_overlap(cfg, cluster.name, groups, found)
         run = ClusterRun(cluster.name, index, cluster.domain_label, groups, found, then)
         analyzed = run.analyze(all_workloads)
         jobs: list[JobAnalysis] = []
@@ -110,6 +160,7 @@ def _analyze(
         findings: list[Finding] = []
         made: list[Any] = []
         for group, (group_jobs, plan, after) in zip(groups, analyzed, strict=True):
+            warnings.extend(_system_namespaces(cluster.name, group))
             if not group_jobs:
                 warnings.append(
                     f"cluster {cluster.name}: no workloads of group {group.name} "

@@ -5,16 +5,22 @@ container referenced twice is copied twice, which plain data never notices).
 
 `dump_yaml` is yaml.dump(..., sort_keys=True, default_flow_style=False) with the
 representer's work done in one pass: it builds the same nodes SafeRepresenter builds
-and hands them to the same (C) serializer, so the text is the same to the byte. A
-tree it does not cover (a container referenced twice, which PyYAML writes as an
-anchor and alias; any type but dict, list, str, int, float, bool and None) goes to
-yaml.dump itself.
+and hands them to the same (C) serializer. A tree it does not cover (a container
+referenced twice, which PyYAML writes as an anchor and alias; any type but dict, list,
+str, int, float, bool and None) goes to yaml.dump itself.
+
+Either way a string is quoted wherever some YAML reader would not read it back exactly
+as written plain: PyYAML (YAML 1.1) quotes what it would resolve to another type; on top
+of that `_style` quotes what Go's readers (yaml.v2 and yaml.v3, under kubectl, kustomize,
+Argo CD, Kyverno) resolve otherwise (1e3, 0o17, y, N, 2024-1-2 ...), and double-quotes
+(escaped) the line breaks YAML 1.1 knows and 1.2 does not (U+0085, U+2028, U+2029).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import re
 from typing import Any, TypeVar
 
 import yaml
@@ -24,7 +30,7 @@ __all__ = ["copy_plain", "dump_yaml"]
 
 T = TypeVar("T")
 
-_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_BaseDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _SCALARS = (str, int, float, bool, type(None))
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
@@ -69,10 +75,46 @@ def _float(value: float) -> str:
     return text
 
 
+_ESCAPED = frozenset("\x85\u2028\u2029")
+_GO_PLAIN_WORDS = frozenset(("y", "Y", "n", "N"))  # yaml.v2 booleans YAML 1.1 has not
+# what yaml.v2/v3 make of a plain scalar starting with a digit, sign or dot, once they
+# have dropped its underscores: strconv.ParseInt(s, 0, 64), yamlStyleFloat, a timestamp
+_GO_NUMBER = re.compile(
+    r"[-+]?(?:0[bB][01]+|0[oO]?[0-7]+|0[xX][0-9a-fA-F]+|[0-9]+)"
+    r"|[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+)
+_GO_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ].*)?")
+
+
+def _style(value: str) -> str | None:
+    """How a string must be written so every YAML reader reads it back exactly (None: as
+    PyYAML chooses)."""
+    if not value.isascii() and any(ch in _ESCAPED for ch in value):
+        return '"'
+    if value[:1] in "+-.0123456789" and (
+        _GO_NUMBER.fullmatch(value.replace("_", "")) or _GO_TIMESTAMP.fullmatch(value)
+    ):
+        return "'" if value.isprintable() else '"'
+    if value in _GO_PLAIN_WORDS:
+        return "'"
+    return None
+
+
+class _Dumper(_BaseDumper):  # type: ignore[misc]
+    """The safe dumper, with strings quoted as _style says."""
+
+    def represent_str(self, data: str) -> Node:
+        node: Node = self.represent_scalar(_STR, data, style=_style(data))
+        return node
+
+
+_Dumper.add_representer(str, _Dumper.represent_str)
+
+
 def _node(value: Any, seen: set[int]) -> Node:
     t = type(value)
     if t is str:
-        return ScalarNode(_STR, value)
+        return ScalarNode(_STR, value, style=_style(value) if value else None)
     if t is dict or t is list:
         if id(value) in seen:
             raise _Uncovered  # PyYAML would write an anchor and an alias

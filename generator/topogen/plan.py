@@ -172,12 +172,12 @@ def plan_group(
         return make(None, (), (), None, refused)
     prefer = {z: i for i, z in enumerate(group.prefer_zones)}
 
-    def score(name: str) -> tuple[int, int, float, str]:
+    def score(name: str) -> tuple[int, int, Fraction, str]:
         checks = [ix[name] for ix in index]
         return (
             prefer.get(name, len(prefer)),
             -sum(c.already_eligible for c in checks),
-            -float(checks[0].gpus_free),
+            -checks[0].gpus_free,
             name,
         )
 
@@ -347,6 +347,7 @@ def _unit(key: str, domain: str) -> str:
 
 
 def _count(q: Fraction) -> str:
+    """A GPU count as written: 4, 1.5 (exact: quantities are capped at 2^63-1)."""
     return str(q.numerator) if q.denominator == 1 else f"{float(q):g}"
 
 

@@ -18,6 +18,7 @@ from topogen.render.kustomize import kustomize_files, workload_patch_files
 from topogen.render.kyverno import kyverno_policies
 from topogen.render.kyverno_legacy import kyverno_legacy_policies
 from topogen.render.kyverno_tests import kyverno_test_files
+from topogen.render.limits import check_limits
 from topogen.render.monitoring import render_monitoring
 from topogen.render.native import native_policies
 
@@ -31,6 +32,7 @@ class RenderResult:
     files: tuple[RenderedFile, ...]
     refused: tuple[str, ...]  # groups no domain can hold, with the reason
     report: AnalysisReport
+    refused_groups: tuple[tuple[str, str], ...] = ()  # (cluster, group) of those refused
 
 
 def _engines(kubernetes_version: str = "1.35") -> dict[str, tuple[Backend, Backend | None]]:
@@ -60,12 +62,14 @@ def _render(cfg: TopogenConfig, clusters: list[str] | None) -> RenderResult:
     report = analyze(cfg, clusters, then=partial(_plan_files, cfg))
     files: list[RenderedFile] = []
     refused: list[str] = []
+    refused_groups: list[tuple[str, str]] = []
     for ca in report.clusters:
         cluster = cfg.cluster(ca.cluster)
         engines = _engines(cluster.kubernetes_version)
         for plan, rendered in zip(ca.plans, ca.then, strict=True):
             if plan.refused:
                 refused.append(f"cluster {ca.cluster}: {plan.refused}")
+                refused_groups.append((ca.cluster, plan.group.name))
                 continue
             if not plan.enforceable:
                 continue
@@ -85,7 +89,13 @@ def _render(cfg: TopogenConfig, clusters: list[str] | None) -> RenderResult:
     for k in range(len(report.clusters)):
         files += done[2 * k]
     files += kustomize_files(files, report, cfg, patches)
-    return RenderResult(tuple(sorted(files, key=lambda f: f.path)), tuple(refused), report)
+    check_limits(files, cfg.path)
+    return RenderResult(
+        tuple(sorted(files, key=lambda f: f.path)),
+        tuple(refused),
+        report,
+        tuple(refused_groups),
+    )
 
 
 def _plan_files(cfg: TopogenConfig, cluster_name: str, plan: GroupPlan) -> list[RenderedFile]:

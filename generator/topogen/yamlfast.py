@@ -10,8 +10,9 @@ A text that is JSON (as `kubectl get -o json` and topogen snapshots write it) is
 the json module, numbers resolved as the plain scalars they are in YAML.
 
 Anything outside the common subset (explicit tags, merge keys, complex keys, recursive
-aliases, duplicate anchors, any parse error) returns None: the caller then loads the text
-with the C loader, which gives the same result or raises the same error it always did.
+aliases, duplicate anchors, duplicate keys, any parse error) returns None: the caller then
+loads the text with the C loader, which gives the same result or raises the error (for a
+duplicate key, with both lines: yamlio.py).
 """
 
 from __future__ import annotations
@@ -118,9 +119,22 @@ def _json(body: str) -> Any:
     if "\x7f" in body or (not body.isascii() and YAML_UNSAFE_IN_JSON.search(body)):
         return _NOT_JSON
     try:
-        return json.loads(body, parse_float=_plain, parse_int=_plain, parse_constant=_plain)
+        return json.loads(
+            body,
+            parse_float=_plain,
+            parse_int=_plain,
+            parse_constant=_plain,
+            object_pairs_hook=_unique_keys,
+        )
     except (ValueError, RecursionError, _Unsupported):
         return _NOT_JSON
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _Unsupported  # a duplicate key: the YAML loader names both lines
+    return out
 
 
 def _build(get_event: Callable[[], Any]) -> FastLoad:
@@ -189,6 +203,8 @@ def _build(get_event: Callable[[], Any]) -> FastLoad:
                 raise _Unsupported  # a complex key
             key = value
         else:
+            if key in container:
+                raise _Unsupported  # a duplicate key: the slow loader names both lines
             container[key] = value
             key = _NO_KEY
     return docs, aliased

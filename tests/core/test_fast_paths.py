@@ -283,7 +283,7 @@ v: [1, "two", {w: x}]
 "": empty key
 1: int key
 3.5: float key
-true: bool key
+false: bool key
 """
 
 

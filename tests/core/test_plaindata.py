@@ -1,4 +1,5 @@
-"""plaindata: the fast copy and YAML dump give what copy.deepcopy and yaml.dump give."""
+"""plaindata: the fast copy and YAML dump give what copy.deepcopy and yaml.dump give (with
+strings quoted for every YAML reader: plaindata._Dumper)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
+from topogen import plaindata
 from topogen.plaindata import copy_plain, dump_yaml
 
 DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+QUOTING: Any = plaindata._Dumper
 
 # scalars whose quoting PyYAML decides: implicit types, indicators, unicode, blanks
 AWKWARD = [
@@ -35,7 +38,7 @@ def _tree(rng: random.Random, depth: int) -> Any:
 
 def _reference(value: Any) -> str:
     return yaml.dump(
-        value, Dumper=DUMPER, sort_keys=True, default_flow_style=False, allow_unicode=True,
+        value, Dumper=QUOTING, sort_keys=True, default_flow_style=False, allow_unicode=True,
         width=10_000,
     )  # fmt: skip
 

@@ -7,9 +7,11 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
+from gitops.gitops_kit import copy_inputs
+from helpers import rendered_tree
 from tooling import REPO
 from topogen.cli import main
-from topogen.emit.writer import swap_units
+from topogen.emit.writer import GENERATED_HEADER, swap_units
 from topogen.render.base import RenderedFile
 
 EXAMPLE = REPO / "examples" / "zone-split"
@@ -18,10 +20,8 @@ EXAMPLE = REPO / "examples" / "zone-split"
 def _two_clusters(tmp: Path) -> Path:
     data = yaml.safe_load((EXAMPLE / "topogen.yaml").read_text())
     lab = data["clusters"][0]
-    lab["nodes"] = [str(EXAMPLE / p) for p in lab["nodes"]]
-    lab["networkPolicies"] = [str(EXAMPLE / p) for p in lab["networkPolicies"]]
+    copy_inputs(EXAMPLE, tmp, [*lab["nodes"], *lab["networkPolicies"], *data["workloads"]])
     data["clusters"].append({**lab, "name": "lab2"})
-    data["workloads"] = [str(EXAMPLE / "workloads" / "before")]
     path = tmp / "topogen.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
@@ -51,14 +51,16 @@ def test_render_of_one_cluster_keeps_the_others(tmp_path: Path) -> None:
     out = tmp_path / "out"
     runner = CliRunner()
     assert runner.invoke(main, ["render", "-c", str(config), "--out", str(out)]).exit_code == 0
-    before = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    before = rendered_tree(out)
     assert any(k.startswith("policies/lab2/") for k in before)
     stale = out / "policies" / "lab" / "kyverno" / "stale.yaml"
-    stale.write_text("# left over\n")
+    stale.write_text(GENERATED_HEADER.format(config="topogen.yaml") + "kind: Left\n")
     result = runner.invoke(
         main, ["render", "-c", str(config), "--out", str(out), "--cluster", "lab"]
     )
     assert result.exit_code == 0, result.output
-    after = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    after = rendered_tree(out)
     assert after == before  # lab2 untouched, lab rendered again, the stale file gone
     assert not stale.exists()
+    assert "removed 1 generated files the inputs no longer render" in result.stderr
+    assert "policies/lab/kyverno/stale.yaml" in result.stderr

@@ -78,13 +78,25 @@ def is_object(doc: Any) -> bool:
     )
 
 
+def copy_inputs(example: Path, dest: Path, paths: list[str]) -> None:
+    """The example's input files or folders `paths` (relative to it), copied into dest at
+    the same relative paths: inputs are read only inside the config's folder."""
+    for p in paths:
+        src, to = example / p, dest / p
+        if src.is_dir():
+            shutil.copytree(src, to, dirs_exist_ok=True)
+        else:
+            to.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, to)
+
+
 def relocated_config(example: Path, dest: Path, workloads: list[str]) -> Path:
-    """The example's topogen.yaml, with absolute input paths and other workloads."""
+    """The example's topogen.yaml in dest, with its cluster inputs copied beside it and
+    other workloads."""
     cfg = yaml.safe_load((example / "topogen.yaml").read_text())
     for c in cfg["clusters"]:
         for key in ("nodes", "networkPolicies", "namespaces"):
-            if key in c:
-                c[key] = [str(example / p) for p in c[key]]
+            copy_inputs(example, dest, c.get(key, []))
     cfg["workloads"] = workloads
     path = dest / "topogen.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))

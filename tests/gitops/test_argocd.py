@@ -8,21 +8,19 @@ non-zero exit with nothing on stdout. Here: a read-only, world-readable copy of 
 example, `setpriv` to uid 999 when running as root, `unshare -n` (no network)
 when the kernel allows it, and the 90 s budget as the timeout.
 
-topogen comes from the repository's .venv. When uid 999 cannot execute its
-interpreter (a venv made from a Python under root's private home), the test puts
-a `topogen` launcher on PATH instead: a world-readable python3.X of the same minor
-version running the same venv's site-packages.
+topogen comes from the repository's .venv, or a launcher uid 999 can run
+(tests/unprivileged.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
+import re
 import shutil
 import stat
 import subprocess
-import sys
-import sysconfig
 import tempfile
 import time
 from collections.abc import Iterator
@@ -33,6 +31,7 @@ import pytest
 import yaml
 
 from tooling import REPO
+from unprivileged import as_uid_999, launcher_dir
 
 from .gitops_kit import VENV_BIN, ZONE_SPLIT, ident, is_object, kustomize, rel, write_kustomization
 
@@ -59,37 +58,14 @@ def _no_network_available() -> bool:
 
 def _as_argocd(cmd: list[str]) -> list[str]:
     """The command as the sidecar runs it: uid 999, and no network where possible."""
-    if os.geteuid() == 0:
-        cmd = ["setpriv", "--reuid=999", "--regid=999", "--clear-groups", "--", *cmd]
+    cmd = as_uid_999(cmd)
     if _no_network_available():
         cmd = ["unshare", "-n", *cmd]  # unshare needs root: it wraps setpriv
     return cmd
 
 
 def _launcher_dir() -> Path:
-    """A folder with a `topogen` that uid 999 can run (see the module docstring)."""
-    probe = _as_argocd(["bash", "-c", "topogen --version"])
-    env = {"PATH": f"{VENV_BIN}:/usr/bin:/bin", "HOME": "/tmp"}
-    if subprocess.run(probe, env=env, capture_output=True, cwd="/tmp").returncode == 0:
-        return VENV_BIN
-    minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    python = next(
-        (p for p in (f"/usr/bin/{minor}", f"/usr/local/bin/{minor}") if os.access(p, os.X_OK)), None
-    )
-    if python is None:
-        pytest.skip(f"no {minor} that uid 999 can run, and the .venv's is private")
-    folder = Path(tempfile.mkdtemp(prefix="topogen-launcher-", dir="/tmp"))
-    folder.chmod(0o755)
-    launcher = folder / "topogen"
-    launcher.write_text(
-        f"#!{python}\n"
-        "import site, sys\n"
-        f"site.addsitedir({sysconfig.get_paths()['purelib']!r})\n"
-        "from topogen.cli import main\n"
-        "sys.exit(main())\n"
-    )
-    launcher.chmod(0o755)
-    return folder
+    return launcher_dir()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -412,9 +388,111 @@ def test_containerfile() -> None:
     assert "COPY argocd/plugin.yaml /home/argocd/cmp-server/config/plugin.yaml" in text
     assert "COPY generator /opt/topogen/generator" in text
     assert "COPY templates /opt/topogen/templates" in text
-    assert "pip install --no-cache-dir /opt/topogen" in text
+    # every dependency checked against the lock's hashes; topogen from source, no index
+    assert "pip install --no-cache-dir --require-hashes --no-deps" in text
+    assert "-r /opt/topogen/requirements.lock" in text
+    assert "--no-deps --no-build-isolation --no-index" in text
     assert "USER 999:999" in text
     assert "/var/run/argocd/argocd-cmp-server" in text
+
+
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+
+
+def _images() -> list[tuple[str, str]]:
+    """(file, image) of every image argocd/ names: FROM lines and `image:` fields."""
+    found = []
+    for line in (ARGOCD / "Containerfile").read_text().splitlines():
+        if line.startswith("FROM "):
+            found.append(("Containerfile", line.split()[1]))
+    for path in sorted(ARGOCD.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            stack: list[Any] = [doc]
+            while stack:
+                item = stack.pop()
+                if isinstance(item, dict):
+                    if isinstance(item.get("image"), str):
+                        found.append((path.name, item["image"]))
+                    stack.extend(item.values())
+                elif isinstance(item, list):
+                    stack.extend(item)
+    return found
+
+
+def test_every_image_is_pinned_by_digest() -> None:
+    images = _images()
+    assert {f for f, _ in images} == {
+        "Containerfile",
+        "repo-server-sidecar.yaml",
+        "snapshot-cronjob.yaml",
+    }
+    for file, image in images:
+        assert DIGEST.search(image), f"{file}: {image} is not pinned by digest"
+    (base,) = [i for f, i in images if f == "Containerfile"]
+    # docker-library/repo-info, repos/python/remote/3.11-slim-bookworm.md (Python 3.11.16)
+    assert base == (
+        "docker.io/library/python:3.11-slim-bookworm@sha256:"
+        "fe556eaffd0d96abd8685b83bb8a69addd0dc730fa193669a7df0d49ddcfac02"
+    )
+
+
+LOCK_LINE = re.compile(r"^([a-z0-9][a-z0-9._-]*)==([^ ;]+)(?: ;.*)? \\$")
+
+
+def _lock() -> dict[str, list[str]]:
+    """package -> its hashes, from argocd/requirements.lock."""
+    out: dict[str, list[str]] = {}
+    current = None
+    for line in (ARGOCD / "requirements.lock").read_text().splitlines():
+        m = LOCK_LINE.match(line)
+        if m:
+            current = m[1]
+            out[current] = []
+        elif line.strip().startswith("--hash=sha256:") and current is not None:
+            out[current].append(line.strip().split(":", 1)[1].rstrip(" \\"))
+        else:
+            assert not line or line.startswith("#"), f"unexpected lock line {line!r}"
+    return out
+
+
+def test_the_image_lock_pins_every_dependency_with_hashes() -> None:
+    """`make lock` (uv pip compile --universal --generate-hashes): every runtime dependency
+    of pyproject.toml and what building topogen needs, each with its wheels' hashes."""
+    import tomllib
+
+    lock = _lock()
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    wanted = [re.split(r"[<>=!~ \[]", d)[0].lower() for d in project["project"]["dependencies"]]
+    wanted += ["setuptools", "wheel"]
+    for name in wanted:
+        assert name in lock, f"{name} is not in argocd/requirements.lock: run `make lock`"
+    for name, hashes in lock.items():
+        assert hashes and all(re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes), name
+    # the versions the tests run with, where this environment has the package
+    from importlib.metadata import PackageNotFoundError, version
+
+    for name in wanted[:-2]:
+        with contextlib.suppress(PackageNotFoundError):
+            assert version(name) == _lock_version(name), f"{name}: run `make lock`"
+
+
+def _lock_version(name: str) -> str:
+    for line in (ARGOCD / "requirements.lock").read_text().splitlines():
+        m = LOCK_LINE.match(line)
+        if m and m[1] == name:
+            return m[2]
+    raise AssertionError(name)
+
+
+def test_sidecar_limits_and_snapshot_rbac() -> None:
+    sidecar = _load("repo-server-sidecar.yaml")["spec"]["template"]["spec"]
+    (container,) = sidecar["containers"]
+    assert container["resources"]["limits"]["cpu"] and container["resources"]["limits"]["memory"]
+    tmp = next(v for v in sidecar["volumes"] if v["name"] == "topogen-cmp-tmp")
+    assert tmp["emptyDir"]["sizeLimit"]
+    rbac = list(yaml.safe_load_all((ARGOCD / "snapshot-rbac.yaml").read_text()))
+    (role,) = [d for d in rbac if d["kind"] == "ClusterRole"]
+    assert {v for rule in role["rules"] for v in rule["verbs"]} == {"list"}
 
 
 def test_checkout_is_world_readable_and_read_only(sandbox: Path) -> None:

@@ -13,11 +13,12 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
+from helpers import rendered_tree
 from tooling import REPO
 from topogen.cli import main
 from topogen.emit.writer import GENERATED_HEADER
 
-from .gitops_kit import VENV_BIN, ZONE_SPLIT, is_object, render
+from .gitops_kit import VENV_BIN, ZONE_SPLIT, copy_inputs, is_object, render
 
 CONFIG = ZONE_SPLIT / "topogen.yaml"
 TOPS = ("kustomize", "monitoring", "policies")
@@ -33,8 +34,14 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    return _tree(render(CONFIG, tmp_path_factory.mktemp("baseline") / "out"))
+def baseline_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return render(CONFIG, tmp_path_factory.mktemp("baseline") / "out")
+
+
+@pytest.fixture(scope="module")
+def baseline(baseline_out: Path) -> dict[str, bytes]:
+    """Every file of the render as stored (.topogen/tree/..., its MANIFEST included)."""
+    return _tree(baseline_out)
 
 
 # --- headers and --stdout --------------------------------------------------------------------
@@ -51,19 +58,23 @@ def _check_headers(tree: dict[str, bytes], config: str) -> None:
             assert data.startswith(header), path
 
 
-def test_every_file_starts_with_the_generated_header(baseline: dict[str, bytes]) -> None:
-    assert {p.split("/")[0] for p in baseline} == set(TOPS)
-    _check_headers(baseline, "topogen.yaml")
+def test_every_file_starts_with_the_generated_header(baseline_out: Path) -> None:
+    view = rendered_tree(baseline_out)
+    assert {p.split("/")[0] for p in view} == set(TOPS)
+    _check_headers(view, "topogen.yaml")
+    stored = {k.removeprefix(".topogen/tree/") for k in _tree(baseline_out)}
+    assert stored == set(view) | {"MANIFEST"}
 
 
 def test_committed_tree_carries_the_header() -> None:
     tree = {
         f"{top}/{k}": v for top in ("policies", "kustomize") for k, v in _tree(REPO / top).items()
     }
+    assert tree
     _check_headers(tree, "examples/zone-split/topogen.yaml")
 
 
-def test_stdout_is_objects_only(baseline: dict[str, bytes]) -> None:
+def test_stdout_is_objects_only(baseline_out: Path) -> None:
     result = CliRunner().invoke(main, ["render", "-c", str(CONFIG), "--stdout"])
     assert result.exit_code == 0, result.stderr
     assert result.stdout.startswith(GENERATED_HEADER.format(config="topogen.yaml"))
@@ -73,7 +84,7 @@ def test_stdout_is_objects_only(baseline: dict[str, bytes]) -> None:
     assert not kinds & {"Kustomization", "Component", "Test"}
     expected = sum(
         1
-        for path, data in baseline.items()
+        for path, data in rendered_tree(baseline_out).items()
         if path.endswith(".yaml")
         and "/tests/" not in path
         and not path.endswith("kustomization.yaml")
@@ -152,8 +163,8 @@ def previous(tmp_path: Path) -> tuple[Path, Path, dict[str, bytes]]:
     cfg = yaml.safe_load(CONFIG.read_text())
     for c in cfg["clusters"]:
         for key in ("nodes", "networkPolicies"):
-            c[key] = [str(ZONE_SPLIT / p) for p in c[key]]
-    cfg["workloads"] = [str(ZONE_SPLIT / w) for w in cfg["workloads"]]
+            copy_inputs(ZONE_SPLIT, tmp_path, c[key])
+    copy_inputs(ZONE_SPLIT, tmp_path, cfg["workloads"])
     old = {**cfg, "validationAction": "Enforce"}
     (tmp_path / "old.yaml").write_text(yaml.safe_dump(old))
     (tmp_path / "new.yaml").write_text(yaml.safe_dump(cfg))
@@ -212,84 +223,3 @@ def test_a_write_failing_half_way_leaves_the_tree(
     result = _invoke(config, out)
     assert result.exit_code == 2 and "No space left on device" in result.stderr
     assert _tree(out) == before
-
-
-def _failing_replace(fail_when: Any) -> Any:
-    real = os.replace
-
-    def replace(src: Any, dst: Any) -> None:
-        if fail_when(Path(src), Path(dst)):
-            raise OSError(5, "Input/output error")
-        real(src, dst)
-
-    return replace
-
-
-@pytest.mark.parametrize("failing_top", TOPS)
-def test_an_oserror_during_the_swap_puts_everything_back(
-    previous: tuple[Path, Path, dict[str, bytes]],
-    monkeypatch: pytest.MonkeyPatch,
-    failing_top: str,
-) -> None:
-    """Folders already swapped in go back out; the previous ones come back."""
-    config, out, before = previous
-    monkeypatch.setattr(
-        "topogen.emit.writer.os.replace",
-        _failing_replace(
-            lambda src, dst: (
-                src.parent.name.startswith(".topogen-render-") and src.name == failing_top
-            )
-        ),
-    )
-    result = _invoke(config, out)
-    assert result.exit_code == 2
-    assert "cannot write the output tree" in result.stderr
-    assert _tree(out) == before
-
-
-def test_a_swap_into_a_tree_without_some_folders(
-    previous: tuple[Path, Path, dict[str, bytes]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A folder the previous tree lacked (kustomize/ after an upgrade) is removed again."""
-    config, out, _ = previous
-    shutil.rmtree(out / "kustomize")
-    before = _tree(out)
-    monkeypatch.setattr(
-        "topogen.emit.writer.os.replace",
-        _failing_replace(
-            lambda src, dst: (
-                src.name == "policies" and src.parent.name.startswith(".topogen-render-")
-            )
-        ),
-    )
-    assert _invoke(config, out).exit_code == 2
-    assert _tree(out) == before and not (out / "kustomize").exists()
-
-
-def test_when_even_the_rollback_fails_the_previous_folder_is_kept(
-    previous: tuple[Path, Path, dict[str, bytes]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Swapping monitoring/ in fails, and so does putting the previous one back."""
-    config, out, before = previous
-    monkeypatch.setattr(
-        "topogen.emit.writer.os.replace",
-        _failing_replace(
-            lambda src, dst: (
-                src.name == "monitoring"
-                and src.parent.name.startswith((".topogen-render-", ".topogen-old-"))
-            )
-        ),
-    )
-    result = _invoke(config, out)
-    assert result.exit_code == 2
-    assert "the previous folders monitoring are in" in result.stderr
-    (kept,) = [p for p in out.iterdir() if p.name.startswith(".topogen-old-")]
-    assert str(kept) in result.stderr.replace("\n", "")
-
-    def part(tree: dict[str, bytes], top: str) -> dict[str, bytes]:
-        return {k: v for k, v in tree.items() if k.startswith(f"{top}/")}
-
-    after = _tree(out)
-    assert part(after, "kustomize") == part(before, "kustomize")  # put back
-    assert part(after, "policies") == part(before, "policies")  # never touched
-    assert _tree(kept) == part(before, "monitoring")

@@ -19,6 +19,7 @@ from topogen.render.kustomize import DEPRECATED_FIELDS
 from .gitops_kit import (
     EXAMPLES,
     ZONE_SPLIT,
+    copy_inputs,
     ident,
     is_object,
     kustomize,
@@ -39,7 +40,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cfg = yaml.safe_load((ZONE_SPLIT / "topogen.yaml").read_text())
     (lab,) = cfg["clusters"]
     for key in ("nodes", "networkPolicies"):
-        lab[key] = [str(ZONE_SPLIT / p) for p in lab[key]]
+        copy_inputs(ZONE_SPLIT, root, lab[key])
     legacy = {
         **lab,
         "name": "lab-legacy",
@@ -47,7 +48,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "validationAction": "Enforce",
     }
     cfg["clusters"] = [lab, legacy]
-    cfg["workloads"] = [str(ZONE_SPLIT / "workloads" / "before")]
+    copy_inputs(ZONE_SPLIT, root, cfg["workloads"])
     (root / "topogen.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     return render(root / "topogen.yaml", root / "out")
 

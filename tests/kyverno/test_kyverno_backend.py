@@ -12,6 +12,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from gitops.gitops_kit import copy_inputs
 from tooling import REPO, require_tool
 from topogen.cli import main
 from topogen.config import load_config
@@ -90,11 +91,10 @@ def _template_of(source: str, kind: str, name: str, replica: str) -> dict[str, A
 
 
 def _relocated_config(example: Path, tmp: Path, workloads: str) -> Path:
-    """The example's config with absolute input paths and other workloads."""
+    """The example's config in tmp, its cluster inputs copied beside it, other workloads."""
     data = yaml.safe_load((example / "topogen.yaml").read_text())
     for c in data["clusters"]:
-        c["nodes"] = [str(example / p) for p in c["nodes"]]
-        c["networkPolicies"] = [str(example / p) for p in c.get("networkPolicies", [])]
+        copy_inputs(example, tmp, [*c["nodes"], *c.get("networkPolicies", [])])
     data["workloads"] = [workloads]
     path = tmp / "topogen.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -211,9 +211,7 @@ def test_second_application_and_non_training_pods_change_nothing(
 def test_validation_reports_or_rejects_bad_pods(kyverno: Path, tmp_path: Path, action: str) -> None:
     config = tmp_path / "topogen.yaml"
     text = (EXAMPLE / "topogen.yaml").read_text()
-    text = text.replace("[cluster/nodes.yaml]", f"[{EXAMPLE}/cluster/nodes.yaml]")
-    text = text.replace("[cilium/]", f"[{EXAMPLE}/cilium/]")
-    text = text.replace("[workloads/before/]", f"[{EXAMPLE}/workloads/before/]")
+    copy_inputs(EXAMPLE, tmp_path, ["cluster/nodes.yaml", "cilium/", "workloads/before/"])
     config.write_text(text + f"validationAction: {action}\n")
     policies = _render(tmp_path, config)
     policy = policies / "topogen-ml-training-validate.yaml"
@@ -274,8 +272,7 @@ def test_validation_reports_or_rejects_bad_pods(kyverno: Path, tmp_path: Path, a
 def test_render_refuses_a_group_no_domain_can_hold(tmp_path: Path) -> None:
     config = tmp_path / "topogen.yaml"
     text = (EXAMPLE / "topogen.yaml").read_text()
-    text = text.replace("[cluster/nodes.yaml]", f"[{EXAMPLE}/cluster/nodes.yaml]")
-    text = text.replace("[cilium/]", f"[{EXAMPLE}/cilium/]")
+    copy_inputs(EXAMPLE, tmp_path, ["cluster/nodes.yaml", "cilium/"])
     text = text.replace("[workloads/before/]", "[workloads.yaml]")
     config.write_text(text)
     workers = (EXAMPLE / "workloads" / "before" / "workers.yaml").read_text()

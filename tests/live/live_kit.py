@@ -100,18 +100,34 @@ def write_config(
     policies: Sequence[str | Path] = (),
     name: str = "topogen.yaml",
 ) -> Path:
+    """A topogen.yaml in tmp; inputs from elsewhere are copied beside it (topogen reads
+    only inside the config's folder)."""
+
+    def inside(path: str | Path) -> str:
+        src = Path(path)
+        if src.resolve().is_relative_to(tmp.resolve()):
+            return str(src)
+        dest = tmp / "inputs" / src.name
+        if not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_dir():
+                shutil.copytree(src, dest)
+            else:
+                shutil.copyfile(src, dest)
+        return str(dest)
+
     cfg = {
         "apiVersion": "topogen.io/v1alpha1",
         "kind": "TopogenConfig",
         "clusters": [
             {
                 "name": "lab",
-                "nodes": [str(n) for n in nodes],
-                "networkPolicies": [str(p) for p in policies],
+                "nodes": [inside(n) for n in nodes],
+                "networkPolicies": [inside(p) for p in policies],
                 "zoneLabel": "topology.kubernetes.io/zone",
             }
         ],
-        "workloads": [str(w) for w in workloads],
+        "workloads": [inside(w) for w in workloads],
         "groups": [GROUP_CONFIG],
     }
     path = tmp / name

@@ -15,7 +15,14 @@ import click
 from topogen import __version__
 from topogen.errors import TopogenError
 
-__all__ = ["main", "run"]
+__all__ = [
+    "allow_outside_option",
+    "cluster_option",
+    "config_option",
+    "main",
+    "run",
+    "verbose_option",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,6 +44,31 @@ class _Group(click.Group):
             importlib.import_module(f"topogen.cli.{cmd_name}")  # registers it
         return self.commands.get(cmd_name)
 
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """click's main, with its usage errors as one line (`topogen: error: ...`, exit 2)
+        instead of the usage text, a hint and the message on three."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            click.echo(exc.format_message(), err=True)
+            sys.exit(2)
+        except click.ClickException as exc:
+            click.echo(f"topogen: error: {_one_line(exc.format_message())}", err=True)
+            sys.exit(2 if exc.exit_code in (1, 2) else exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("topogen: aborted", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -57,6 +89,10 @@ class _Group(click.Group):
                 err=True,
             )
             sys.exit(3)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def run() -> None:
@@ -106,6 +142,16 @@ def cluster_option(f: F) -> F:
         "clusters",
         multiple=True,
         help="only this cluster of topogen.yaml (repeatable)",
+    )(f)
+
+
+def allow_outside_option(f: F) -> F:
+    return click.option(
+        "--allow-outside-paths",
+        "allow_outside",
+        is_flag=True,
+        help="read input paths of topogen.yaml outside its folder (interactive use; the "
+        "Argo CD plugin never passes it)",
     )(f)
 
 

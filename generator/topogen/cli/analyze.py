@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from topogen.cli import cluster_option, config_option, main, verbose_option
+from topogen.cli import allow_outside_option, cluster_option, config_option, main, verbose_option
 from topogen.config import load_config
 from topogen.pipeline import analyze
 from topogen.report import analysis_json, analysis_table
@@ -18,16 +18,17 @@ from topogen.report import analysis_json, analysis_table
 @click.option(
     "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
+@allow_outside_option
 @verbose_option
 def analyze_command(
-    config_path: str, clusters: tuple[str, ...], output: str, verbose: bool
+    config_path: str, clusters: tuple[str, ...], output: str, allow_outside: bool, verbose: bool
 ) -> None:
     """Find training groups whose placement can break their own traffic.
 
     Exit 0: no problem; 1: a HARD_BLOCK, CROSS_ZONE, UNSCHEDULABLE or
     IDENTITY_MISMATCH finding; 2: usage or input error.
     """
-    cfg = load_config(config_path)
+    cfg = load_config(config_path, allow_outside=allow_outside)
     report = analyze(cfg, list(clusters) or None)
     for w in report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)

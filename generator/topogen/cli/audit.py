@@ -7,7 +7,7 @@ import sys
 import click
 
 from topogen.audit import audit_json, audit_live, audit_table
-from topogen.cli import config_option, main
+from topogen.cli import allow_outside_option, config_option, main
 from topogen.cli.snapshot import live_options, live_source
 from topogen.config import load_config
 
@@ -24,6 +24,7 @@ from topogen.config import load_config
 @click.option(
     "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
+@allow_outside_option
 def audit_command(
     context: str | None,
     kubeconfig: str | None,
@@ -32,6 +33,7 @@ def audit_command(
     cluster: str | None,
     prometheus: str | None,
     output: str,
+    allow_outside: bool,
 ) -> None:
     """Audit the live training groups: pod, role, node, zone, GPU use, peer connectivity.
 
@@ -42,7 +44,7 @@ def audit_command(
 
     Exit 0: every group healthy; 1: a group is broken; 2: usage, input or cluster error.
     """
-    cfg = load_config(config_path)
+    cfg = load_config(config_path, allow_outside=allow_outside)
     report = audit_live(cfg, live_source(context, kubeconfig, timeout), cluster, prometheus)
     for w in report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from topogen.cli import config_option, main, verbose_option
+from topogen.cli import allow_outside_option, config_option, main, verbose_option
 from topogen.connectivity import (
     InputSpec,
     LabelOverride,
@@ -29,6 +29,7 @@ def input_options(f: F) -> F:
     """-c/--cluster or --policies/--workloads/--namespaces, and --label (shared with explain)."""
     options = [
         config_option,
+        allow_outside_option,
         click.option(
             "--cluster",
             "cluster",
@@ -73,12 +74,13 @@ def input_spec(
     policies: tuple[str, ...],
     workloads: tuple[str, ...],
     namespaces: tuple[str, ...],
+    allow_outside: bool = False,
 ) -> InputSpec:
     """-c wins when given; the default topogen.yaml only when no paths are."""
     source = click.get_current_context().get_parameter_source("config_path")
     paths = bool(policies or workloads or namespaces)
     config = None if paths and source is ParameterSource.DEFAULT else config_path
-    return InputSpec(config, cluster, policies, workloads, namespaces)
+    return InputSpec(config, cluster, policies, workloads, namespaces, allow_outside)
 
 
 def label_overrides(labels: tuple[str, ...]) -> list[LabelOverride]:
@@ -97,6 +99,7 @@ def label_overrides(labels: tuple[str, ...]) -> list[LabelOverride]:
 @verbose_option
 def connectivity_command(
     config_path: str,
+    allow_outside: bool,
     cluster: str | None,
     policies: tuple[str, ...],
     workloads: tuple[str, ...],
@@ -115,7 +118,7 @@ def connectivity_command(
 
     Exit 0, or 2 on a usage or input error.
     """
-    spec = input_spec(config_path, cluster, policies, workloads, namespaces)
+    spec = input_spec(config_path, cluster, policies, workloads, namespaces, allow_outside)
     report = compute_connectivity(load_inputs(spec), label_overrides(labels))
     for w in report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from topogen.cli import config_option, main
+from topogen.cli import allow_outside_option, config_option, main
 from topogen.diff import DiffReport, diff_dirs, diff_rendered, to_json, to_markdown, to_text
 
 _FORMATS = {"text": to_text, "markdown": to_markdown, "json": to_json}
@@ -38,6 +38,7 @@ _FORMATS = {"text": to_text, "markdown": to_markdown, "json": to_json}
     help="markdown for pull-request comments, json for machines",
 )
 @click.option("--check", is_flag=True, help="exit 1 when there is any difference")
+@allow_outside_option
 def diff_command(
     trees: tuple[str, ...],
     config_path: str,
@@ -45,6 +46,7 @@ def diff_command(
     out_dir: str | None,
     fmt: str,
     check: bool,
+    allow_outside: bool,
 ) -> None:
     """Compare generated output semantically: objects, fields and what they mean.
 
@@ -65,6 +67,8 @@ def diff_command(
             raise click.UsageError("OLD_DIR NEW_DIR cannot be combined with --against or --out")
         report: DiffReport = diff_dirs(Path(trees[0]), Path(trees[1]))
     else:
-        report = diff_rendered(Path(config_path), against, Path(out_dir) if out_dir else None)
+        report = diff_rendered(
+            Path(config_path), against, Path(out_dir) if out_dir else None, allow_outside
+        )
     click.echo(_FORMATS[fmt](report), nl=False)
     sys.exit(1 if check and not report.empty else 0)

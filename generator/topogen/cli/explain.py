@@ -25,6 +25,7 @@ def explain_command(
     dst: str,
     port: str | None,
     config_path: str,
+    allow_outside: bool,
     cluster: str | None,
     policies: tuple[str, ...],
     workloads: tuple[str, ...],
@@ -41,7 +42,7 @@ def explain_command(
     Exit 0: the path (the port, if given) is allowed; 1: denied; 2: usage or
     input error.
     """
-    spec = input_spec(config_path, cluster, policies, workloads, namespaces)
+    spec = input_spec(config_path, cluster, policies, workloads, namespaces, allow_outside)
     ex = explain_path(load_inputs(spec), src, dst, port, label_overrides(labels))
     click.echo(explanation_text(ex), nl=False)
     sys.exit(0 if ex.allowed else 1)

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import click
 
-from topogen.cli import cluster_option, config_option, main, verbose_option
+from topogen.cli import allow_outside_option, cluster_option, config_option, main, verbose_option
 from topogen.config import load_config
-from topogen.emit.writer import GENERATED_HEADER, stream_objects, write_tree
-from topogen.rendering import render
+from topogen.emit.refusal import policies_of
+from topogen.emit.writer import GENERATED_HEADER, WriteReport, stream_objects, write_tree
+from topogen.rendering import RenderResult, render
 from topogen.report import placement_lines
 
 
@@ -36,33 +37,100 @@ def _shown_config(config: Path, out: Path) -> str:
     is_flag=True,
     help="print one YAML stream of Kubernetes objects instead of writing files",
 )
+@click.option(
+    "--partial",
+    is_flag=True,
+    help="when a group is refused, write (or print) the other groups' output anyway, "
+    "without the refused group's policies (exit 1 all the same); by default nothing is "
+    "written then",
+)
+@allow_outside_option
 @verbose_option
 def render_command(
-    config_path: str, clusters: tuple[str, ...], out_dir: str | None, to_stdout: bool, verbose: bool
+    config_path: str,
+    clusters: tuple[str, ...],
+    out_dir: str | None,
+    to_stdout: bool,
+    partial: bool,
+    allow_outside: bool,
+    verbose: bool,
 ) -> None:
     """Render admission policies, CLI tests and signals for every training group.
 
-    Exit 0: rendered; 1: a group no domain can hold (its policies are not
-    rendered, the rest is); 2: usage or input error.
+    Writes and removes only files topogen wrote (a file of anyone else in the output
+    tree stops it, naming the file), and swaps the whole tree in at once.
+
+    Exit 0: rendered; 1: a group no domain can hold: nothing is written (or printed),
+    unless --partial; 2: usage or input error.
     """
-    cfg = load_config(config_path)
+    cfg = load_config(config_path, allow_outside=allow_outside)
     result = render(cfg, list(clusters) or None)
     for w in result.report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)
     out = Path(out_dir) if out_dir else Path(config_path).parent
     config_shown = _shown_config(Path(config_path), out)
     header = GENERATED_HEADER.format(config=config_shown)
+    if result.refused and not partial:
+        _fail_closed(result, None if to_stdout else out)
     if to_stdout:
         click.echo(stream_objects(result.files, header), nl=False)
     else:
-        tops = write_tree(result.files, out, header, list(clusters) or None)
-        shown = ", ".join(f"{(out / t).as_posix()}/" for t in tops)
-        click.echo(f"topogen: wrote {len(result.files)} files under {shown}", err=True)
-        if verbose:
-            for f in result.files:
-                click.echo(f"  {(out / f.path).as_posix()}", err=True)
-            for line in placement_lines(result.report):
-                click.echo(f"topogen: {line}", err=True)
+        report = write_tree(result.files, out, header, list(clusters) or None)
+        _said(report, out, result, verbose)
     for r in result.refused:
         click.echo(f"topogen: error: {r}", err=True)
     sys.exit(1 if result.refused else 0)
+
+
+def _said(report: WriteReport, out: Path, result: RenderResult, verbose: bool) -> None:
+    shown = ", ".join(f"{(out / t).as_posix()}/" for t in report.tops)
+    click.echo(f"topogen: wrote {report.written} files under {shown}", err=True)
+    if report.stale:
+        names = ", ".join(report.stale[:3]) + (", ..." if len(report.stale) > 3 else "")
+        click.echo(
+            f"topogen: removed {len(report.stale)} generated files the inputs no longer "
+            f"render: {names}",
+            err=True,
+        )
+    if report.cleaned:
+        click.echo(
+            f"topogen: removed what an interrupted render left: {', '.join(report.cleaned)}",
+            err=True,
+        )
+    if verbose:
+        for f in result.files:
+            click.echo(f"  {(out / f.path).as_posix()}", err=True)
+        for p in report.stale:
+            click.echo(f"  removed {(out / p).as_posix()}", err=True)
+        for line in placement_lines(result.report):
+            click.echo(f"topogen: {line}", err=True)
+
+
+def _fail_closed(result: RenderResult, out: Path | None) -> None:
+    """A refused group: one line each, saying why and what stays; write nothing, exit 1."""
+    for reason in result.refused:
+        refused = next(
+            (
+                (c, g)
+                for c, g in result.refused_groups
+                if reason.startswith(f"cluster {c}: group {g}:")
+            ),
+            None,
+        )
+        kept = policies_of(out, [refused]) if out is not None and refused else []
+        if out is None:
+            what = "nothing printed (Argo CD keeps what it synced last)"
+        elif kept:
+            names = ", ".join(kept[:3]) + (", ..." if len(kept) > 3 else "")
+            what = (
+                f"nothing written: {out.as_posix()}/ keeps its policies ({names}), which a "
+                "partial render would remove"
+            )
+        else:
+            what = "nothing written: a partial render would leave it without policies"
+        click.echo(
+            f"topogen: error: {reason}; {what} (fix the inputs, or pass --partial to render "
+            "the rest)",
+            err=True,
+        )
+    sys.exit(1)

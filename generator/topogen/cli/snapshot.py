@@ -13,7 +13,13 @@ import click
 
 from topogen.cli import main
 from topogen.errors import InputError
-from topogen.sources.live import DEFAULT_TIMEOUT, LiveSource, read_cluster, snapshot_yaml
+from topogen.sources.live import (
+    DEFAULT_TIMEOUT,
+    LiveSource,
+    check_snapshot,
+    read_cluster,
+    snapshot_yaml,
+)
 
 __all__ = ["live_options", "live_source"]
 
@@ -43,15 +49,19 @@ def live_source(context: str | None, kubeconfig: str | None, timeout: float) -> 
 
 def write_atomic(path: Path, text: str) -> None:
     """Replace `path` only once the new content is completely written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    tmp: str | None = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise InputError(f"cannot write the snapshot: {exc.strerror}", path=str(path)) from None
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise InputError(
+            f"cannot write the snapshot: {exc.strerror or exc}", path=str(path)
+        ) from None
 
 
 @main.command("snapshot")
@@ -80,6 +90,7 @@ def snapshot_command(
     for w in objects.warnings:
         click.echo(f"topogen: warning: {w}", err=True)
     text = snapshot_yaml(objects)
+    check_snapshot(text)
     if output == "-":
         click.echo(text, nl=False)
     else:

@@ -37,6 +37,7 @@ class InputSpec:
     policies: tuple[str, ...] = ()
     workloads: tuple[str, ...] = ()
     namespaces: tuple[str, ...] = ()
+    allow_outside: bool = False  # with config: read input paths outside its folder
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def load_inputs(spec: InputSpec) -> ConnectivityInputs:
     if spec.config is not None and paths_given:
         raise InputError("give either -c/--config or --policies/--workloads/--namespaces, not both")
     if spec.config is not None:
-        return _from_config(spec.config, spec.cluster)
+        return _from_config(spec.config, spec.cluster, spec.allow_outside)
     if spec.cluster is not None:
         raise InputError("--cluster needs -c/--config")
     if not spec.workloads or not spec.policies:
@@ -66,8 +67,8 @@ def load_inputs(spec: InputSpec) -> ConnectivityInputs:
     return _from_paths(spec.policies, spec.workloads, spec.namespaces)
 
 
-def _from_config(path: str, cluster_name: str | None) -> ConnectivityInputs:
-    cfg = load_config(path)
+def _from_config(path: str, cluster_name: str | None, allow_outside: bool) -> ConnectivityInputs:
+    cfg = load_config(path, allow_outside=allow_outside)
     cluster = cfg.cluster(cluster_name) if cluster_name else cfg.clusters[0]
     loaded = load_workload_inputs(cfg)
     cluster_inputs = load_cluster_inputs(cfg, cluster, loaded.services)

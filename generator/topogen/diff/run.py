@@ -36,9 +36,9 @@ class RenderedSide:
     refused: tuple[str, ...]
 
 
-def render_side(config_path: Path) -> RenderedSide:
+def render_side(config_path: Path, allow_outside: bool = False) -> RenderedSide:
     """Render a config into a temporary folder and read the tree back."""
-    cfg = load_config(config_path)
+    cfg = load_config(config_path, allow_outside=allow_outside)
     result = render(cfg)
     with tempfile.TemporaryDirectory(prefix="topogen-diff-") as tmp:
         header = GENERATED_HEADER.format(config=config_path.name)
@@ -61,15 +61,18 @@ def diff_dirs(old_dir: Path, new_dir: Path) -> DiffReport:
 
 
 def diff_rendered(
-    config_path: Path, against: str | None = None, out_dir: Path | None = None
+    config_path: Path,
+    against: str | None = None,
+    out_dir: Path | None = None,
+    allow_outside: bool = False,
 ) -> DiffReport:
     """A fresh render of the config against the committed output (the folder it is written
     to: `out_dir`, by default the config's folder), another folder, or the render at a git ref.
     """
     shown = _shown(config_path)
     if against is not None and not Path(against).is_dir():
-        return _diff_against_ref(config_path, against)
-    new = render_side(config_path)
+        return _diff_against_ref(config_path, against, allow_outside)
+    new = render_side(config_path, allow_outside)
     old_dir = Path(against) if against is not None else (out_dir or config_path.parent)
     if not old_dir.is_dir():
         raise InputError("no such folder", path=_shown(old_dir))
@@ -132,7 +135,7 @@ def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
         raise InputError("git is not installed: --against GIT_REF needs it") from None
 
 
-def _diff_against_ref(config_path: Path, ref: str) -> DiffReport:
+def _diff_against_ref(config_path: Path, ref: str, allow_outside: bool) -> DiffReport:
     here = config_path.resolve().parent
     if not here.is_dir():
         raise InputError("config file not found", path=_shown(config_path))
@@ -149,7 +152,7 @@ def _diff_against_ref(config_path: Path, ref: str) -> DiffReport:
         raise InputError(
             "the config is not inside the git repository", path=_shown(config_path)
         ) from None
-    new = render_side(config_path)
+    new = render_side(config_path, allow_outside)
     with tempfile.TemporaryDirectory(prefix="topogen-diff-ref-") as tmp:
         _extract(commit.stdout.strip(), top, Path(tmp))
         old_config = Path(tmp) / rel
@@ -164,7 +167,7 @@ def _diff_against_ref(config_path: Path, ref: str) -> DiffReport:
                 warnings=[f"{rel.as_posix()} does not exist at {ref}: everything is new"],
             )
         try:
-            old = render_side(old_config)
+            old = render_side(old_config, allow_outside)
         except TopogenError as exc:
             raise InputError(f"at {ref}: " + _unrooted(str(exc), Path(tmp))) from None
     return diff(

@@ -18,15 +18,15 @@ from typing import Any
 import yaml
 
 from topogen.diff.model import ObjectKey, Tree, TreeEntry
+from topogen.emit.layout import KNOWN_TOPS
 from topogen.errors import InputError
 
 __all__ = ["KNOWN_TOPS", "generated_tops", "load_tree"]
 
-# Top-level folders topogen renders. A folder compared against a fresh render
-# holds other things too (the inputs, the rest of a repository): only the folders
-# the render writes are read, plus these when they hold topogen's output (a
-# folder the render no longer writes is stale output, and a difference).
-KNOWN_TOPS = ("kustomize", "monitoring", "policies")
+# Top-level folders topogen renders (emit/layout.py). A folder compared against a fresh
+# render holds other things too (the inputs, the rest of a repository): only the folders
+# the render writes are read, plus these when they hold topogen's output (a folder the
+# render no longer writes is stale output, and a difference).
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _YAML = (".yaml", ".yml")
@@ -61,7 +61,13 @@ def generated_tops(root: Path, candidates: Iterable[str]) -> set[str]:
 
 
 def _files(root: Path, tops: Iterable[str] | None) -> Iterator[str]:
-    starts = [root] if tops is None else [root / t for t in sorted(set(tops))]
+    """Files under root's top folders (those named, else all but dot-named ones; a top
+    folder may be a symlink, as render makes them), and, without tops, root's own files."""
+    if tops is None:
+        names = sorted(n for n in os.listdir(root) if not n.startswith("."))
+        yield from (n for n in names if (root / n).is_file())
+        tops = [n for n in names if (root / n).is_dir()]
+    starts = [root / t for t in sorted(set(tops))]
     for start in starts:
         if not start.is_dir():
             continue

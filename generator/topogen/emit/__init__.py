@@ -1,5 +1,6 @@
-"""Emit: write the output tree atomically and deterministically, or stream it (--stdout)."""
+"""Emit: write the output tree atomically and deterministically, touching only what topogen
+owns (layout.py, swap.py, writer.py), and say what a refused group keeps (refusal.py)."""
 
-from topogen.emit.writer import GENERATED_HEADER, stream_objects, write_tree
+from topogen.emit.writer import GENERATED_HEADER, WriteReport, stream_objects, write_tree
 
-__all__ = ["GENERATED_HEADER", "stream_objects", "write_tree"]
+__all__ = ["GENERATED_HEADER", "WriteReport", "stream_objects", "write_tree"]

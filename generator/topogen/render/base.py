@@ -19,7 +19,7 @@ import yaml
 
 from topogen.errors import TopogenError
 from topogen.plaindata import dump_yaml
-from topogen.yamlfast import load_all_fast
+from topogen.yamlfast import YAML_UNSAFE_IN_JSON, load_all_fast
 
 __all__ = ["TEMPLATES_DIR", "RenderedFile", "render_documents", "render_text", "to_yaml"]
 
@@ -69,8 +69,13 @@ def _f_yaml(value: Any, indent: int = 0) -> _Serialized:
 
 
 def _f_json(value: Any) -> _Serialized:
-    """Inline JSON is valid YAML flow syntax: safe for any scalar, list or map."""
-    return _Serialized(json.dumps(value, sort_keys=True, ensure_ascii=False))
+    """Inline JSON is valid YAML flow syntax: safe for any scalar, list or map. Characters
+    YAML does not take raw in a quoted scalar (U+0085 and the other line breaks, C1
+    controls) are escaped, so every YAML reader reads the string back exactly."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    if not text.isascii():
+        text = YAML_UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+    return _Serialized(text)
 
 
 def _finalize(value: Any) -> Any:

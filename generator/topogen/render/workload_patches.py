@@ -31,6 +31,7 @@ hands them in. Where each pod template is in its manifest is the operators' know
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,15 +62,28 @@ class WorkloadPatch:
     @property
     def target(self) -> dict[str, str]:
         group, _, version = self.api_version.rpartition("/")
-        target = {"group": group, "version": version, "kind": self.kind, "name": _exact(self.name)}
+        target = {
+            "group": _literal(group),
+            "version": _literal(version),
+            "kind": _literal(self.kind),
+            "name": _exact(self.name),
+        }
         if self.namespace:
             target["namespace"] = _exact(self.namespace)
         return target
 
 
+_RE2_META = re.compile(r"([\\.+*?()|\[\]{}^$])")
+
+
+def _literal(text: str) -> str:
+    """Go's regexp.QuoteMeta: kustomize compiles every target field (group, version, kind,
+    name, namespace) as an anchored regular expression."""
+    return _RE2_META.sub(r"\\\1", text)
+
+
 def _exact(name: str) -> str:
-    """Kustomize matches target names and namespaces as regular expressions."""
-    return "^" + name.replace(".", "\\.") + "$"
+    return "^" + _literal(name) + "$"
 
 
 def pointer(parts: Iterable[str | int]) -> str:

@@ -35,6 +35,7 @@ __all__ = [
     "LiveError",
     "LiveSource",
     "PodRecord",
+    "check_snapshot",
     "is_timeout",
     "minimal",
     "pod_record",
@@ -170,6 +171,28 @@ def snapshot_yaml(objects: ClusterObjects) -> str:
     return SNAPSHOT_HEADER + json_yaml(snapshot_document(objects))
 
 
+def check_snapshot(text: str) -> None:
+    """A snapshot is written only when topogen reads it back: an object the API server
+    sent that topogen would refuse (a bad name, label or quantity) fails here, before
+    anything is written, naming the object."""
+    from topogen.sources.nodes import read_nodes
+    from topogen.sources.objects import flatten
+    from topogen.sources.policies import read_policies
+    from topogen.sources.workloads import read_namespaces
+    from topogen.sources.yamlio import Document, load_yaml_text
+
+    try:
+        docs = load_yaml_text(text, "the snapshot")
+        objs = list(flatten(Document(d, "the snapshot", i) for i, d in enumerate(docs) if d))
+        read_nodes(objs, "topology.kubernetes.io/zone")
+        read_policies(objs)
+        read_namespaces(objs)
+    except TopogenError as exc:
+        raise LiveError(
+            f"the cluster sent what topogen cannot read, so nothing was written: {exc}"
+        ) from None
+
+
 def json_yaml(doc: Any) -> str:
     """`doc` as indented JSON that PyYAML reads as the same data: characters YAML does
     not print or reads as line breaks are escaped (json.dumps leaves them raw)."""
@@ -273,8 +296,12 @@ class _Session:
                 restarted, token = True, None  # the continue token expired: start again
                 items.clear()
                 continue
-            items.extend(page.get("items") or ())
-            token = (page.get("metadata") or {}).get("continue") or None
+            got = page.get("items") or []
+            if not isinstance(got, list) or not all(isinstance(i, dict) for i in got):
+                raise LiveError(f"{self.host}: listing {kind.plural} returned no list of objects")
+            items.extend(got)
+            meta = page.get("metadata")
+            token = (meta.get("continue") if isinstance(meta, dict) else None) or None
             if not token:
                 return items
 
@@ -391,7 +418,7 @@ def _api_error(host: str, kind: _Kind, namespace: str | None, status: int, exc: 
     if status == 403:
         detail = f": {message}" if message else ""
         return (
-            f"{host} forbids {what} (403 Forbidden){detail}; grant get/list as in "
+            f"{host} forbids {what} (403 Forbidden){detail}; grant list as in "
             "argocd/snapshot-rbac.yaml"
         )
     reason = getattr(exc, "reason", "") or ""

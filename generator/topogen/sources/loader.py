@@ -44,8 +44,14 @@ class WorkloadInputs:
     services: tuple[Service, ...] = field(default=())  # for toServices rules
 
 
-def read_objects(paths: list[str], base: Path, what: str) -> list[KubeObject]:
-    return list(flatten(iter_documents(expand_paths(paths, base=base, what=what))))
+def read_objects(
+    paths: list[str], base: Path, what: str, cfg: TopogenConfig | None = None
+) -> list[KubeObject]:
+    """The objects of `paths` (files, or folders of YAML files); with `cfg`, confined to
+    its root (see load_config)."""
+    root, source = (cfg.root, cfg.path) if cfg is not None else (None, None)
+    files = expand_paths(paths, base=base, what=what, root=root, source=source)
+    return list(flatten(iter_documents(files)))
 
 
 def load_cluster_inputs(
@@ -53,7 +59,7 @@ def load_cluster_inputs(
 ) -> ClusterInputs:
     """`services`: Services read elsewhere (beside the workloads), for toServices rules."""
     base = cfg.base_dir
-    node_objs = read_objects(cluster.nodes, base, f"clusters.{cluster.name}.nodes")
+    node_objs = read_objects(cluster.nodes, base, f"clusters.{cluster.name}.nodes", cfg)
     nodes = read_nodes(node_objs, cluster.zone_label)
     if not nodes:
         shown = ", ".join(cluster.nodes)
@@ -66,7 +72,7 @@ def load_cluster_inputs(
     skipped = [f"{o.path}: {o.where()} is not a Node" for o in node_objs if o.kind != "Node"]
     # a snapshot may carry the policies too: read them from the node sources as well
     policy_objs = read_objects(
-        cluster.network_policies, base, f"clusters.{cluster.name}.networkPolicies"
+        cluster.network_policies, base, f"clusters.{cluster.name}.networkPolicies", cfg
     )
     seen = {(o.group, o.kind, o.namespace, o.name) for o in policy_objs}
     policy_objs += [
@@ -75,7 +81,7 @@ def load_cluster_inputs(
         if o.kind != "Node" and (o.group, o.kind, o.namespace, o.name) not in seen
     ]
     policies = read_policies(policy_objs, cluster.cilium.settings(), services)
-    ns_objs = read_objects(cluster.namespaces, base, f"clusters.{cluster.name}.namespaces")
+    ns_objs = read_objects(cluster.namespaces, base, f"clusters.{cluster.name}.namespaces", cfg)
     namespaces = {n.name: n for n in read_namespaces(ns_objs + node_objs + policy_objs)}
     topology = Topology(
         nodes=tuple(sorted(nodes, key=lambda n: n.name)),
@@ -96,7 +102,7 @@ def load_workload_inputs(
     cfg: TopogenConfig, paths: list[str] | None = None, base: Path | None = None
 ) -> WorkloadInputs:
     paths = cfg.workloads if paths is None else paths
-    objs = read_objects(paths, base or cfg.base_dir, "workloads")
+    objs = read_objects(paths, base or cfg.base_dir, "workloads", cfg)
     skipped: list[str] = []
     workloads = read_workloads(objs, skipped)
     namespaces = {n.name: n for n in read_namespaces(objs)}

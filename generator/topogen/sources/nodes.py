@@ -5,8 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from topogen.errors import InputError
-from topogen.manifest import KubeObject, as_bool, as_list, as_map, labels_of, string_map
+from topogen.manifest import (
+    KubeObject,
+    as_bool,
+    as_list,
+    as_map,
+    check_name,
+    labels_of,
+    string_map,
+)
 from topogen.model import NO_ZONE_PREFIX, Node, Taint
+from topogen.names import check_label_key, check_label_value
 from topogen.sources.objects import parse_quantity
 
 __all__ = ["node_from_object", "read_nodes"]
@@ -23,6 +32,7 @@ def read_nodes(objects: Iterable[KubeObject], zone_label: str) -> list[Node]:
 
 
 def node_from_object(obj: KubeObject, zone_label: str) -> Node:
+    check_name(obj)
     labels = labels_of(obj)
     spec = as_map(obj.body.get("spec"), "spec", obj)
     status = as_map(obj.body.get("status"), "status", obj)
@@ -36,6 +46,8 @@ def node_from_object(obj: KubeObject, zone_label: str) -> Node:
                 f"({', '.join(_EFFECTS)})",
                 path=obj.path,
             )
+        check_label_key(t["key"], f"{obj.where()}: spec.taints[{i}].key", obj.path)
+        check_label_value(t.get("value", ""), f"{obj.where()}: spec.taints[{i}].value", obj.path)
         taints.append(Taint(t["key"], t.get("value", ""), effect))
     allocatable = {
         str(k): parse_quantity(v, f"status.allocatable.{k}", obj)

@@ -9,9 +9,10 @@ from typing import Any
 
 from topogen.errors import InputError
 from topogen.manifest import KubeObject
+from topogen.names import dns_label_problem, object_name_problem
 from topogen.sources.yamlio import Document
 
-__all__ = ["flatten", "parse_quantity"]
+__all__ = ["MAX_QUANTITY", "flatten", "parse_quantity", "quantity_of"]
 
 SNAPSHOT_KIND = "TopogenSnapshot"
 
@@ -66,28 +67,34 @@ def _to_object(body: Mapping[str, Any], path: str) -> KubeObject:
     namespace = meta.get("namespace", "")
     if not isinstance(namespace, str):
         raise InputError(f"{kind} {name}: metadata.namespace must be a string", path=path)
+    problem = object_name_problem(name, strict=False)
+    if problem:
+        raise InputError(f"{kind}: metadata.name {problem}", path=path)
+    problem = dns_label_problem(namespace) if namespace else None
+    if problem:
+        raise InputError(f"{kind} {name}: metadata.namespace {problem}", path=path)
     return KubeObject(api_version, kind, namespace, name, body, path)
 
 
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[KMGTPE]i?|[mkunM]?)$")
-_SUFFIX: dict[str, Fraction | int] = {
-    "": 1,
-    "m": Fraction(1, 1000),
-    "u": Fraction(1, 10**6),
-    "n": Fraction(1, 10**9),
-    "k": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "P": 10**15,
-    "E": 10**18,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-}
+# The grammar of k8s.io/apimachinery/pkg/api/resource (quantity.go, suffix.go):
+#   <quantity> ::= <signedNumber><suffix>      <number> ::= <digits>[.<digits>] | .<digits>
+#   <suffix>   ::= <binarySI> | <decimalExponent> | <decimalSI>
+#   <binarySI> ::= Ki | Mi | Gi | Ti | Pi | Ei  <decimalSI> ::= n | u | m | "" | k | M | G | T | P | E
+#   <decimalExponent> ::= "e" <signedNumber> | "E" <signedNumber>   (an integer exponent)
+# parsed as ParseQuantity does (so "1E" is 10^18 and "16000K" is no quantity), rounded up to
+# 1n and capped at 2^63-1 as Kubernetes documents, without ever computing 10^exponent.
+_DECIMAL_SI = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BINARY_SI = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DIGITS = frozenset("0123456789")
+_SUFFIX_CHARS = frozenset("eEinumkKMGTP")
+_EXPONENT = re.compile(r"^[+-]?[0-9]+$")
+MAX_QUANTITY = 2**63 - 1
+_NANO = 10**9
+_MAX_QUANTITY_TEXT = 200  # characters: longer is no resource quantity
+# beyond this Kubernetes' int32 scale arithmetic wraps around (or takes unbounded time)
+_MAX_EXPONENT = 10**6
+# what Go's strings.TrimSpace removes (Quantity.UnmarshalJSON trims with it)
+_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 
 
 def parse_quantity(value: Any, what: str, obj: KubeObject) -> Fraction:
@@ -96,11 +103,20 @@ def parse_quantity(value: Any, what: str, obj: KubeObject) -> Fraction:
         hit = _QUANTITIES.get(value)
         if hit is not None:
             return hit
-    if isinstance(value, bool):
-        raise InputError(f"{obj.where()}: {what} is not a quantity: {value}", path=obj.path)
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise InputError(f"{obj.where()}: {what} is not a quantity: {value!r}", path=obj.path)
     if isinstance(value, int):
-        return Fraction(value)
-    quantity = _parse_text(str(value).strip(), what, obj)
+        return Fraction(max(-MAX_QUANTITY, min(MAX_QUANTITY, value)))
+    text = value.strip(_GO_SPACE) if isinstance(value, str) else repr(value)
+    quantity = quantity_of(text)
+    if quantity is None:
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise InputError(
+            f"{obj.where()}: {what} is not a quantity: {shown!r}",
+            path=obj.path,
+            hint="Kubernetes quantities: 4, 500m, 1.5, 32Gi, 64k, 1e3 (suffixes n u m k M G T "
+            "P E, Ki Mi Gi Ti Pi Ei)",
+        )
     if type(value) is str and len(_QUANTITIES) < 10_000:
         _QUANTITIES[value] = quantity  # Fractions are immutable
     return quantity
@@ -109,17 +125,89 @@ def parse_quantity(value: Any, what: str, obj: KubeObject) -> Fraction:
 _QUANTITIES: dict[str, Fraction] = {}
 
 
-def _parse_text(text: str, what: str, obj: KubeObject) -> Fraction:
-    match = _QUANTITY.match(text)
-    if not match:
-        raise InputError(f"{obj.where()}: {what} is not a quantity: {text!r}", path=obj.path)
-    number, suffix = match.groups()
-    try:
-        base = Fraction(number)
-    except ValueError:
-        raise InputError(
-            f"{obj.where()}: {what} is not a quantity: {text!r}", path=obj.path
-        ) from None
-    if suffix[:1] in ("e", "E"):
-        return base * Fraction(10) ** int(suffix[1:])
-    return base * Fraction(_SUFFIX[suffix])
+def quantity_of(text: str) -> Fraction | None:
+    """The value of a quantity string, or None when it is none."""
+    parts = _split_quantity(text) if 0 < len(text) <= _MAX_QUANTITY_TEXT else None
+    if parts is None:
+        return None
+    positive, num, denom, suffix, digits_seen = parts
+    if suffix in _DECIMAL_SI:
+        base, exponent = 10, _DECIMAL_SI[suffix]
+    elif suffix in _BINARY_SI:
+        base, exponent = 2, _BINARY_SI[suffix]
+    elif len(suffix) > 1 and suffix[0] in "eE" and _EXPONENT.match(suffix[1:]):
+        base, exponent = 10, int(suffix[1:])
+        if abs(exponent) >= _MAX_EXPONENT:
+            return None
+    else:
+        return None
+    if not digits_seen and not _fast_path(num, denom, base, exponent):
+        return None  # Kubernetes' slow path needs a digit ("Pi", "e-10" are no quantities)
+    nanos = _nanos(num + denom, len(denom), base, exponent)
+    magnitude = Fraction(nanos, _NANO) if nanos <= MAX_QUANTITY * _NANO else Fraction(MAX_QUANTITY)
+    return magnitude if positive else -magnitude
+
+
+def _split_quantity(s: str) -> tuple[bool, str, str, str, bool] | None:
+    """parseQuantityString: sign, numerator digits (leading zeros cut, "0" when none),
+    denominator digits, suffix, and whether the number had any digit at all."""
+    end, pos, positive = len(s), 0, True
+    if s[0] in "+-":
+        positive, pos = s[0] == "+", 1
+    start = pos
+    while pos < end and s[pos] == "0":
+        pos += 1
+    if pos >= end:
+        return positive, "0", "", "", pos > start
+    zeros, start = pos > start, pos
+    while pos < end and s[pos] in _DIGITS:
+        pos += 1
+    num, denom = s[start:pos] or "0", ""
+    seen = zeros or pos > start
+    if pos < end and s[pos] == ".":
+        pos += 1
+        start = pos
+        while pos < end and s[pos] in _DIGITS:
+            pos += 1
+        denom = s[start:pos]
+        seen = seen or bool(denom)
+    suffix_start = pos
+    while pos < end and s[pos] in _SUFFIX_CHARS:
+        pos += 1
+    if pos < end and s[pos] in "+-":
+        pos += 1
+    while pos < end and s[pos] in _DIGITS:
+        pos += 1
+    if pos < end:
+        return None
+    return positive, num, denom, s[suffix_start:], seen
+
+
+def _fast_path(num: str, denom: str, base: int, exponent: int) -> bool:
+    """Whether ParseQuantity takes its int64 path (which reads even a number of no digits)."""
+    if base == 10:
+        return len(num) + len(denom) <= 18 and exponent - len(denom) >= -9
+    precision = 15 - len(num) - (exponent * 3) // 10 - 1
+    return not denom and precision >= 0 and int(num) << exponent <= MAX_QUANTITY
+
+
+def _nanos(digits: str, decimals: int, base: int, exponent: int) -> int:
+    """ceil(int(digits) / 10^decimals * base^exponent * 10^9), or more than the cap when the
+    value is beyond it (so no power is ever computed that the cap makes pointless)."""
+    digits = digits.lstrip("0")
+    if not digits:
+        return 0
+    if base == 2:  # exponent 10..60
+        scaled: int = int(digits) * 2**exponent * _NANO
+        divisor: int = 10**decimals
+        return -(-scaled // divisor)
+    scale = exponent - decimals + 9  # the value in nanos is int(digits) * 10^scale
+    if len(digits) + scale > 29:  # at least 10^28 nanos: far beyond 2^63-1 units
+        return (MAX_QUANTITY + 1) * _NANO
+    if scale >= 0:
+        exact: int = int(digits) * 10**scale
+        return exact
+    if -scale >= len(digits):  # under one nano: rounds up to it, as Kubernetes does
+        return 1
+    kept, rest = digits[:scale], digits[scale:]
+    return int(kept) + (1 if rest.strip("0") else 0)

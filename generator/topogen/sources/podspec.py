@@ -15,6 +15,7 @@ from topogen.model import (
     PodTemplate,
     Toleration,
 )
+from topogen.names import check_label_key, check_label_value, check_labels
 from topogen.sources.objects import parse_quantity
 from topogen.sources.policies import parse_selector
 
@@ -33,6 +34,7 @@ def parse_pod_template(
     tmpl = as_map(raw, what, obj)
     meta = as_map(tmpl.get("metadata"), f"{at}metadata", obj)
     labels = string_map(meta.get("labels"), f"{at}metadata.labels", obj)
+    check_labels(labels, f"{obj.where()}: {at}metadata.labels", obj.path)
     if extra_labels:
         labels = {**labels, **extra_labels}
     annotations = string_map(meta.get("annotations"), f"{at}metadata.annotations", obj)
@@ -51,7 +53,7 @@ def parse_pod_spec(
     requests, ports = _containers(spec, what, obj)
     return PodTemplate(
         labels=labels,
-        node_selector=string_map(spec.get("nodeSelector"), f"{what}.nodeSelector", obj),
+        node_selector=_node_selector(spec, what, obj),
         node_affinity=_node_affinity(affinity, f"{what}.affinity", obj),
         tolerations=_tolerations(spec, what, obj),
         pod_affinity=_pod_affinity(affinity, f"{what}.affinity", obj),
@@ -72,6 +74,12 @@ def _service_account(spec: Mapping[str, Any], what: str, obj: KubeObject) -> str
         if value:
             return value
     return ""
+
+
+def _node_selector(spec: Mapping[str, Any], what: str, obj: KubeObject) -> dict[str, str]:
+    selector = string_map(spec.get("nodeSelector"), f"{what}.nodeSelector", obj)
+    check_labels(selector, f"{obj.where()}: {what}.nodeSelector", obj.path)
+    return selector
 
 
 def _tolerations(spec: Mapping[str, Any], what: str, obj: KubeObject) -> tuple[Toleration, ...]:
@@ -98,7 +106,11 @@ def _tolerations(spec: Mapping[str, Any], what: str, obj: KubeObject) -> tuple[T
                 f"{', '.join(e for e in _EFFECTS if e)} or empty, got {effect!r}",
                 path=obj.path,
             )
-        out.append(Toleration(as_str(t.get("key"), f"{tw}.key", obj), op, value or "", effect))
+        key = as_str(t.get("key"), f"{tw}.key", obj)
+        if key:
+            check_label_key(key, f"{obj.where()}: {tw}.key", obj.path)
+        check_label_value(value or "", f"{obj.where()}: {tw}.value", obj.path)
+        out.append(Toleration(key, op, value or "", effect))
     return tuple(out)
 
 

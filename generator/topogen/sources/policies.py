@@ -21,7 +21,7 @@ from topogen.cilium.identity import (
     normalise_key,
 )
 from topogen.errors import InputError
-from topogen.manifest import KubeObject, as_list, as_map, string_map
+from topogen.manifest import KubeObject, as_list, as_map, check_name, string_map
 from topogen.model import (
     CiliumSettings,
     Isolation,
@@ -81,6 +81,7 @@ def read_policies(
     for obj in objs:
         if (obj.group, obj.kind) not in POLICY_KINDS:
             continue
+        check_name(obj)
         ref = PolicyRef(obj.kind, "" if obj.kind == CCNP else namespace_of(obj), obj.name, obj.path)
         refs.append(ref)
         if obj.kind == NP:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from topogen.errors import InputError
-from topogen.manifest import KubeObject, labels_of
+from topogen.manifest import KubeObject, check_name, labels_of
 from topogen.model import Namespace, Workload
 from topogen.operators.base import PodSet
 from topogen.operators.registry import operator_for_kind
@@ -27,6 +27,7 @@ def read_workloads(objects: Iterable[KubeObject], skipped: list[str]) -> list[Wo
             if obj.kind != "Namespace":
                 skipped.append(f"{obj.path}: {obj.where()} ({obj.api_version}) is not a workload")
             continue
+        check_name(obj)
         out.extend(_workload(obj, pods) for pods in operator.pods(obj))
     return out
 
@@ -35,6 +36,7 @@ def read_namespaces(objects: Iterable[KubeObject]) -> list[Namespace]:
     out = []
     for obj in objects:
         if obj.kind == "Namespace" and obj.api_version == "v1":
+            check_name(obj)
             labels = labels_of(obj)
             labels.setdefault("kubernetes.io/metadata.name", obj.name)
             out.append(Namespace(obj.name, labels))

@@ -17,7 +17,38 @@ from topogen.yamlfast import load_all_fast
 
 __all__ = ["MAX_FILE_BYTES", "Document", "expand_paths", "iter_documents", "load_yaml_text"]
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: Any, first: tuple[int, int], again: tuple[int, int]) -> None:
+        self.key, self.first, self.again = key, first, again
+
+    def where(self) -> str:
+        (line, col), (again, _) = self.first, self.again
+        return f"also on line {line}" if line != again else f"also at column {col} of it"
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc]
+    """The C loader, refusing a mapping that names a key twice: YAML readers differ on
+    which one wins (PyYAML and Kubernetes keep the last, some refuse), so topogen refuses."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: dict[Any, tuple[int, int]] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == _MERGE:
+                continue
+            key = self.construct_object(key_node, deep=True)
+            mark = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            try:
+                first = seen.setdefault(key, mark)
+            except TypeError:  # unhashable: the constructor says so
+                continue
+            if first != mark:
+                raise _DuplicateKey(key, first, mark)
+        return super().construct_mapping(node, deep)
+
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 # A document may expand aliases to at most this many nodes (and at most
@@ -37,31 +68,47 @@ class Document:
 
 
 def expand_paths(
-    paths: Iterable[str | os.PathLike[str]], *, base: Path | None = None, what: str = "input"
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    base: Path | None = None,
+    what: str = "input",
+    root: Path | None = None,
+    source: str | None = None,
 ) -> list[Path]:
-    """Files named directly, plus YAML files under named folders, sorted per folder."""
+    """Files named directly, plus YAML files under named folders, sorted per folder.
+
+    With `root` (a resolved folder), every path, and every file found in a folder, must
+    resolve (symlinks followed) to root or below it; `source` names the file that gave
+    the paths, for the error."""
     out: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if base is not None and not path.is_absolute():
             path = base / path
-        if path.is_dir():
-            found = sorted(
-                p
-                for p in path.rglob("*")
-                if p.is_file()
-                and p.suffix in _YAML_SUFFIXES
-                and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
-            out.extend(found)
-        elif path.is_file():
-            out.append(path)
-        else:
+        if root is not None:
+            _confined(path, root, what, str(raw), source)
+        try:
+            if path.is_dir():
+                found = _yaml_files(path)
+                if root is not None:
+                    for p in found:
+                        _confined(p, root, what, display_path(p), source)
+                out.extend(found)
+            elif path.is_file():
+                out.append(path)
+            else:
+                raise InputError(
+                    f"{what} path does not exist"
+                    if not path.exists()
+                    else f"{what} path is neither a file nor a folder",
+                    path=display_path(path),
+                    hint="check the path in topogen.yaml (relative paths start at its folder)",
+                )
+        except OSError as exc:
+            where = exc.filename if isinstance(exc.filename, str) else str(path)
             raise InputError(
-                f"{what} path does not exist",
-                path=display_path(path),
-                hint="check the path in topogen.yaml (relative paths start at its folder)",
-            )
+                f"cannot read {what}: {exc.strerror or exc}", path=display_path(Path(where))
+            ) from None
     seen: set[Path] = set()
     unique = []
     for p in out:
@@ -70,6 +117,38 @@ def expand_paths(
             seen.add(rp)
             unique.append(p)
     return unique
+
+
+def _yaml_files(folder: Path) -> list[Path]:
+    """The YAML files under folder (dot-named entries and folder symlinks skipped), sorted;
+    a folder that cannot be listed is an error, not a silent gap."""
+
+    def fail(exc: OSError) -> None:
+        raise exc
+
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder, onerror=fail):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in filenames:
+            p = Path(dirpath) / name
+            if not name.startswith(".") and p.suffix in _YAML_SUFFIXES and p.is_file():
+                found.append(p)
+    return sorted(found)
+
+
+def _confined(path: Path, root: Path, what: str, shown: str, source: str | None) -> None:
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise InputError(f"{what}: cannot resolve {shown}: {exc}", path=source) from None
+    if real != root and root not in real.parents:
+        via = f" (it resolves to {real})" if Path(shown) != real else ""
+        raise InputError(
+            f"{what}: {shown} is outside the folder of the config{via}",
+            path=source,
+            hint="keep inputs in that folder or below it; --allow-outside-paths reads "
+            "others, for interactive use",
+        )
 
 
 def display_path(path: Path) -> str:
@@ -91,6 +170,15 @@ def load_yaml_text(text: str, path: str) -> list[Any]:
         return docs
     try:
         docs = list(yaml.load_all(text, Loader=_Loader))
+    except _DuplicateKey as exc:
+        raise InputError(
+            f"duplicate key {exc.key!r} ({exc.where()}): YAML readers disagree on which one counts",
+            path=path,
+            line=exc.again[0],
+            hint="keep one of them",
+        ) from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise InputError(f"malformed YAML: {exc}", path=path) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
