@@ -18,6 +18,8 @@ from fractions import Fraction
 
 __all__ = ["Assignment", "JobNeed", "assign"]
 
+_MAX_BITS = 1 << 30  # the bit sets of one domain's subset sum, at most (128 MiB)
+
 
 @dataclass(frozen=True)
 class JobNeed:
@@ -95,7 +97,11 @@ def _domain_fill(
     for d in domains:
         mine = [j for j in order if j.key not in where and d in j.domains]
         mine.sort(key=lambda j: (len(j.domains), -j.gpus, j.key))
-        cap = room[d]
+        # sums beyond the jobs' total are never reached; a subset sum too large to hold
+        # as bit sets (a node reporting 2^63 GPUs) leaves the domain to the other tries
+        cap = min(room[d], sum(j.gpus for j in mine))
+        if cap * (len(mine) + 1) > _MAX_BITS:
+            continue
         full = (2 << cap) - 1
         reach = [1]  # reach[k]: bit s set when the first k jobs can make s GPUs
         for j in mine:

@@ -62,13 +62,13 @@ def test_render_reads_no_inputs(path: Path) -> None:
         assert call not in text, f"{_rel(path)} calls {call}"
 
 
-KNOWLEDGE_MAY_IMPORT = ("topogen.errors", "topogen.manifest", "topogen.model")
+KNOWLEDGE_MAY_IMPORT = ("topogen.errors", "topogen.manifest", "topogen.model", "topogen.names")
 STDLIB_OK = ("__future__", "abc", "collections", "dataclasses", "typing", "datetime", "enum")
 STDLIB_OK += ("fractions", "functools", "re")
 
 
 @pytest.mark.parametrize(
-    "path", _modules("operators", "cilium", "model", "manifest", "errors"), ids=_rel
+    "path", _modules("operators", "cilium", "model", "manifest", "names", "errors"), ids=_rel
 )
 def test_model_and_knowledge_packages_import_no_stage_and_read_no_files(path: Path) -> None:
     own = f"topogen.{path.parent.name}" if path.parent != PACKAGE else "topogen.none"
