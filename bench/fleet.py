@@ -868,7 +868,27 @@ def _workloads(
         team = teams[j % len(teams)]
         name = f"{_MODELS[j % len(_MODELS)]}-{team.profile.split('-')[0][:6]}-{j:04d}"
         out += _job(team.profile, name, team.namespace, _shape(rng, team, spec, zones))
+    if any(w["kind"] == "TrainJob" for w in out):
+        out.append(json.loads(json.dumps(_TORCH_RUNTIME)))  # the runtime the TrainJobs name
     return out
+
+
+_TORCH_RUNTIME: dict[str, Any] = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "ClusterTrainingRuntime",
+    "metadata": {"name": "torch-distributed", "labels": {"trainer.kubeflow.org/framework": "torch"}},
+    "spec": {
+        "mlPolicy": {"numNodes": 1, "torch": {}},
+        "template": {"spec": {"replicatedJobs": [{
+            "name": "node",
+            "template": {
+                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                "spec": {"template": {"spec": {"containers": [
+                    {"name": "node", "image": "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime"}]}}},
+            },
+        }]}},
+    },
+}  # fmt: skip
 
 
 # --- the fleet ---------------------------------------------------------------------------

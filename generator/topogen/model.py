@@ -254,6 +254,10 @@ class Workload:
     # where the pod template is in the manifest (JSON pointer parts; () for a Pod); None
     # when it has none (a TrainJob's pods take overrides: operators/) or is not known
     template_at: tuple[str | int, ...] | None = None
+    # labels whose value ends in a number that counts up per pod (the replica index);
+    # the template holds the first pod's
+    indexed: tuple[str, ...] = ()
+    late: bool = False  # created only once other pods of its job run: never an anchor
 
     @property
     def ref(self) -> str:

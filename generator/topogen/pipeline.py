@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from topogen.analysis import ClusterIndex, JobAnalysis, PolicyIndex, find_groups
+from topogen.analysis.groups import check_profiles
 from topogen.analysis.policychecks import policy_notes, policy_warnings
 from topogen.config import GroupConfig, TopogenConfig
 from topogen.errors import InputError
@@ -131,14 +132,14 @@ def _analyze(
     all_workloads = loaded.workloads if workloads is None else workloads
     chosen = [cfg.cluster(n) for n in clusters] if clusters else list(cfg.clusters)
     results = []
-    warnings: list[str] = []
+    warnings: list[str] = list(loaded.warnings)
     notes: list[str] = []
     pods = [(w.namespace, tuple(w.template.labels)) for w in all_workloads]
     for cluster in chosen:
         inputs = load_cluster_inputs(cfg, cluster, loaded.services)
         namespaces = {**loaded.namespaces, **inputs.namespaces}
         policy_index = PolicyIndex(inputs.policies, namespaces)
-        index = ClusterIndex(inputs.topology, policy_index, namespaces)
+        index = ClusterIndex(inputs.topology, policy_index, namespaces, all_workloads)
         warnings.extend(inputs.warnings)
         groups = cfg.groups_for(cluster.name)
         identity_labels = {g.identity_label for g in groups if g.identity_label}
@@ -153,6 +154,7 @@ def _analyze(
         )
         found = [find_groups(group, all_workloads) for group in groups]
         _no_overlap(cfg, cluster.name, groups, found)
+        check_profiles(groups, all_workloads, found)
         run = ClusterRun(cluster.name, index, cluster.domain_label, groups, found, then)
         analyzed = run.analyze(all_workloads)
         jobs: list[JobAnalysis] = []

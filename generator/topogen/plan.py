@@ -17,10 +17,11 @@ from topogen.analysis.domains import DomainCheck
 from topogen.analysis.families import Family
 from topogen.analysis.findings import JobAnalysis
 from topogen.analysis.placement import place_in_domains
+from topogen.anchors import detached_selectors, worker_anchors
 from topogen.cilium.labelfilter import label_filter
 from topogen.config import GroupConfig
 from topogen.identity import identity_source
-from topogen.model import PolicyRef, Toleration
+from topogen.model import LabelSelector, PolicyRef, Toleration
 from topogen.operators.base import Profile
 from topogen.operators.registry import profile_for
 from topogen.packing import Assignment, JobNeed, assign
@@ -62,6 +63,10 @@ class GroupPlan:
     domains: tuple[tuple[str, tuple[str, ...]], ...] = ()  # spread: every domain it may use
     job_domains: tuple[JobDomain, ...] = ()  # spread: the known jobs' domains
     fallback: str = ""  # spread: what a job that appears after the render gets
+    # per worker selector of the profile: what its co-location term adds to the job label
+    # (empty: the profile's own); and the detached pods' selectors (KubeRay's submitters)
+    anchors: tuple[LabelSelector, ...] = ()
+    detached: tuple[LabelSelector, ...] = ()
 
     @property
     def enforceable(self) -> bool:
@@ -83,7 +88,13 @@ class GroupPlan:
         return (
             f"confine to {self.domain} ({', '.join(self.zones)}): coordinator tolerates "
             f"{tols}, node affinity {self.zone_label} in [{', '.join(self.zones)}]{ident}; "
-            f"workers require pod affinity to their coordinator on {self.topology_key}"
+            f"workers require pod affinity to {self._anchor_text()} on {self.topology_key}"
+        )
+
+    def _anchor_text(self) -> str:
+        anchors = sorted({str(a) for a in self.anchors if a != self.profile.coordinator[-1]})
+        return (
+            f"a pod of their own job ({' or '.join(anchors)})" if anchors else "their coordinator"
         )
 
     def _describe_spread(self) -> str:
@@ -96,7 +107,7 @@ class GroupPlan:
         )
         return (
             f"spread over {names}: coordinator tolerates {tols}; {per}; "
-            f"{self.fallback}; workers require pod affinity to their coordinator on "
+            f"{self.fallback}; workers require pod affinity to {self._anchor_text()} on "
             f"{self.topology_key}"
         )
 
@@ -151,8 +162,34 @@ def plan_group(
 
     if not planned:
         return make(None, (), (), None, None)
+    anchors, anchor_note = worker_anchors(profile, planned)
+    detached = detached_selectors(profile, planned)
+    base = replace(
+        make(None, (), (), None, None), anchors=anchors, detached=detached, note=anchor_note
+    )
+    why_pinned = ""
     if group.placement == "spread":
-        return _plan_spread(make(None, (), (), None, None), planned, ctx)
+        spread = _plan_spread(base, planned, ctx)
+        if spread.refused or len(spread.domains) <= 1 or not (detached or profile.scope):
+            return spread
+        # the per-job pins name a job by its job label: a pod no label ties to its job
+        # (KubeRay's submitter) or a job the label names only with others (an LWS group)
+        # cannot follow its job into another domain, so the group goes to one
+        what = (
+            f"pods without it ({profile.detached_label} ties them to their job)"
+            if detached
+            else f"jobs it names only with {', '.join(profile.scope)}"
+        )
+        why_pinned = (
+            f"group {group.name}: placement spread pins each job by its {profile.job_label} "
+            f"label, and the group has {what}: all its jobs go to one domain"
+        )
+    return _plan_pin(base, planned, why_pinned)
+
+
+def _plan_pin(base: GroupPlan, planned: Sequence[JobAnalysis], why: str) -> GroupPlan:
+    """One domain that holds each job (one at a time) with its traffic allowed."""
+    group = base.group
     index = [_domain_index(j) for j in planned]
     names = [d.name for d in planned[0].domains]
     good = [n for n in names if all(ix[n].ok for ix in index)]
@@ -169,7 +206,7 @@ def plan_group(
                 f"domain: {detail or 'the cluster has no zones'}"
             )
         refused = f"group {group.name}: no domain can hold it: " + " | ".join(reasons)
-        return make(None, (), (), None, refused)
+        return replace(base, refused=refused)
     prefer = {z: i for i, z in enumerate(group.prefer_zones)}
 
     def score(name: str) -> tuple[int, int, Fraction, str]:
@@ -183,17 +220,22 @@ def plan_group(
 
     chosen = min(good, key=score)
     check = index[0][chosen]
-    tolerations = tuple(sorted({t for ix in index for t in ix[chosen].tolerations}))
-    plan = make(chosen, check.zones, tolerations, check.identity, None)
+    notes = [base.note, why]
     total = sum((ix[chosen].gpus_needed for ix in index), Fraction(0))
     if len(planned) > 1 and total > check.gpus_free:
-        note = (
+        notes.append(
             f"group {group.name}: its {len(planned)} jobs fit {chosen} one at a time but "
             f"together need {_count(total)} GPUs of its {_count(check.gpus_free)}: "
             "some will wait Pending until others finish"
         )
-        plan = replace(plan, note=note)
-    return plan
+    return replace(
+        base,
+        domain=chosen,
+        zones=check.zones,
+        tolerations=tuple(sorted({t for ix in index for t in ix[chosen].tolerations})),
+        identity=check.identity,
+        note="; ".join(n for n in notes if n),
+    )
 
 
 def _plan_spread(
@@ -306,6 +348,7 @@ def _with_jobs(plan: GroupPlan, planned: Sequence[JobAnalysis], a: Assignment) -
             f"{_count(total)} GPUs of its {_count(have)}: {len(queued)} will wait Pending "
             "until others finish"
         )
+    note = "; ".join(n for n in (worker_anchors(plan.profile, planned)[1], note) if n)
     return replace(plan, job_domains=tuple(sorted(out, key=lambda d: d.job)), note=note)
 
 

@@ -24,8 +24,13 @@ __all__ = ["CONFIG_NAME", "OPERATORS", "Found", "InitResult", "detect", "init_re
 
 CONFIG_NAME = "topogen.yaml"
 NODES_FILE = "cluster/nodes.yaml"
-# (apiVersion group, kind) of the training operators' objects -> topogen profile
-OPERATORS: dict[tuple[str, str], str] = detected_kinds()
+# (API group, version or "" for every version, kind) -> the profile of its operator
+OPERATORS: dict[tuple[str, str, str], str] = detected_kinds()
+# objects that are no workload but shape one (a TrainJob's runtime): read with them
+_WORKLOAD_INPUTS = {
+    ("trainer.kubeflow.org", "TrainingRuntime"),
+    ("trainer.kubeflow.org", "ClusterTrainingRuntime"),
+}
 _POLICY_KINDS = {
     ("cilium.io", "CiliumNetworkPolicy"),
     ("cilium.io", "CiliumClusterwideNetworkPolicy"),
@@ -114,14 +119,19 @@ def detect(root: Path) -> Found:
             continue
         for obj in (o for d in docs for o in _objects(d)):
             key = (_group(obj.get("apiVersion")), str(obj.get("kind", "")))
-            if key in OPERATORS:
-                profile = OPERATORS[key]
+            version = str(obj.get("apiVersion") or "").rpartition("/")[2]
+            profile = OPERATORS.get((key[0], version, key[1])) or OPERATORS.get(
+                (key[0], "", key[1])
+            )
+            if profile is not None:
                 meta = obj.get("metadata")
                 ns = (meta.get("namespace") if isinstance(meta, dict) else None) or (
                     _kustomize_namespace(f, root) or "default"
                 )
                 found.profiles.setdefault(profile, set()).add(str(ns))
                 found.kinds.setdefault(profile, set()).add(key[1])
+                found.workload_files.add(rel)
+            elif key in _WORKLOAD_INPUTS:
                 found.workload_files.add(rel)
             elif key in _POLICY_KINDS:
                 found.policy_files.add(rel)

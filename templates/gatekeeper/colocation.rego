@@ -62,6 +62,13 @@ is_coordinator if {
 	selector_matches(sel)
 }
 
+# a detached pod of a job (KubeRay's submitter: no job label) is pinned like the coordinator
+is_coordinator if {
+	not params.jobLabel in object.keys(labels)
+	some sel in object.get(params, "detached", [])
+	selector_matches(sel)
+}
+
 is_worker if {
 	not is_coordinator
 	some sel in params.workers
@@ -81,6 +88,14 @@ placed_by_kueue if {
 in_group if {
 	namespace in params.namespaces
 	params.jobLabel in object.keys(labels)
+	not placed_by_kueue
+}
+
+in_group if {
+	namespace in params.namespaces
+	not params.jobLabel in object.keys(labels)
+	some sel in object.get(params, "detached", [])
+	selector_matches(sel)
 	not placed_by_kueue
 }
 

@@ -84,6 +84,52 @@ def synthetic_intent() -> AdmissionIntent:
     )
 
 
+GROUP, OPERATOR, BATCH_JOB = "example.com/group", "example.com/operator", "batch.example.com/job"
+
+
+def operators_intent() -> AdmissionIntent:
+    """What the operators' profiles add: a term per worker selector (the first that
+    matches decides), a scope label the term takes from the pod, a detached pod."""
+    group = Requirement(GROUP, "Exists")
+    workers = (
+        LabelSelector(
+            match_expressions=(
+                Requirement(OPERATOR, "In", ("paddle",)),
+                Requirement(ROLE, "In", ("worker",)),
+                group,
+            )
+        ),
+        LabelSelector(match_expressions=(Requirement(ROLE, "In", ("worker",)), group)),
+    )
+    coordinators = (LabelSelector(match_labels=((ROLE, "leader"),)),)
+    return AdmissionIntent(
+        name="topogen-ops",
+        cluster="lab",
+        group="ops",
+        namespaces=("train-a",),
+        job_label=JOB,
+        coordinator=coordinators,
+        worker=workers,
+        coordinator_selector=coordinators[-1],
+        anchors=(
+            LabelSelector(((RANK, "0"),), (Requirement(ROLE, "In", ("worker",)),)),
+            LabelSelector(((ROLE, "leader"),)),
+        ),
+        scope=(GROUP,),
+        detached=(
+            LabelSelector(match_expressions=(Requirement(BATCH_JOB, "In", ("run-1", "run-2")),)),
+        ),
+        zone_label=ZONE,
+        zones=("zone-b",),
+        topology_key=ZONE,
+        tolerations=(Toleration("nvidia.com/gpu", "Exists", "", "NoSchedule"),),
+        identity=("net.example.com/zone", "zone-b"),
+        identity_label="net.example.com/zone",
+        denied_zone_pairs=(("zone-a", "zone-b", ("cnp train-a/fence",)),),
+        validation_action="Audit",
+    )
+
+
 # --- cases -------------------------------------------------------------------------------
 
 
@@ -454,7 +500,9 @@ def _cases(
                 worker,
                 affinity={
                     **_node_affinity(pinned),
-                    "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [gk_term(i)]},
+                    "podAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [gk_term(i, worker)]
+                    },
                 },
             ),
             False,
@@ -511,6 +559,7 @@ def suites() -> list[Suite]:
     spread = [spread_intent(True), spread_intent(False)]
     coords = [{JOB: "run-1", ROLE: "launcher"}, {JOB: "run-1", ROLE: "node", RANK: "0"}]
     workers = [{JOB: "run-1", ROLE: "node", RANK: "3"}, {JOB: "run-1", ROLE: "ps"}]
+    ops = operators_intent()
     return [
         Suite(
             "zone-split",
@@ -535,5 +584,18 @@ def suites() -> list[Suite]:
         *(
             Suite(i.group, i, _cases(i, coords, workers, {JOB: "run-1", ROLE: "evaluator"}))
             for i in spread
+        ),
+        Suite(
+            "operators",
+            ops,
+            _cases(
+                ops,
+                [{JOB: "run-1", ROLE: "leader"}, {BATCH_JOB: "run-1"}],
+                [
+                    {JOB: "run-1", GROUP: "g0", ROLE: "worker"},
+                    {JOB: "run-1", GROUP: "g0", OPERATOR: "paddle", ROLE: "worker", RANK: "3"},
+                ],
+                {JOB: "run-1", ROLE: "evaluator"},
+            ),
         ),
     ]

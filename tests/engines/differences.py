@@ -16,7 +16,7 @@ from typing import Any
 
 from topogen.render.cel import toleration_dicts
 from topogen.render.intent import AdmissionIntent
-from topogen.render.reference import coordinator_term, mutate
+from topogen.render.reference import anchor_of, coordinator_term, mutate
 
 Pod = dict[str, Any]
 
@@ -31,9 +31,10 @@ class Difference:
     accepts_match_label_keys: bool = False  # the checks read a matchLabelKeys term as ours
 
 
-def gk_term(intent: AdmissionIntent) -> dict[str, Any]:
-    """Gatekeeper's constant coordinator term, written out here as the reviewed form."""
-    sel = intent.coordinator_selector
+def gk_term(intent: AdmissionIntent, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """Gatekeeper's constant coordinator term, written out here as the reviewed form (the
+    anchor of the first worker selector `labels` match; without labels, the first one)."""
+    sel = anchor_of(labels, intent) if labels is not None else intent.worker_anchors[0][1]
     selector: dict[str, Any] = {}
     if sel.match_labels:
         selector["matchLabels"] = dict(sel.match_labels)
@@ -44,7 +45,7 @@ def gk_term(intent: AdmissionIntent) -> dict[str, Any]:
         ]
     return {
         "labelSelector": selector,
-        "matchLabelKeys": [intent.job_label],
+        "matchLabelKeys": [intent.job_label, *intent.scope],
         "topologyKey": intent.topology_key,
     }
 
@@ -61,14 +62,16 @@ def _pod_terms(pod: Pod) -> list[dict[str, Any]]:
 def _term_as_match_label_keys(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
     terms = _pod_terms(pod)
     ours = coordinator_term(pod, intent)
-    terms[:] = [gk_term(intent) if t == ours else t for t in terms]
+    theirs = gk_term(intent, pod["metadata"]["labels"])
+    terms[:] = [theirs if t == ours else t for t in terms]
     return pod
 
 
 def _extra_term(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
     terms = _pod_terms(pod)
-    if gk_term(intent) not in terms:
-        terms.append(gk_term(intent))
+    theirs = gk_term(intent, pod["metadata"]["labels"])
+    if theirs not in terms:
+        terms.append(theirs)
     return pod
 
 

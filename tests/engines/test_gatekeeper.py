@@ -86,7 +86,9 @@ def test_mutators_are_narrow_and_run_on_create() -> None:
                 assert match["namespaces"] == list(intent.namespaces)
             assert match["kinds"] == [{"apiGroups": [""], "kinds": ["Pod"]}]
             exprs = match["labelSelector"]["matchExpressions"]
-            assert exprs[0] == {"key": intent.job_label, "operator": "Exists"}
+            # a detached pod's mutators (KubeRay's submitter) match it without the job label
+            job = "DoesNotExist" if "-detached-" in m["metadata"]["name"] else "Exists"
+            assert exprs[0] == {"key": intent.job_label, "operator": job}
             assert {"key": "kueue.x-k8s.io/tas", "operator": "DoesNotExist"} in exprs
             if m["kind"] != "AssignMetadata":  # AssignMetadata has no applyTo
                 assert m["spec"]["applyTo"] == [

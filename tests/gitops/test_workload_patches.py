@@ -126,6 +126,8 @@ def _intent(profile: str, **group: Any) -> AdmissionIntent:
         coordinator=p.coordinator,
         worker=p.worker,
         coordinator_selector=p.coordinator[-1],
+        anchors=tuple(a for _, a in p.worker_anchors),
+        scope=p.scope,
     )
 
 
@@ -414,7 +416,11 @@ def test_trainjob_with_v20_overrides_is_reported_not_patched() -> None:
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
         "metadata": {"name": "tj", "namespace": "ml"},
-        "spec": {"trainer": {"numNodes": 2}, "podSpecOverrides": []},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"numNodes": 2},
+            "podSpecOverrides": [],
+        },
     }
     kobjs = list(flatten([Document(obj, "inline.yaml", 0)]))
     patches, skipped = workload_patches(

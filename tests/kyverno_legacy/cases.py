@@ -119,6 +119,8 @@ def _trainer() -> Case:
         coordinator=p.coordinator,
         worker=p.worker,
         coordinator_selector=p.coordinator[-1],
+        anchors=tuple(a for _, a in p.worker_anchors),
+        scope=p.scope,
         zones=("zone-b",),
         identity=("topology.example.com/zone", "zone-b"),
         identity_label="topology.example.com/zone",

@@ -60,6 +60,45 @@ SAMPLES: dict[tuple[str, str], str] = {
         - {{name: master, replicas: 1, template: {{spec: {CPU_POD}}}}}
         - {{name: worker, replicas: 3, template: {{spec: {POD}}}}}
     """,
+    ("kubeflow.org", "JAXJob"): f"""
+    apiVersion: kubeflow.org/v1
+    kind: JAXJob
+    metadata: {{name: bert, namespace: ml}}
+    spec:
+      jaxReplicaSpecs:
+        Worker: {{replicas: 4, template: {{spec: {POD}}}}}
+    """,
+    ("ray.io", "RayCluster"): f"""
+    apiVersion: ray.io/v1
+    kind: RayCluster
+    metadata: {{name: bert, namespace: ml}}
+    spec:
+      headGroupSpec: {{rayStartParams: {{}}, template: {{spec: {CPU_POD}}}}}
+      workerGroupSpecs:
+        - {{groupName: gpu, replicas: 3, rayStartParams: {{}}, template: {{spec: {POD}}}}}
+    """,
+    ("ray.io", "RayJob"): f"""
+    apiVersion: ray.io/v1
+    kind: RayJob
+    metadata: {{name: bert, namespace: ml}}
+    spec:
+      entrypoint: python train.py
+      rayClusterSpec:
+        headGroupSpec: {{rayStartParams: {{}}, template: {{spec: {CPU_POD}}}}}
+        workerGroupSpecs:
+          - {{groupName: gpu, replicas: 3, rayStartParams: {{}}, template: {{spec: {POD}}}}}
+    """,
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): f"""
+    apiVersion: leaderworkerset.x-k8s.io/v1
+    kind: LeaderWorkerSet
+    metadata: {{name: bert, namespace: ml}}
+    spec:
+      replicas: 1
+      leaderWorkerTemplate:
+        size: 4
+        leaderTemplate: {{spec: {CPU_POD}}}
+        workerTemplate: {{spec: {POD}}}
+    """,
     ("trainer.kubeflow.org", "TrainJob"): """
     apiVersion: trainer.kubeflow.org/v1alpha1
     kind: TrainJob
@@ -88,10 +127,25 @@ SAMPLES: dict[tuple[str, str], str] = {
     ),
 }
 
+# (profile, kind) -> the sample where two operators read one kind (by API version)
+VERSIONED: dict[tuple[str, tuple[str, str]], str] = {
+    ("mpi-operator", ("kubeflow.org", "MPIJob")): f"""
+    apiVersion: kubeflow.org/v2beta1
+    kind: MPIJob
+    metadata: {{name: bert, namespace: ml}}
+    spec:
+      mpiReplicaSpecs:
+        Launcher: {{replicas: 1, template: {{spec: {CPU_POD}}}}}
+        Worker: {{replicas: 3, template: {{spec: {POD}}}}}
+    """,
+}
+
 # profile -> a job of one coordinator and three workers its operator's controller makes
 JOBS: dict[str, str] = {
     "kubeflow-training-operator": SAMPLES[("kubeflow.org", "PyTorchJob")],
-    "mpi-operator": SAMPLES[("kubeflow.org", "MPIJob")],
+    "mpi-operator": VERSIONED[("mpi-operator", ("kubeflow.org", "MPIJob"))],
+    "kuberay": SAMPLES[("ray.io", "RayCluster")],
+    "leaderworkerset": SAMPLES[("leaderworkerset.x-k8s.io", "LeaderWorkerSet")],
     "jobset": SAMPLES[("jobset.x-k8s.io", "JobSet")],
     "volcano": SAMPLES[("batch.volcano.sh", "Job")],
     "kubeflow-trainer": SAMPLES[("trainer.kubeflow.org", "TrainJob")],

@@ -14,12 +14,13 @@ from topogen.analysis.groups import find_groups
 from topogen.config import GroupConfig
 from topogen.errors import InputError
 from topogen.manifest import KubeObject
-from topogen.operators.base import Operator
+from topogen.operators.base import ObjectIndex, Operator
 from topogen.operators.registry import (
     OPERATORS,
     PROFILES,
     detected_kinds,
     operator,
+    operator_for,
     operator_for_kind,
     profile_for,
 )
@@ -27,7 +28,7 @@ from topogen.sources.objects import flatten
 from topogen.sources.workloads import read_workloads
 from topogen.sources.yamlio import Document
 
-from .samples import CUSTOM, JOBS, SAMPLES
+from .samples import CUSTOM, JOBS, SAMPLES, VERSIONED
 
 KINDS = [(op, kind) for op in OPERATORS for kind in op.kinds]
 
@@ -45,8 +46,12 @@ def _group(profile: str) -> GroupConfig:
     return GroupConfig.model_validate(data)
 
 
-def _sample(kind: tuple[str, str]) -> KubeObject:
-    (obj,) = objects(SAMPLES[kind])
+def _text(op: Operator, kind: tuple[str, str]) -> str:
+    return VERSIONED.get((op.name, kind)) or SAMPLES[kind]
+
+
+def _sample(op: Operator, kind: tuple[str, str]) -> KubeObject:
+    (obj,) = objects(_text(op, kind))
     return obj
 
 
@@ -57,10 +62,16 @@ def _at(body: Any, parts: tuple[str | int, ...]) -> Any:
 
 
 def test_names_and_kinds_are_registered_once() -> None:
+    """A kind two operators read (kubeflow.org MPIJob) goes to each by its API versions."""
     assert len(set(PROFILES)) == len(PROFILES)
-    assert len({k for _, k in KINDS}) == len(KINDS)
-    assert all(operator_for_kind(*kind) is op for op, kind in KINDS)
+    for op, kind in KINDS:
+        obj = _sample(op, kind)
+        assert operator_for(obj.api_version, obj.kind) is op
+        others = [o for o, k in KINDS if k == kind and o is not op]
+        assert not any(o.serves(obj.api_version, obj.kind) for o in others)
     assert operator_for_kind("example.com", "Job") is None
+    assert operator_for("kubeflow.org/v1", "MPIJob") is operator("kubeflow-training-operator")
+    assert operator_for("kubeflow.org/v2beta1", "MPIJob") is operator("mpi-operator")
 
 
 def test_the_config_accepts_every_registered_profile_and_no_other() -> None:
@@ -73,7 +84,8 @@ def test_the_config_accepts_every_registered_profile_and_no_other() -> None:
 def test_init_detects_every_operator_but_the_builtin_kinds() -> None:
     found = detected_kinds()
     assert set(found.values()) == {op.name for op in OPERATORS if op.detected}
-    assert ("apps", "Deployment") not in found
+    assert ("apps", "", "Deployment") not in found
+    assert found[("kubeflow.org", "v2beta1", "MPIJob")] == "mpi-operator"
 
 
 @pytest.mark.parametrize(("op", "kind"), KINDS, ids=_ids)
@@ -81,15 +93,15 @@ def test_every_kind_has_a_sample_whose_pods_say_where_their_template_is(
     op: Operator, kind: tuple[str, str]
 ) -> None:
     assert kind in SAMPLES, f"add a sample manifest of {kind} to tests/operators/samples.py"
-    obj = _sample(kind)
-    pod_sets = list(op.pods(obj))
+    obj = _sample(op, kind)
+    pod_sets = list(op.pods(obj, ObjectIndex([obj])))
     assert pod_sets
     for ps in pod_sets:
         assert all(isinstance(k, str) and isinstance(v, str) for k, v in ps.labels.items())
-        if ps.at is None:  # no template in the manifest: its pods take overrides
-            assert op.overrides is not None
-        else:
-            assert _at(obj.body, ps.at) is ps.template
+        if ps.at is not None:  # the template's site (it may carry what the controller adds)
+            assert isinstance(_at(obj.body, ps.at), dict)
+        else:  # made up: a TrainJob's (from its runtime), KubeRay's default submitter
+            assert (obj.kind, ps.replica) in {("RayJob", "submitter")} or obj.kind == "TrainJob"
     workloads = read_workloads([obj], [])
     assert [w.template_at for w in workloads] == [ps.at for ps in pod_sets]
     for w, ps in zip(workloads, pod_sets, strict=True):
@@ -100,7 +112,7 @@ def test_every_kind_has_a_sample_whose_pods_say_where_their_template_is(
 def test_a_malformed_manifest_is_an_input_error_naming_it(
     op: Operator, kind: tuple[str, str]
 ) -> None:
-    (doc,) = yaml.safe_load_all(dedent_docs(SAMPLES[kind]))
+    (doc,) = yaml.safe_load_all(dedent_docs(_text(op, kind)))
     bad = copy.deepcopy(doc)
     bad["spec"] = ["not", "a", "mapping"]
     (obj,) = flatten([Document(bad, "bad.yaml", 0)])
@@ -117,12 +129,19 @@ def test_a_job_has_one_coordinator_and_three_workers(op: Operator) -> None:
 
 
 @pytest.mark.parametrize("op", OPERATORS, ids=_ids)
-def test_the_coordinator_rule_selects_the_coordinator_only(op: Operator) -> None:
-    """A worker's pod affinity to its coordinator (the generated policies) must find it."""
+def test_each_workers_term_names_a_pod_of_its_job(op: Operator) -> None:
+    """A worker's pod affinity (the generated policies) must find a pod of its own job: the
+    coordinator where the profile's anchor is the coordinator, else another member."""
     profile = profile_for(_group(op.name))
     (job,) = find_groups(_group(op.name), read_workloads(objects(JOBS[op.name]), []))
-    rule = profile.coordinator_affinity(job.job)
+    members = [w for role in job.roles for w in role.workloads]
     for role in job.roles:
         for w in role.workloads:
             assert profile.role_of(w.template.labels) == role.name
-            assert rule.matches(w.template.labels) == (role.name == "coordinator")
+            if role.name != "worker":
+                continue
+            term = profile.anchor_selector(w.template.labels)
+            found = [m for m in members if term.matches(m.template.labels)]
+            assert found, f"{w.ref}: {term}"
+            if profile.anchor_of(w.template.labels) == profile.coordinator[-1]:
+                assert all(profile.role_of(m.template.labels) == "coordinator" for m in found)

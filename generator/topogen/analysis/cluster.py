@@ -16,7 +16,7 @@ from topogen.analysis.families import Engine
 from topogen.analysis.nodeindex import NodeIndex
 from topogen.analysis.ports import PortSet
 from topogen.analysis.reachability import PolicyIndex
-from topogen.model import NO_ZONE_PREFIX, Namespace, Node, Taint, Toleration, Topology
+from topogen.model import NO_ZONE_PREFIX, Namespace, Node, Taint, Toleration, Topology, Workload
 
 __all__ = [
     "ClusterIndex",
@@ -91,11 +91,21 @@ class ClusterIndex:
     """One cluster's inputs for a run, and what its groups share (module docstring)."""
 
     def __init__(
-        self, topology: Topology, index: PolicyIndex, namespaces: Mapping[str, Namespace]
+        self,
+        topology: Topology,
+        index: PolicyIndex,
+        namespaces: Mapping[str, Namespace],
+        workloads: Sequence[Workload] = (),
     ) -> None:
         self.topology = topology
         self.index = index
         self.namespaces = namespaces
+        # every analysed pod template by namespace, and whether it comes late (created once
+        # others run): what a required pod affinity term can find besides its job's members
+        self.pods: dict[str, list[tuple[Mapping[str, str], bool]]] = {}
+        for w in workloads:
+            if w.replicas > 0:
+                self.pods.setdefault(w.namespace, []).append((w.template.labels, w.late))
         self.nodes = NodeIndex(topology)
         # node label keys host-facing selectors read (for grouping similar nodes)
         self.node_keys = frozenset(index.node_label_keys())

@@ -9,9 +9,9 @@ from topogen.analysis.context import AnalysisContext
 from topogen.analysis.domains import DomainCheck, check_domains
 from topogen.analysis.members import Member, members_of
 from topogen.analysis.paths import BlockedPath, BlockedPaths
-from topogen.model import Finding, FindingKind, TrainingGroup
+from topogen.model import Finding, FindingKind, PodAffinityTerm, TrainingGroup
 
-__all__ = ["CROSS_ZONE_COST", "JobAnalysis", "analyze_job"]
+__all__ = ["CROSS_ZONE_COST", "JobAnalysis", "analyze_job", "unmatched_affinity"]
 
 CROSS_ZONE_COST = (
     "every collective pays cross-zone latency: ~0.5-2 ms RTT against ~0.1-0.3 ms inside a zone "
@@ -64,7 +64,8 @@ def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAn
             )
         )
 
-    for m in members:
+    stuck: set[int] = set()
+    for i, m in enumerate(members):
         if not m.placement.nodes:
             add(
                 FindingKind.UNSCHEDULABLE,
@@ -72,6 +73,18 @@ def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAn
                 set(),
                 set(),
                 f"{m.role} {m.name} has no eligible node: {m.placement.why_not()}",
+            )
+        term = unmatched_affinity(m, members, ctx)
+        if term is not None:
+            stuck.add(i)
+            add(
+                FindingKind.UNSCHEDULABLE,
+                {m.role},
+                set(),
+                set(),
+                f"{m.role} {m.name} stays Pending: no pod matches its required pod affinity "
+                f"({term.selector} on {term.topology_key}) among the analysed workloads, "
+                "and the pod itself does not either",
             )
         kind, value = m.identity(ctx.identity_label)
         if kind == "static" and value is not None:
@@ -86,7 +99,7 @@ def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAn
                     f"{m.role} {m.name} claims {ctx.identity_label}={value} but {can} "
                     f"{', '.join(elsewhere)}",
                 )
-    placeable = all(m.placement.nodes for m in members)
+    placeable = not stuck and all(m.placement.nodes for m in members)
     paths = ctx.job_paths(members) if placeable else None
     count = paths.blocked_count if paths is not None else 0
     blocked: Sequence[BlockedPath] = ()
@@ -162,6 +175,40 @@ def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAn
             f"traffic allowed ({', '.join(sorted(zones)) or 'no zone'})",
         )
     return JobAnalysis(cluster, job, tuple(members), tuple(findings), tuple(domains), blocked)
+
+
+def unmatched_affinity(
+    m: Member, members: Sequence[Member], ctx: AnalysisContext
+) -> PodAffinityTerm | None:
+    """A required pod affinity term of m that no pod can meet: none of the analysed pods
+    (its job's members, the other workloads' pods, save those created only once others
+    run) matches it, and m itself matches not all its terms (the scheduler's exception
+    for the first pod of a self-affine series)."""
+    terms = [t for t in m.template.pod_affinity if not t.anti]
+    if not terms:
+        return None
+    own = m.template.labels
+    if all(t.selector.matches(own) for t in terms):
+        return None
+    for t in terms:
+        namespaces = t.namespaces or (m.workload.namespace,)
+        if any(
+            t.selector.matches(labels)
+            for ns in namespaces
+            for labels, late in ctx.cluster.pods.get(ns, ())
+            if not late and labels is not m.workload.template.labels
+        ):
+            continue
+        if any(
+            n is not m
+            and not n.workload.late
+            and n.workload.namespace in namespaces
+            and t.selector.matches(n.template.labels)
+            for n in members
+        ):
+            continue
+        return t
+    return None
 
 
 def _n(domains: list[DomainCheck]) -> str:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from topogen.config import GroupConfig
+from topogen.errors import InputError
 from topogen.model import KUEUE_TAS_KEYS, Role, TrainingGroup, Workload
-from topogen.operators.registry import profile_for
+from topogen.operators.registry import operator, operator_for, profile_for
 
-__all__ = ["find_groups", "is_kueue_managed"]
+__all__ = ["check_profiles", "find_groups", "is_kueue_managed"]
 
 
 def is_kueue_managed(workload: Workload) -> bool:
@@ -21,13 +22,22 @@ def find_groups(group: GroupConfig, workloads: Sequence[Workload]) -> list[Train
     """Every job of this config group found among the workloads, sorted by namespace/job."""
     profile = profile_for(group)
     jobs: dict[tuple[str, str], dict[str, list[Workload]]] = defaultdict(lambda: defaultdict(list))
+    # a detached pod (KubeRay's submitter) finds its job among its namespace's jobs
+    others: dict[str, list[Mapping[str, str]]] = defaultdict(list)
+    if profile.detached_label:
+        for w in workloads:
+            if profile.job_label in w.template.labels:
+                others[w.namespace].append(w.template.labels)
     for w in workloads:
         if w.namespace not in group.namespaces:
             continue
-        role = profile.role_of(dict(w.template.labels))
+        labels = w.template.labels
+        role = profile.role_of(labels)
         if role is None:
             continue
-        job = w.template.labels[profile.job_label]
+        job = profile.job_of(labels, others[w.namespace])
+        if job is None:
+            continue
         jobs[(w.namespace, job)][role].append(w)
     out = []
     for (namespace, job), roles in sorted(jobs.items()):
@@ -42,3 +52,39 @@ def find_groups(group: GroupConfig, workloads: Sequence[Workload]) -> list[Train
         kueue = any(is_kueue_managed(w) for ws in roles.values() for w in ws)
         out.append(TrainingGroup(group.name, job, namespace, tuple(built), kueue))
     return out
+
+
+def check_profiles(
+    groups: Sequence[GroupConfig],
+    workloads: Sequence[Workload],
+    found: Sequence[Sequence[TrainingGroup]],
+) -> None:
+    """A group's profile must fit the operators' objects in its namespaces.
+
+    An object read by another operator is an error when the group would take its pods
+    for its own (they carry its job label) or finds no job at all (the group names the
+    wrong operator), unless a group of the object's own profile covers its namespace.
+    """
+    covered = {(g.profile, ns) for g in groups for ns in g.namespaces}
+    for group, jobs in zip(groups, found, strict=True):
+        if group.profile == "custom":
+            continue
+        job_label = profile_for(group).job_label
+        for w in workloads:
+            if w.namespace not in group.namespaces:
+                continue
+            op = operator_for(w.api_version, w.kind)
+            if op is None or op.name in ("custom", group.profile):
+                continue
+            if (op.name, w.namespace) in covered:
+                continue
+            if jobs and job_label not in w.template.labels:
+                continue
+            mine = operator(group.profile)
+            raise InputError(
+                f"{w.kind} {w.namespace}/{w.name} ({w.api_version}) is an object of the "
+                f"{op.title} (profile {op.name}), but group {group.name}, which covers "
+                f"namespace {w.namespace}, has profile {group.profile} (the {mine.title})",
+                path=w.source,
+                hint=f"give it a group of profile {op.name}",
+            )

@@ -1,11 +1,11 @@
 """The interface every training operator implements, and what it hands back.
 
 An operator (one module per family, listed in registry.py) says which objects its
-controller reads (`kinds`), the pods it creates from one of them (`pods`: one PodSet per
-pod template, with the labels the controller stamps), and how a config group of its
-profile tells a job's coordinator from its workers (`profile`: label selectors that
-become the generated policies' match conditions). Sources turn PodSets into Workloads;
-analysis and render ask for the Profile.
+controller reads (`kinds`, with the API versions it serves), the pods it creates from
+one of them (`pods`: one PodSet per group of pods with one template, labelled as the
+controller labels them) and how a config group of its profile tells a job's coordinator
+from its workers (`profile`). Sources turn PodSets into Workloads; analysis and render
+ask for the Profile. Nothing here reads files.
 """
 
 from __future__ import annotations
@@ -17,16 +17,19 @@ from typing import Any, ClassVar, Protocol
 
 from topogen.manifest import KubeObject
 from topogen.model import LabelSelector, Requirement
+from topogen.operators.profile import Profile
 
 __all__ = [
+    "Inputs",
     "Kind",
+    "ObjectIndex",
     "Operator",
-    "Overrides",
     "PodSet",
     "Profile",
     "RoleConfig",
     "Site",
     "role_in",
+    "template_of",
 ]
 
 Kind = tuple[str, str]  # (API group, kind): ("kubeflow.org", "PyTorchJob")
@@ -35,26 +38,41 @@ Site = tuple[str | int, ...]  # where a pod template is in a manifest (JSON poin
 
 @dataclass(frozen=True)
 class PodSet:
-    """Pods a controller creates from one part of a manifest, all from one pod template."""
+    """Pods a controller creates from one pod template, all labelled alike but for the
+    `indexed` labels, which count up from the template's value, one per pod."""
 
     replica: str  # "" for single-template kinds; else the replica type, task or job name
     replicas: Any  # how many, as written (the reader checks it)
-    template: Any  # the PodTemplateSpec as written (metadata, spec); None when missing
+    template: Any  # the PodTemplateSpec (metadata, spec); None when missing
     where: str  # its field path, for errors ("" when it is the whole object: a Pod)
     labels: Mapping[str, str] = field(default_factory=dict)  # what the controller stamps
-    at: Site | None = None  # where `template` is in the manifest; None: it has none
+    at: Site | None = None  # where `template` is in the manifest; None: nowhere (made up)
+    annotations: Mapping[str, str] = field(default_factory=dict)  # what it annotates
+    indexed: tuple[str, ...] = ()  # labels whose value counts up per pod (replica index)
+    late: bool = False  # created only once other pods of the job run: never an anchor
 
 
-@dataclass(frozen=True)
-class Overrides:
-    """A manifest without pod templates whose pods take per-job overrides (Trainer v2's
-    podTemplateOverrides): `field` is a list of {targetJobs: [{name}], spec, metadata}."""
+class Inputs(Protocol):
+    """What an operator may look up among the other inputs (a TrainJob's runtime)."""
 
-    field: str
-    target: str  # the job whose pods topogen's patches change
-    keys: tuple[str, ...]  # the pod spec fields an entry may set that scheduling reads
-    legacy: str = ""  # an older field of the same meaning, which patches cannot extend
-    legacy_release: str = ""  # the release that used it
+    def find(self, group: str, kind: str, namespace: str, name: str) -> KubeObject | None: ...
+
+    def warn(self, message: str) -> None: ...
+
+
+class ObjectIndex:
+    """Inputs over a list of objects, collecting the warnings."""
+
+    def __init__(self, objects: Sequence[KubeObject], warnings: list[str] | None = None) -> None:
+        self._by_key = {(o.group, o.kind, o.namespace, o.name): o for o in objects}
+        self.warnings: list[str] = [] if warnings is None else warnings
+
+    def find(self, group: str, kind: str, namespace: str, name: str) -> KubeObject | None:
+        return self._by_key.get((group, kind, namespace, name))
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
 
 
 class RoleConfig(Protocol):
@@ -72,38 +90,6 @@ class RoleConfig(Protocol):
     def worker_roles(self) -> Sequence[str] | None: ...
 
 
-@dataclass(frozen=True)
-class Profile:
-    """How to recognise one job's pods and tell the coordinator from the workers.
-
-    A pod plays a role when it carries the job label and matches any of that
-    role's selectors (checked coordinator first). The same selectors become the
-    match conditions of the generated admission policies.
-    """
-
-    name: str
-    job_label: str
-    role_label: str
-    coordinator: tuple[LabelSelector, ...]
-    worker: tuple[LabelSelector, ...]
-
-    def coordinator_affinity(self, job: str) -> LabelSelector:
-        """The selector a worker's pod affinity uses to find its job's coordinator."""
-        coord = self.coordinator[-1]
-        return LabelSelector(
-            tuple(sorted({(self.job_label, job), *coord.match_labels})), coord.match_expressions
-        )
-
-    def role_of(self, labels: Mapping[str, str]) -> str | None:
-        if self.job_label not in labels:
-            return None
-        if any(s.matches(labels) for s in self.coordinator):
-            return "coordinator"
-        if any(s.matches(labels) for s in self.worker):
-            return "worker"
-        return None
-
-
 def role_in(key: str, values: Sequence[str]) -> LabelSelector:
     """The selector `key In (values)`."""
     return LabelSelector((), (Requirement(key, "In", tuple(sorted(set(values)))),))
@@ -114,18 +100,24 @@ class Operator(ABC):
 
     name: ClassVar[str]  # its profile in topogen.yaml
     kinds: ClassVar[tuple[Kind, ...]]  # the objects its controller reads
+    # kind -> the API versions of it this operator serves (absent: every version)
+    versions: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     job_label: ClassVar[str] = ""  # the label naming the job on its pods
     role_label: ClassVar[str] = ""  # the label naming the role on its pods
     coordinator_roles: ClassVar[tuple[str, ...]] = ()  # role label values that coordinate
     worker_roles: ClassVar[tuple[str, ...]] = ()
     required: ClassVar[tuple[str, ...]] = ()  # topogen.yaml keys a group of it must set
     detected: ClassVar[bool] = True  # `topogen init` proposes a group when it finds `kinds`
-    overrides: ClassVar[Overrides | None] = None  # its manifests carry overrides, not templates
+    title: ClassVar[str] = ""  # its name in messages ("the MPI Operator")
 
     @abstractmethod
-    def pods(self, obj: KubeObject) -> Iterator[PodSet]:
-        """The pods its controller creates from `obj` (one of `kinds`), per pod template.
-        Raises InputError (naming obj) when the manifest is not of the expected shape."""
+    def pods(self, obj: KubeObject, inputs: Inputs) -> Iterator[PodSet]:
+        """The pods its controller creates from `obj` (one of `kinds`). Raises InputError
+        (naming obj) when the manifest is not of the expected shape."""
+
+    def serves(self, api_version: str, kind: str) -> bool:
+        version = api_version.rpartition("/")[2]
+        return version in self.versions.get(kind, (version,))
 
     def profile(self, group: RoleConfig) -> Profile:
         """The group's role rules: this operator's labels and roles, as the group overrides."""
@@ -136,7 +128,16 @@ class Operator(ABC):
         return self.rules(job, role, coordinator, worker)
 
     def rules(self, job: str, role: str, coordinator: list[str], worker: list[str]) -> Profile:
-        """The Profile for these labels and role values: role label In each list."""
+        """The Profile for these labels and role values: role label In each list; a
+        worker's term names its job's coordinators."""
         return Profile(
             self.name, job, role, (role_in(role, coordinator),), (role_in(role, worker),)
         )
+
+
+def template_of(raw: Any) -> dict[str, Any]:
+    """A PodTemplateSpec as a plain dict (metadata and spec present), for synthesis."""
+    t = dict(raw) if isinstance(raw, Mapping) else {}
+    t["metadata"] = dict(t.get("metadata") or {})
+    t["spec"] = dict(t.get("spec") or {})
+    return t

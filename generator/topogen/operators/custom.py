@@ -8,13 +8,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from topogen.manifest import KubeObject, as_map
-from topogen.operators.base import Operator, PodSet
+from topogen.operators.base import Inputs, Operator, PodSet, role_in
+from topogen.operators.profile import Profile
 
 __all__ = ["Custom"]
 
 
 class Custom(Operator):
     name = "custom"
+    title = "Kubernetes' own controllers"
     kinds = (
         ("", "Pod"),
         ("apps", "Deployment"),
@@ -27,7 +29,7 @@ class Custom(Operator):
     required = ("groupLabel", "roleLabel", "coordinatorRoles", "workerRoles")
     detected = False  # every repository has these kinds: `topogen init` cannot tell
 
-    def pods(self, obj: KubeObject) -> Iterator[PodSet]:
+    def pods(self, obj: KubeObject, inputs: Inputs) -> Iterator[PodSet]:
         if obj.kind == "Pod":  # the object is its own template
             yield PodSet("", 1, obj.body, "", {}, ())
             return
@@ -48,3 +50,10 @@ class Custom(Operator):
         elif obj.kind == "DaemonSet":
             count = 1
         yield PodSet("", count, spec.get("template"), "spec.template", {}, ("spec", "template"))
+
+    def rules(self, job: str, role: str, coordinator: list[str], worker: list[str]) -> Profile:
+        profile = super().rules(job, role, coordinator, worker)
+        members = role_in(role, [*coordinator, *worker])
+        return Profile(
+            profile.name, job, role, profile.coordinator, profile.worker, members=members
+        )

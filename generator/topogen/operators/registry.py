@@ -1,16 +1,20 @@
 """The registry: every training operator topogen knows, one row each.
 
-Adding an operator is adding its module and a row here (tests/operators runs every row
-through the same cases).
+Adding an operator is adding its module and a row here (tests/operators runs every
+operator through the cases of its kinds). A kind two operators read (kubeflow.org
+MPIJob) goes to the one serving the object's API version.
 """
 
 from __future__ import annotations
 
-from topogen.operators.base import Kind, Operator, Profile, RoleConfig
+from topogen.operators.base import Kind, Operator, RoleConfig
 from topogen.operators.custom import Custom
 from topogen.operators.jobset import JobSet
 from topogen.operators.kubeflow import KubeflowTrainingOperator
+from topogen.operators.kuberay import KubeRay
+from topogen.operators.lws import LeaderWorkerSet
 from topogen.operators.mpi import MpiOperator
+from topogen.operators.profile import Profile
 from topogen.operators.trainer import KubeflowTrainer
 from topogen.operators.volcano import Volcano
 
@@ -19,6 +23,7 @@ __all__ = [
     "PROFILES",
     "detected_kinds",
     "operator",
+    "operator_for",
     "operator_for_kind",
     "profile_for",
 ]
@@ -29,12 +34,17 @@ OPERATORS: tuple[Operator, ...] = (
     MpiOperator(),
     JobSet(),
     Volcano(),
+    KubeRay(),
+    LeaderWorkerSet(),
     Custom(),
 )
 PROFILES: tuple[str, ...] = tuple(op.name for op in OPERATORS)
 
 _BY_NAME = {op.name: op for op in OPERATORS}
-_BY_KIND: dict[Kind, Operator] = {kind: op for op in OPERATORS for kind in op.kinds}
+_BY_KIND: dict[Kind, list[Operator]] = {}
+for _op in OPERATORS:
+    for _kind in _op.kinds:
+        _BY_KIND.setdefault(_kind, []).append(_op)
 
 
 def operator(name: str) -> Operator:
@@ -42,9 +52,19 @@ def operator(name: str) -> Operator:
     return _BY_NAME[name]
 
 
+def operator_for(api_version: str, kind: str) -> Operator | None:
+    """The operator whose controller reads objects of this apiVersion and kind."""
+    group = api_version.rpartition("/")[0] if "/" in api_version else ""
+    return next(
+        (op for op in _BY_KIND.get((group, kind), ()) if op.serves(api_version, kind)), None
+    )
+
+
 def operator_for_kind(group: str, kind: str) -> Operator | None:
-    """The operator whose controller reads objects of this API group and kind."""
-    return _BY_KIND.get((group, kind))
+    """The first operator whose controller reads objects of this API group and kind (a kind
+    two operators read goes by version: operator_for)."""
+    found = _BY_KIND.get((group, kind))
+    return found[0] if found else None
 
 
 def profile_for(group: RoleConfig) -> Profile:
@@ -52,6 +72,13 @@ def profile_for(group: RoleConfig) -> Profile:
     return _BY_NAME[group.profile].profile(group)
 
 
-def detected_kinds() -> dict[Kind, str]:
-    """(API group, kind) -> profile, for the kinds `topogen init` recognises."""
-    return {kind: op.name for op in OPERATORS if op.detected for kind in op.kinds}
+def detected_kinds() -> dict[tuple[str, str, str], str]:
+    """(API group, version or "", kind) -> profile, for the kinds `topogen init` knows."""
+    out: dict[tuple[str, str, str], str] = {}
+    for op in OPERATORS:
+        if not op.detected:
+            continue
+        for group, kind in op.kinds:
+            for version in op.versions.get(kind, ("",)):
+                out[(group, version, kind)] = op.name
+    return out

@@ -105,28 +105,45 @@ def not_kueue(intent: AdmissionIntent) -> str:
     )
 
 
+def is_member(intent: AdmissionIntent) -> str:
+    """The pod carries the job label, or is a detached pod of a job (KubeRay's submitter)."""
+    member = f"{lit(intent.job_label)} in {LABELS}"
+    if intent.detached:
+        member = f"({member} || {any_selector(intent.detached)})"
+    return member
+
+
+def is_coordinator(intent: AdmissionIntent) -> str:
+    coordinator = any_selector(intent.coordinator)
+    if not intent.detached:
+        return coordinator
+    job = f"{lit(intent.job_label)} in {LABELS}"
+    return f"(({job} && {coordinator}) || (!({job}) && {any_selector(intent.detached)}))"
+
+
+def is_worker(intent: AdmissionIntent) -> str:
+    worker = f"!{any_selector(intent.coordinator)} && {any_selector(intent.worker)}"
+    if intent.detached:
+        worker = f"{lit(intent.job_label)} in {LABELS} && {worker}"
+    return worker
+
+
 def match_role(intent: AdmissionIntent, role: str | None) -> list[dict[str, str]]:
     """matchConditions: the group's namespaces, the job label, the role, not Kueue TAS."""
     conds = [
         {"name": "in-group-namespaces", "expression": namespace_in(intent.namespaces)},
-        {"name": "is-training-pod", "expression": f"{lit(intent.job_label)} in {LABELS}"},
+        {"name": "is-training-pod", "expression": is_member(intent)},
         {"name": "not-placed-by-kueue-tas", "expression": not_kueue(intent)},
     ]
     if role == "coordinator":
-        conds.append({"name": "is-coordinator", "expression": any_selector(intent.coordinator)})
+        conds.append({"name": "is-coordinator", "expression": is_coordinator(intent)})
     elif role == "worker":
-        conds.append(
-            {
-                "name": "is-worker",
-                "expression": f"!{any_selector(intent.coordinator)}"
-                f" && {any_selector(intent.worker)}",
-            }
-        )
+        conds.append({"name": "is-worker", "expression": is_worker(intent)})
     else:
         conds.append(
             {
                 "name": "has-role",
-                "expression": f"{any_selector(intent.coordinator)} || {any_selector(intent.worker)}",
+                "expression": f"{is_coordinator(intent)} || {any_selector(intent.worker)}",
             }
         )
         # an UPDATE is judged only when it changes labels: pods admitted before the policy
@@ -258,15 +275,10 @@ def cel_map(entries: Sequence[tuple[str, str]]) -> str:
     return "{" + ", ".join(f"{json.dumps(k)}: dyn({v})" for k, v in entries) + "}"
 
 
-def coordinator_term(intent: AdmissionIntent) -> str:
-    sel = intent.coordinator_selector
-    job = lit(intent.job_label)
-    labels = cel_map(
-        [
-            (intent.job_label, f"object.metadata.labels[{job}]"),
-            *((k, lit(v)) for k, v in sel.match_labels),
-        ]
-    )
+def _term(intent: AdmissionIntent, sel: LabelSelector) -> str:
+    """A worker's co-location term: its own job (and scope) labels plus `sel`."""
+    own = [(k, f"object.metadata.labels[{lit(k)}]") for k in (intent.job_label, *intent.scope)]
+    labels = cel_map([*own, *((k, lit(v)) for k, v in sel.match_labels)])
     exprs = [
         {"key": r.key, "operator": r.operator, "values": list(r.values)}
         if r.values
@@ -277,6 +289,15 @@ def coordinator_term(intent: AdmissionIntent) -> str:
     if exprs:
         entries.append(("matchExpressions", lit(exprs)))
     return cel_map([("labelSelector", cel_map(entries)), ("topologyKey", lit(intent.topology_key))])
+
+
+def coordinator_term(intent: AdmissionIntent) -> str:
+    """The term of the first worker selector the pod matches (the last one: the default)."""
+    variants = intent.worker_anchors
+    out = _term(intent, variants[-1][1])
+    for w, anchor in reversed(variants[:-1]):
+        out = f"({selector(w)}) ? dyn({_term(intent, anchor)}) : dyn({out})"
+    return out
 
 
 def has_coordinator_term(intent: AdmissionIntent) -> str:
@@ -340,7 +361,7 @@ def validation_variables(intent: AdmissionIntent) -> list[dict[str, str]]:
         f"has({NODE_REQ}) && size({NODE_REQ}.nodeSelectorTerms) > 0"
     )
     return [
-        {"name": "isCoordinator", "expression": any_selector(intent.coordinator)},
+        {"name": "isCoordinator", "expression": is_coordinator(intent)},
         {
             "name": "selectorZone",
             "expression": f"has(object.spec.nodeSelector) && {zl} in object.spec.nodeSelector ? "

@@ -163,29 +163,41 @@ def _implied(reqs: Sequence[Req], r: Req) -> bool | None:
     return None
 
 
-def _worker_selectors(intent: AdmissionIntent) -> list[list[Req]]:
-    """Workers: some worker selector AND no coordinator selector, in disjunctive form
-    (a label selector cannot negate a selector of several requirements)."""
+def _disjunctive(base: list[Req], negated_selectors: Sequence[LabelSelector]) -> list[list[Req]]:
+    """`base` AND none of `negated_selectors`, in disjunctive form (a label selector cannot
+    negate a selector of several requirements)."""
     out: list[list[Req]] = []
-    negated = [[_negate(r) for r in _requirements(c)] for c in intent.coordinator]
-    for w in intent.worker:
-        base = _requirements(w)
-        for choice in itertools.product(*negated):
-            reqs = list(base)
-            for r in choice:
-                verdict = _implied(reqs, r)
-                if verdict is False:
-                    break
-                if verdict is None and r not in reqs:
-                    reqs.append(r)
-            else:
-                if reqs not in out:
-                    out.append(reqs)
+    negated = [[_negate(r) for r in _requirements(c)] for c in negated_selectors]
+    for choice in itertools.product(*negated):
+        reqs = list(base)
+        for r in choice:
+            verdict = _implied(reqs, r)
+            if verdict is False:
+                break
+            if verdict is None and r not in reqs:
+                reqs.append(r)
+        else:
+            if reqs not in out:
+                out.append(reqs)
     return out
 
 
-def _label_selector(intent: AdmissionIntent, role: Sequence[Req]) -> dict[str, Any]:
-    group: list[Req] = [{"key": intent.job_label, "operator": "Exists"}]
+def _worker_variants(intent: AdmissionIntent) -> list[tuple[list[list[Req]], LabelSelector]]:
+    """Per worker selector: the workers it decides (it, and no coordinator selector nor an
+    earlier worker selector), in disjunctive form, with the anchor of its term."""
+    variants = intent.worker_anchors
+    return [
+        (_disjunctive(_requirements(w), [*intent.coordinator, *(v for v, _ in variants[:i])]), a)
+        for i, (w, a) in enumerate(variants)
+    ]
+
+
+def _label_selector(
+    intent: AdmissionIntent, role: Sequence[Req], detached: bool = False
+) -> dict[str, Any]:
+    """The role's pods: with the job label (a detached pod: without it), not Kueue TAS."""
+    job = "DoesNotExist" if detached else "Exists"
+    group: list[Req] = [{"key": intent.job_label, "operator": job}]
     group += [{"key": k, "operator": "DoesNotExist"} for k in intent.skip_keys]
     return {"matchExpressions": group + list(role)}
 
@@ -204,11 +216,13 @@ class _Mutator:
     namespaces: tuple[str, ...] = ()  # () : the group's namespaces
 
 
-def coordinator_term(intent: AdmissionIntent) -> dict[str, Any]:
-    """The worker's pod-affinity term as a constant: the job comes from matchLabelKeys."""
-    sel = intent.coordinator_selector
+def coordinator_term(intent: AdmissionIntent, sel: LabelSelector | None = None) -> dict[str, Any]:
+    """A worker's pod-affinity term as a constant: the job (and its scope) come from
+    matchLabelKeys. `sel`: the anchor (default: the first worker selector's)."""
+    sel = intent.worker_anchors[0][1] if sel is None else sel
     keys = {k for k, _ in sel.match_labels} | {r.key for r in sel.match_expressions}
-    if intent.job_label in keys:
+    own = [intent.job_label, *intent.scope]
+    if keys & set(own):
         raise TopogenError(
             f"group {intent.group}: the coordinator selector uses the job label "
             f"{intent.job_label}, which Gatekeeper's coordinator term must leave to matchLabelKeys"
@@ -225,7 +239,7 @@ def coordinator_term(intent: AdmissionIntent) -> dict[str, Any]:
         ]
     return {
         "labelSelector": selector,
-        "matchLabelKeys": [intent.job_label],
+        "matchLabelKeys": own,
         "topologyKey": intent.topology_key,
     }
 
@@ -234,39 +248,59 @@ def _why(text: str) -> dict[str, str]:
     return {"topogen.io/description": text}
 
 
+def _coordinator_selectors(intent: AdmissionIntent) -> list[tuple[str, list[Req], bool]]:
+    """(name, requirements, detached) of each coordinator selector, then each detached one."""
+    out = [(f"coordinator-{n}", _requirements(c), False) for n, c in enumerate(intent.coordinator)]
+    out += [(f"detached-{n}", _requirements(d), True) for n, d in enumerate(intent.detached)]
+    return out
+
+
 def _tolerations(intent: AdmissionIntent) -> list[_Mutator]:
     return [
         _Mutator(
             "ModifySet",
-            _name(intent, f"coordinator-{n}-tolerations"),
-            _label_selector(intent, _requirements(c)),
+            _name(intent, f"{name}-tolerations"),
+            _label_selector(intent, reqs, detached),
             "spec.tolerations",
             {"operation": "merge", "values": {"fromList": toleration_dicts(intent.tolerations)}},
             _why("the coordinator tolerates the taints of the group's GPU nodes"),
         )
-        for n, c in enumerate(intent.coordinator)
+        for name, reqs, detached in _coordinator_selectors(intent)
     ]
 
 
 def _pod_affinity(intent: AdmissionIntent) -> list[_Mutator]:
-    return [
-        _Mutator(
-            "ModifySet",
-            _name(intent, f"worker-{n}-pod-affinity"),
-            _label_selector(intent, w),
-            POD_REQ,
-            {"operation": "merge", "values": {"fromList": [coordinator_term(intent)]}},
-            _why("a worker requires its coordinator's topology domain"),
-        )
-        for n, w in enumerate(_worker_selectors(intent))
-    ]
+    variants = _worker_variants(intent)
+    out = []
+    n = 0
+    for forms, anchor in variants:
+        for reqs in forms:
+            out.append(
+                _Mutator(
+                    "ModifySet",
+                    _name(intent, f"worker-{n}-pod-affinity"),
+                    _label_selector(intent, reqs),
+                    POD_REQ,
+                    {
+                        "operation": "merge",
+                        "values": {"fromList": [coordinator_term(intent, anchor)]},
+                    },
+                    _why("a worker requires its coordinator's topology domain"),
+                )
+            )
+            n += 1
+    return out
 
 
-def _pinning(intent: AdmissionIntent, role: str, reqs: Sequence[Req]) -> list[_Mutator]:
+def _pinning(
+    intent: AdmissionIntent, role: str, reqs: Sequence[Req], detached: bool = False
+) -> list[_Mutator]:
     """Node affinity to the domain and the identity label: once, or per bucket of jobs
-    (the job label In the bucket's jobs, or NotIn the named ones) when zones are per job."""
+    (the job label In the bucket's jobs, or NotIn the named ones) when zones are per job
+    (never with detached pods: they carry no job label to bucket by)."""
     if not intent.per_job:
-        return _pin(intent, role, _label_selector(intent, reqs), intent.zones, intent.identity)
+        selector = _label_selector(intent, reqs, detached)
+        return _pin(intent, role, selector, intent.zones, intent.identity)
     out = []
     for k, b in enumerate(buckets(intent)):
         named = named_jobs(intent, b.namespace)
@@ -343,11 +377,11 @@ def _pin(
 def _mutators(intent: AdmissionIntent) -> list[_Mutator]:
     """Coordinators: tolerations; workers: pod affinity; every role: pinning (a pod of
     both a coordinator and a worker selector is a coordinator, and pinned either way)."""
-    roles = [(f"coordinator-{n}", _requirements(s)) for n, s in enumerate(intent.coordinator)]
-    roles += [(f"worker-{n}", _requirements(s)) for n, s in enumerate(intent.worker)]
+    roles = _coordinator_selectors(intent)
+    roles += [(f"worker-{n}", _requirements(s), False) for n, s in enumerate(intent.worker)]
     out = _tolerations(intent) + _pod_affinity(intent)
-    for role, reqs in roles:
-        out += _pinning(intent, role, reqs)
+    for role, reqs, detached in roles:
+        out += _pinning(intent, role, reqs, detached)
     return out
 
 
@@ -364,6 +398,7 @@ def parameters(intent: AdmissionIntent) -> dict[str, Any]:
         "jobLabel": intent.job_label,
         "coordinators": [selector(s) for s in intent.coordinator],
         "workers": [selector(s) for s in intent.worker],
+        **({"detached": [selector(s) for s in intent.detached]} if intent.detached else {}),
         "skipKeys": list(intent.skip_keys),
         "zoneLabel": intent.zone_label,
         "zones": list(intent.zones),
@@ -399,6 +434,7 @@ def _schema() -> dict[str, Any]:
             "jobLabel": string,
             "coordinators": {"type": "array", "items": selector},
             "workers": {"type": "array", "items": selector},
+            "detached": {"type": "array", "items": selector},
             "skipKeys": strings,
             "zoneLabel": string,
             "zones": strings,
@@ -459,7 +495,10 @@ def gatekeeper_policies(
         kind=kind,
         enforcement_action=action,
         namespaces=list(intent.namespaces),
-        label_selector={"matchExpressions": [{"key": intent.job_label, "operator": "Exists"}]},
+        # detached pods lack the job label: then the Rego alone picks the group's pods
+        label_selector=None
+        if intent.detached
+        else {"matchExpressions": [{"key": intent.job_label, "operator": "Exists"}]},
         parameters=parameters(intent),
         **constraint_meta,
     )

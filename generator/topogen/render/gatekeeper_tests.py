@@ -14,8 +14,8 @@ from topogen.render.base import RenderedFile, render_text, to_yaml
 from topogen.render.gatekeeper import coordinator_term, parameters
 from topogen.render.intent import AdmissionIntent
 from topogen.render.kyverno_tests import validation_cases
+from topogen.render.reference import anchor_of, role_of, violations
 from topogen.render.reference import coordinator_term as reference_term
-from topogen.render.reference import role_of, violations
 
 __all__ = ["check_messages", "gatekeeper_test_files", "reference_checks"]
 
@@ -78,8 +78,9 @@ def _as_gatekeeper_worker(pod: dict[str, Any], intent: AdmissionIntent) -> dict[
     """A reference-mutated worker with the coordinator term in the mutator's form."""
     terms = pod["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     wanted = reference_term(pod, intent)
+    mine = coordinator_term(intent, anchor_of(pod["metadata"]["labels"], intent))
     pod["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = [
-        coordinator_term(intent) if t == wanted else t for t in terms
+        mine if t == wanted else t for t in terms
     ]
     return pod
 

@@ -46,6 +46,15 @@ class AdmissionIntent:
     job_zones: tuple[tuple[tuple[str, str], tuple[str, ...]], ...] = ()
     fallback_zones: tuple[str, ...] = ()
     job_identity: bool = False  # the identity label names the job's zone (one-zone domains)
+    # per worker selector (the first that matches a worker decides): the labels its
+    # co-location term adds to the job label; () means coordinator_selector for each
+    anchors: tuple[LabelSelector, ...] = ()
+    # labels that, with the job label, name a worker's job (its term takes their values
+    # from the pod; every worker selector requires them)
+    scope: tuple[str, ...] = ()
+    # pods without the job label that belong to a job (KubeRay's submitter): pinned
+    # like the coordinator, matched by these selectors (ORed)
+    detached: tuple[LabelSelector, ...] = ()
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -54,6 +63,12 @@ class AdmissionIntent:
     @property
     def per_job(self) -> bool:
         return bool(self.job_zones)
+
+    @property
+    def worker_anchors(self) -> tuple[tuple[LabelSelector, LabelSelector], ...]:
+        """(worker selector, the selector its co-location term adds), in order."""
+        anchors = self.anchors or tuple(self.coordinator_selector for _ in self.worker)
+        return tuple(zip(self.worker, anchors, strict=True))
 
 
 @dataclass(frozen=True)
@@ -115,6 +130,8 @@ def intent_for(plan: GroupPlan, validation_action: str) -> AdmissionIntent:
         fallback = (
             plan.zones if plan.identity_source != "static" else dict(plan.domains)[plan.domain]
         )
+        # per-job zones name a job by its job label alone (plan.plan_group pins the rest)
+        assert not (plan.detached or p.scope), "per-job zones for a job no label names"
     return AdmissionIntent(
         name=f"topogen-{plan.group.name}",
         cluster=plan.cluster,
@@ -124,6 +141,9 @@ def intent_for(plan: GroupPlan, validation_action: str) -> AdmissionIntent:
         coordinator=p.coordinator,
         worker=p.worker,
         coordinator_selector=p.coordinator[-1],
+        anchors=plan.anchors,
+        scope=p.scope,
+        detached=plan.detached,
         zone_label=plan.zone_label,
         zones=plan.zones,
         topology_key=plan.topology_key,

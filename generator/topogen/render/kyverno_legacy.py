@@ -177,11 +177,14 @@ def _match(
     intent: AdmissionIntent,
     selectors: Sequence[LabelSelector],
     operations: Sequence[str],
+    detached: Sequence[LabelSelector] = (),
     bucket: Bucket | None = None,
 ) -> dict[str, Any]:
     """Pods of the group's namespaces with the job label and one of the role's selectors
-    (of the bucket's namespace and jobs, when given one)."""
+    (of the bucket's namespace and jobs, when given one), or, for `detached`, without the
+    job label and one of those."""
     job = [Requirement(intent.job_label, "Exists")]
+    no_job = [Requirement(intent.job_label, "DoesNotExist")]
     namespaces = list(intent.namespaces)
     if bucket is not None:
         namespaces = [bucket.namespace]
@@ -190,19 +193,18 @@ def _match(
             job = [Requirement(intent.job_label, "In", bucket.jobs)]
         elif named:  # NotIn alone would match pods without the label too
             job.append(Requirement(intent.job_label, "NotIn", named))
-    return {
-        "any": [
-            {
-                "resources": {
-                    "kinds": ["Pod"],
-                    "namespaces": list(namespaces),
-                    "operations": list(operations),
-                    "selector": _selector(s, job),
-                }
+
+    def one(sel: LabelSelector, extra: Sequence[Requirement]) -> dict[str, Any]:
+        return {
+            "resources": {
+                "kinds": ["Pod"],
+                "namespaces": list(namespaces),
+                "operations": list(operations),
+                "selector": _selector(sel, extra),
             }
-            for s in selectors
-        ]
-    }
+        }
+
+    return {"any": [*(one(s, job) for s in selectors), *(one(d, no_job) for d in detached)]}
 
 
 def _exclude(intent: AdmissionIntent, selectors: Sequence[LabelSelector] = ()) -> dict[str, Any]:
@@ -224,21 +226,26 @@ def _exclude(intent: AdmissionIntent, selectors: Sequence[LabelSelector] = ()) -
 
 
 def _role_scope(
-    intent: AdmissionIntent, role: str | None, operations: Sequence[str]
+    intent: AdmissionIntent,
+    role: str | None,
+    operations: Sequence[str],
+    workers: Sequence[LabelSelector] | None = None,
+    not_workers: Sequence[LabelSelector] = (),
 ) -> dict[str, Any]:
-    """match/exclude exactly as narrow as cel.match_role."""
+    """match/exclude exactly as narrow as cel.match_role (`workers`: some of the worker
+    selectors only, and not `not_workers`, the ones before them)."""
     if role == "coordinator":
         return {
-            "match": _match(intent, intent.coordinator, operations),
+            "match": _match(intent, intent.coordinator, operations, intent.detached),
             "exclude": _exclude(intent),
         }
     if role == "worker":
         return {
-            "match": _match(intent, intent.worker, operations),
-            "exclude": _exclude(intent, intent.coordinator),
+            "match": _match(intent, intent.worker if workers is None else workers, operations),
+            "exclude": _exclude(intent, (*intent.coordinator, *not_workers)),
         }
     return {
-        "match": _match(intent, (*intent.coordinator, *intent.worker), operations),
+        "match": _match(intent, (*intent.coordinator, *intent.worker), operations, intent.detached),
         "exclude": _exclude(intent),
     }
 
@@ -261,11 +268,11 @@ def _meta(intent: AdmissionIntent, what: str) -> dict[str, Any]:
     )
 
 
-def _coordinator_term(intent: AdmissionIntent) -> dict[str, Any]:
-    """The worker's pod affinity term, with this pod's job value (a Kyverno variable)."""
-    sel = intent.coordinator_selector
-    match_labels = {intent.job_label: var(label(intent.job_label)), **dict(sel.match_labels)}
-    label_selector: dict[str, Any] = {"matchLabels": match_labels}
+def _coordinator_term(intent: AdmissionIntent, sel: LabelSelector) -> dict[str, Any]:
+    """A worker's pod affinity term, with this pod's job (and scope) values (Kyverno
+    variables)."""
+    own = {k: var(label(k)) for k in (intent.job_label, *intent.scope)}
+    label_selector: dict[str, Any] = {"matchLabels": {**own, **dict(sel.match_labels)}}
     exprs = _selector(LabelSelector((), sel.match_expressions)).get("matchExpressions")
     if exprs:
         label_selector["matchExpressions"] = exprs
@@ -282,8 +289,8 @@ def _pinning(intent: AdmissionIntent, role: str) -> list[dict[str, Any]]:
         req = {"key": intent.zone_label, "operator": "In", "values": list(zones)}
         identity = intent.identity if b is None else b.identity
         scope = _role_scope(intent, role, ["CREATE"])
-        if b is not None:
-            scope["match"] = _match(intent, selectors, ["CREATE"], b)
+        if b is not None:  # never with detached pods (intent.intent_for)
+            scope["match"] = _match(intent, selectors, ["CREATE"], bucket=b)
         out.append(
             {
                 "suffix": "" if b is None else f"-{k + 1}",
@@ -302,11 +309,21 @@ def _role(intent: AdmissionIntent, role: str) -> dict[str, Any]:
     out["tolerations"] = (
         missing_tolerations(intent) if role == "coordinator" and intent.tolerations else None
     )
+    out["terms"] = []
     if role == "worker":
-        out["coordinator_term"] = _coordinator_term(intent)
-        out["lacks_coordinator_term"] = [_condition(has_coordinator_term(intent), False)]
-    else:
-        out["coordinator_term"] = None
+        variants = intent.worker_anchors
+        for i, (w, anchor) in enumerate(variants):
+            # one rule per worker selector: its term, for the workers no earlier one took
+            suffix = "" if len(variants) == 1 else f"-{i + 1}"
+            scope = _role_scope(intent, "worker", ["CREATE"], [w], [v for v, _ in variants[:i]])
+            out["terms"].append(
+                {
+                    "name": f"worker-coordinator-affinity{suffix}",
+                    **scope,
+                    "term": _coordinator_term(intent, anchor),
+                    "lacks": [_condition(has_coordinator_term(intent), False)],
+                }
+            )
     return out
 
 

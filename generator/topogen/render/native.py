@@ -39,14 +39,17 @@ def _meta(intent: AdmissionIntent, role: str) -> dict[str, Any]:
     return policy_metadata(intent, role, {"topogen.io/description": description(intent)})
 
 
-def _selectors(intent: AdmissionIntent) -> dict[str, Any]:
+def _selectors(intent: AdmissionIntent, role: str) -> dict[str, Any]:
+    """The API server's own filters; a detached pod (KubeRay's submitter) has no job label,
+    so then the coordinator's and the checks' policies leave it to their matchConditions."""
+    job = {"matchExpressions": [{"key": intent.job_label, "operator": "Exists"}]}
     return {
         "namespace_selector": {
             "matchExpressions": [
                 {"key": NAMESPACE_NAME, "operator": "In", "values": list(intent.namespaces)}
             ]
         },
-        "object_selector": {"matchExpressions": [{"key": intent.job_label, "operator": "Exists"}]},
+        "object_selector": {} if intent.detached and role != "worker" else job,
     }
 
 
@@ -83,7 +86,7 @@ def _mutating(intent: AdmissionIntent, role: str, api_version: str) -> RenderedF
         api_version=api_version,
         name=name,
         **_meta(intent, role),
-        **_selectors(intent),
+        **_selectors(intent, role),
         match_conditions=kyverno["matchConditions"],
         patches=[
             inline_variables(m["jsonPatch"]["expression"], variables) for m in kyverno["mutations"]
@@ -98,7 +101,7 @@ def _validating(intent: AdmissionIntent) -> RenderedFile:
         "native/validating-admission-policy.yaml.j2",
         name=name,
         **_meta(intent, "validate"),
-        **_selectors(intent),
+        **_selectors(intent, "validate"),
         actions=["Deny"] if intent.validation_action == "Enforce" else ["Audit"],
         match_conditions=cel.match_role(intent, None),
         variables=cel.validation_variables(intent),

@@ -14,7 +14,7 @@ from topogen.plaindata import copy_plain
 from topogen.render.cel import toleration_dicts
 from topogen.render.intent import AdmissionIntent, identity_for, zones_for
 
-__all__ = ["mutate", "role_of", "sample_pods", "violations"]
+__all__ = ["anchor_of", "coordinator_term", "mutate", "role_of", "sample_pods", "violations"]
 
 Pod = dict[str, Any]
 
@@ -29,15 +29,22 @@ def role_of(pod: Pod, intent: AdmissionIntent) -> str | None:
         return None
     labels = _labels(pod)
     annotations = meta.get("annotations") or {}
-    if intent.job_label not in labels:
-        return None
     if any(k in labels or k in annotations for k in intent.skip_keys):
         return None
+    if intent.job_label not in labels:
+        # a detached pod of a job (KubeRay's submitter) is pinned like the coordinator
+        return "coordinator" if any(s.matches(labels) for s in intent.detached) else None
     if any(s.matches(labels) for s in intent.coordinator):
         return "coordinator"
     if any(s.matches(labels) for s in intent.worker):
         return "worker"
     return None
+
+
+def anchor_of(labels: dict[str, str], intent: AdmissionIntent) -> LabelSelector:
+    """What a worker's co-location term adds to its job labels: the anchor of the first
+    worker selector it matches."""
+    return next(a for w, a in intent.worker_anchors if w.matches(labels))
 
 
 def _tolerates(t: dict[str, Any], w: dict[str, Any]) -> bool:
@@ -74,10 +81,10 @@ def _pin_node_affinity(
 
 
 def coordinator_term(pod: Pod, intent: AdmissionIntent) -> dict[str, Any]:
-    sel = intent.coordinator_selector
-    selector: dict[str, Any] = {
-        "matchLabels": {intent.job_label: _labels(pod)[intent.job_label], **dict(sel.match_labels)}
-    }
+    labels = _labels(pod)
+    sel = anchor_of(labels, intent)
+    own = {k: labels[k] for k in (intent.job_label, *intent.scope)}
+    selector: dict[str, Any] = {"matchLabels": {**own, **dict(sel.match_labels)}}
     if sel.match_expressions:
         selector["matchExpressions"] = [
             {"key": r.key, "operator": r.operator, "values": list(r.values)}
@@ -122,7 +129,8 @@ def mutate(pod: Pod, intent: AdmissionIntent) -> Pod:
             terms = pa.setdefault("requiredDuringSchedulingIgnoredDuringExecution", [])
             terms.append(coordinator_term(out, intent))
     namespace = out.get("metadata", {}).get("namespace", "default")
-    zones = zones_for(intent, namespace, _labels(out)[intent.job_label])
+    job = _labels(out).get(intent.job_label)  # None: a detached pod (never per job)
+    zones = intent.zones if job is None else zones_for(intent, namespace, job)
     _pin_node_affinity(spec, intent, zones)
     identity = identity_for(intent, zones)
     if identity is not None:
@@ -251,5 +259,11 @@ def sample_pods(intent: AdmissionIntent) -> list[Pod]:
         _pod("other-namespace", other_ns, coord),
         _pod("kueue-tas", ns, {**worker, "kueue.x-k8s.io/tas": "true"}),
     ]
+    # one more worker per further worker selector (each has its own co-location term), and
+    # a detached pod per detached selector
+    for i, (w, _) in enumerate(intent.worker_anchors[:-1]):
+        pods.append(_pod(f"worker-{i + 1}", ns, {**job, **_labels_for((w,))}))
+    for i, d in enumerate(intent.detached):
+        pods.append(_pod(f"detached-{i}", ns, _labels_for((d,))))
     already = mutate(_pod("coordinator-already-mutated", ns, coord), intent)
     return [*pods, already]

@@ -38,8 +38,8 @@ from typing import Any
 
 from topogen.manifest import KubeObject
 from topogen.model import Workload
-from topogen.operators.base import Overrides
-from topogen.operators.registry import operator_for_kind
+from topogen.operators.base import ObjectIndex
+from topogen.operators.registry import operator_for
 from topogen.plaindata import copy_plain
 from topogen.render.intent import AdmissionIntent
 from topogen.render.reference import mutate, role_of
@@ -47,6 +47,10 @@ from topogen.render.reference import mutate, role_of
 __all__ = ["WorkloadPatch", "json_patch_ops", "workload_patches"]
 
 Json = dict[str, Any]
+_TRAINJOB = ("trainer.kubeflow.org", "TrainJob")
+_TRAINJOB_NODE = "node"  # the replicated job of Trainer v2 runtimes that runs the training
+_MANAGER = "topogen.io/co-location"  # topogen's runtimePatches entry (listMapKey manager)
+_REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
 
 
 @dataclass(frozen=True)
@@ -154,29 +158,78 @@ def _admitted(template: Json, w: Workload, intents: Sequence[AdmissionIntent]) -
     return out
 
 
-def _override_ops(
+def _pod_templates(obj: KubeObject, inputs: ObjectIndex) -> dict[str, Json]:
+    """The raw pod template of each of `obj`'s PodSets, as its operator makes them."""
+    op = operator_for(obj.api_version, obj.kind)
+    if op is None:
+        return {}
+    return {ps.replica: copy_plain(ps.template) for ps in op.pods(obj, inputs) if ps.template}
+
+
+def _trainjob_ops(
     obj: KubeObject,
     members: Sequence[Workload],
     intents: Sequence[AdmissionIntent],
-    ov: Overrides,
+    inputs: ObjectIndex,
 ) -> list[Json] | str:
-    """A manifest without pod templates (a TrainJob): append an override entry for the
-    job that runs the training (`node`).
+    """A TrainJob has no pod template: append an entry to its patches field.
 
-    Its rank 0 and the other nodes share that entry, so it carries what both roles
-    get: the coordinator's tolerations and the workers' pod affinity to rank 0 (which
-    rank 0 satisfies itself), besides the node affinity both get.
+    runtimePatches (Trainer v2.2+; also when it sets none): an entry of topogen's own
+    manager patching each member replicated job's pod template with what admission adds
+    (strategic merge: the tolerations and affinity whole, the labels added).
+    podTemplateOverrides (v2.1): an entry for `node`; its rank 0 and the other nodes
+    share it, so it carries what both roles get (the workers' term names rank 0, which
+    rank 0 matches itself). podSpecOverrides (v2.0) cannot say affinity: reported.
     """
     spec = _get(obj.body, ("spec",)) or {}
-    if ov.legacy and ov.legacy in spec:
-        return f"uses {ov.legacy} ({ov.legacy_release}); patch support needs {ov.field}"
-    overrides = spec.get(ov.field)
+    if "podSpecOverrides" in spec:
+        return "uses podSpecOverrides (Trainer v2.0), which cannot set affinity: use runtimePatches"
+    if "podTemplateOverrides" in spec:
+        return _template_override_ops(spec, members, intents)
+    templates = _pod_templates(obj, inputs)
+    by_job: dict[str, list[Workload]] = {}
+    for w in members:
+        by_job.setdefault(w.template.labels.get(_REPLICATED_JOB, ""), []).append(w)
+    jobs: list[Json] = []
+    for name in sorted(by_job):
+        before = templates.get(by_job[name][0].replica_name) or {"spec": {}}
+        after = before
+        for w in by_job[name]:
+            after = _admitted(after, w, intents)
+        changed = {k: v for k, v in after["spec"].items() if before["spec"].get(k) != v}
+        pod: Json = {"spec": changed} if changed else {}
+        labels = (after.get("metadata") or {}).get("labels") or {}
+        old = (before.get("metadata") or {}).get("labels") or {}
+        added = {k: v for k, v in labels.items() if old.get(k) != v}
+        if added:
+            pod["metadata"] = {"labels": added}
+        if pod:
+            jobs.append({"name": name, "template": {"spec": {"template": pod}}})
+    if not jobs:
+        return []
+    entry = {
+        "manager": _MANAGER,
+        "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": jobs}}},
+    }
+    patches = spec.get("runtimePatches")
+    if patches is None:
+        return [{"op": "add", "path": "/spec/runtimePatches", "value": [entry]}]
+    return [
+        {"op": "test", "path": "/spec/runtimePatches", "value": patches},
+        {"op": "add", "path": "/spec/runtimePatches/-", "value": entry},
+    ]
+
+
+def _template_override_ops(
+    spec: Json, members: Sequence[Workload], intents: Sequence[AdmissionIntent]
+) -> list[Json]:
+    overrides = spec.get("podTemplateOverrides")
     effective: Json = {}
     for o in overrides or []:
         targets = [t.get("name") for t in (o.get("targetJobs") or []) if isinstance(t, dict)]
-        if targets and ov.target not in targets:
+        if targets and _TRAINJOB_NODE not in targets:
             continue
-        for key in ov.keys:
+        for key in ("nodeSelector", "affinity", "tolerations"):
             if key in (o.get("spec") or {}):
                 effective[key] = copy_plain(o["spec"][key])
     before: Json = {"spec": effective}
@@ -186,32 +239,45 @@ def _override_ops(
     changed = {k: v for k, v in after["spec"].items() if effective.get(k) != v}
     if not changed and not after.get("metadata"):
         return []
-    entry: Json = {"targetJobs": [{"name": ov.target}], "spec": changed}
+    entry: Json = {"targetJobs": [{"name": _TRAINJOB_NODE}], "spec": changed}
     if after.get("metadata"):
         entry["metadata"] = after["metadata"]
-    at = pointer(("spec", ov.field))
     if overrides is None:
-        return [{"op": "add", "path": at, "value": [entry]}]
+        return [{"op": "add", "path": "/spec/podTemplateOverrides", "value": [entry]}]
     return [
-        {"op": "test", "path": at, "value": overrides},
-        {"op": "add", "path": f"{at}/-", "value": entry},
+        {"op": "test", "path": "/spec/podTemplateOverrides", "value": overrides},
+        {"op": "add", "path": "/spec/podTemplateOverrides/-", "value": entry},
     ]
 
 
 def _object_ops(
-    obj: KubeObject, members: Sequence[Workload], intents: Sequence[AdmissionIntent]
+    obj: KubeObject,
+    members: Sequence[Workload],
+    intents: Sequence[AdmissionIntent],
+    inputs: ObjectIndex,
 ) -> list[Json] | str:
-    operator = operator_for_kind(obj.group, obj.kind)
-    if operator is not None and operator.overrides is not None:
-        return _override_ops(obj, members, intents, operator.overrides)
+    if (obj.group, obj.kind) == _TRAINJOB:
+        return _trainjob_ops(obj, members, intents, inputs)
     sites: dict[tuple[str | int, ...], list[Workload]] = {}
+    made: dict[tuple[str | int, ...], Json] = {}
     for w in members:
         at = w.template_at
         if at is None:
-            return f"no pod template found for {w.replica_name or 'its pods'}"
+            if (obj.group, obj.kind) == ("ray.io", "RayJob") and w.replica_name == "submitter":
+                # KubeRay's default submitter: written out in the field that replaces it
+                at = ("spec", "submitterPodTemplate")
+                made[at] = _pod_templates(obj, inputs)[w.replica_name]
+            else:
+                return f"no pod template in the manifest for {w.replica_name or 'its pods'}"
         sites.setdefault(at, []).append(w)
     ops: list[Json] = []
     for at in sorted(sites, key=lambda parts: pointer(parts)):
+        if at in made:
+            after = made[at]
+            for w in sites[at]:
+                after = _admitted(after, w, intents)
+            ops.append({"op": "add", "path": pointer(at), "value": after})
+            continue
         before = _get(obj.body, at)
         if not isinstance(before, dict):
             return f"the pod template at {pointer(at)} is not a mapping"
@@ -248,9 +314,10 @@ def workload_patches(
             members.setdefault((w.api_version, w.kind, w.namespace, w.name), []).append(w)
     patches: list[WorkloadPatch] = []
     skipped: list[str] = []
+    inputs = ObjectIndex(objects)
     for key in sorted(members):
         obj = by_key[key]
-        ops = _object_ops(obj, members[key], by_namespace.get(key[2], ()))
+        ops = _object_ops(obj, members[key], by_namespace.get(key[2], ()), inputs)
         if isinstance(ops, str):
             skipped.append(f"{obj.where()}: {ops}")
         elif ops:

@@ -42,6 +42,7 @@ class WorkloadInputs:
     skipped: tuple[str, ...] = field(default=())
     objects: tuple[KubeObject, ...] = field(default=())  # as read, for the workload patches
     services: tuple[Service, ...] = field(default=())  # for toServices rules
+    warnings: tuple[str, ...] = field(default=())  # e.g. a TrainJob's runtime not found
 
 
 def read_objects(
@@ -104,10 +105,16 @@ def load_workload_inputs(
     paths = cfg.workloads if paths is None else paths
     objs = read_objects(paths, base or cfg.base_dir, "workloads", cfg)
     skipped: list[str] = []
-    workloads = read_workloads(objs, skipped)
+    warnings: list[str] = []
+    workloads = read_workloads(objs, skipped, warnings)
     namespaces = {n.name: n for n in read_namespaces(objs)}
     return WorkloadInputs(
-        tuple(workloads), namespaces, tuple(skipped), tuple(objs), tuple(read_services(objs))
+        tuple(workloads),
+        namespaces,
+        tuple(skipped),
+        tuple(objs),
+        tuple(read_services(objs)),
+        tuple(warnings),
     )
 
 

@@ -15,6 +15,8 @@ from topogen.sources.yamlio import Document
 __all__ = ["MAX_QUANTITY", "flatten", "parse_quantity", "quantity_of"]
 
 SNAPSHOT_KIND = "TopogenSnapshot"
+# what stands for the 5 random characters the API server appends to a generateName
+GENERATED_SUFFIX = "xxxxx"
 
 
 def flatten(docs: Iterable[Document]) -> Iterator[KubeObject]:
@@ -62,8 +64,11 @@ def _to_object(body: Mapping[str, Any], path: str) -> KubeObject:
     if not isinstance(meta, dict):
         raise InputError(f"{kind}: metadata must be a mapping", path=path)
     name = meta.get("name")
+    generated = meta.get("generateName")
+    if (name is None or name == "") and isinstance(generated, str) and generated:
+        name = generated + GENERATED_SUFFIX  # the API server's 5 random characters
     if not isinstance(name, str) or not name:
-        raise InputError(f"{kind} without metadata.name", path=path)
+        raise InputError(f"{kind} without metadata.name or metadata.generateName", path=path)
     namespace = meta.get("namespace", "")
     if not isinstance(namespace, str):
         raise InputError(f"{kind} {name}: metadata.namespace must be a string", path=path)

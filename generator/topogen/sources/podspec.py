@@ -26,7 +26,11 @@ _EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
 def parse_pod_template(
-    raw: Any, what: str, obj: KubeObject, extra_labels: Mapping[str, str] | None = None
+    raw: Any,
+    what: str,
+    obj: KubeObject,
+    extra_labels: Mapping[str, str] | None = None,
+    extra_annotations: Mapping[str, str] | None = None,
 ) -> PodTemplate:
     """`raw` is a PodTemplateSpec (metadata + spec) at field path `what` ("": the object
     itself, a Pod)."""
@@ -38,6 +42,8 @@ def parse_pod_template(
     if extra_labels:
         labels = {**labels, **extra_labels}
     annotations = string_map(meta.get("annotations"), f"{at}metadata.annotations", obj)
+    if extra_annotations:  # what the controller adds (a completion index ...)
+        annotations = {**annotations, **extra_annotations}
     spec = as_map(tmpl.get("spec"), f"{at}spec", obj)
     return parse_pod_spec(spec, f"{at}spec", obj, labels, annotations)
 

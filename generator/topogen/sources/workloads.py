@@ -1,4 +1,5 @@
-"""Workload manifests into Workloads: one per pod template, with the labels its pods get.
+"""Workload manifests into Workloads: one per group of pods of one template, with the labels
+its pods get.
 
 Which kinds are workloads, and the pods each creates, is the operators' knowledge
 (operators/registry.py); this module checks the counts and parses the templates.
@@ -11,24 +12,31 @@ from collections.abc import Iterable
 from topogen.errors import InputError
 from topogen.manifest import KubeObject, check_name, labels_of
 from topogen.model import Namespace, Workload
-from topogen.operators.base import PodSet
-from topogen.operators.registry import operator_for_kind
+from topogen.operators.base import ObjectIndex, PodSet
+from topogen.operators.registry import operator_for
 from topogen.sources.podspec import parse_pod_template
 from topogen.sources.scope import namespace_of
 
 __all__ = ["read_namespaces", "read_workloads"]
 
+# objects that are no workload but shape one (a TrainJob's runtime): read, not reported
+_INPUTS = ("Namespace", "TrainingRuntime", "ClusterTrainingRuntime")
 
-def read_workloads(objects: Iterable[KubeObject], skipped: list[str]) -> list[Workload]:
+
+def read_workloads(
+    objects: Iterable[KubeObject], skipped: list[str], warnings: list[str] | None = None
+) -> list[Workload]:
+    objs = list(objects)
+    inputs = ObjectIndex(objs, warnings)
     out: list[Workload] = []
-    for obj in objects:
-        operator = operator_for_kind(obj.group, obj.kind)
+    for obj in objs:
+        operator = operator_for(obj.api_version, obj.kind)
         if operator is None:
-            if obj.kind != "Namespace":
+            if obj.kind not in _INPUTS:
                 skipped.append(f"{obj.path}: {obj.where()} ({obj.api_version}) is not a workload")
             continue
         check_name(obj)
-        out.extend(_workload(obj, pods) for pods in operator.pods(obj))
+        out.extend(_workload(obj, pods) for pods in operator.pods(obj, inputs))
     return out
 
 
@@ -60,7 +68,9 @@ def _workload(obj: KubeObject, pods: PodSet) -> Workload:
         obj.name,
         pods.replica,
         replicas,
-        parse_pod_template(pods.template, what, obj, pods.labels),
+        parse_pod_template(pods.template, what, obj, pods.labels, pods.annotations),
         obj.path,
         pods.at,
+        pods.indexed,
+        pods.late,
     )
