@@ -13,6 +13,7 @@ from topogen.cli import main
 from topogen.config import load_config
 from topogen.model import FindingKind
 from topogen.pipeline import analyze
+from topogen.sources.loader import load_workload_inputs
 
 from .kit import CASES, NAMES, load_case, write_config
 
@@ -114,6 +115,27 @@ def test_a_missing_runtime_is_a_warning_naming_it(tmp_path: Path) -> None:
     assert result.exit_code in (0, 1), result.output
     assert "ClusterTrainingRuntime torch-distributed" in result.output
     assert "TrainJob ml/pytorch-mnist" in result.output
+
+
+def test_a_namespaced_runtime_written_without_a_namespace_is_in_default(
+    tmp_path: Path,
+) -> None:
+    """kubectl applies a TrainingRuntime and a TrainJob without a namespace in `default`:
+    the TrainJob finds its runtime there (no warning) and its pods get its node job."""
+    c = load_case("trainjob-runtimepatches")
+    runtime, job = yaml.safe_load_all((c.folder / "manifest.yaml").read_text())
+    runtime["kind"] = "TrainingRuntime"
+    node = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+    node["template"]["spec"]["nodeSelector"] = {"pool": "trainer"}  # the runtime's own
+    del job["metadata"]["namespace"]
+    job["spec"]["runtimeRef"] = {"name": runtime["metadata"]["name"], "kind": "TrainingRuntime"}
+    path = tmp_path / "manifest.yaml"
+    path.write_text(yaml.safe_dump_all([runtime, job]))
+    inputs = load_workload_inputs(load_config(write_config(tmp_path, c.profile, [path])))
+    assert not inputs.warnings, inputs.warnings
+    nodes = [w for w in inputs.workloads if w.namespace == "default"]
+    assert sum(w.replicas for w in nodes) == 3, nodes
+    assert all(w.template.node_selector == {"gpu": "true", "pool": "trainer"} for w in nodes)
 
 
 def test_a_runtime_patch_selecting_no_node_is_unschedulable(tmp_path: Path) -> None:

@@ -68,7 +68,12 @@ class ObjectIndex:
         self.warnings: list[str] = [] if warnings is None else warnings
 
     def find(self, group: str, kind: str, namespace: str, name: str) -> KubeObject | None:
-        return self._by_key.get((group, kind, namespace, name))
+        """`namespace` "" for a cluster-scoped kind. A namespaced object written without a
+        namespace is in `default`, as kubectl applies it (sources/scope.py)."""
+        found = self._by_key.get((group, kind, namespace, name))
+        if found is None and namespace == "default":
+            found = self._by_key.get((group, kind, "", name))
+        return found
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:
