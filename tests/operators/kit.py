@@ -79,6 +79,18 @@ def group_config(profile: str, **extra: Any) -> dict[str, Any]:
     }
 
 
+def _inside(tmp: Path, path: Path) -> str:
+    """The input beside the config (topogen reads only inside the config's folder): a file
+    from elsewhere is copied to inputs/<its folder>/<its name>."""
+    if path.resolve().is_relative_to(tmp.resolve()):
+        return str(path)
+    dest = tmp / "inputs" / path.parent.name / path.name
+    if not dest.exists():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dest)
+    return str(dest)
+
+
 def write_config(
     tmp: Path,
     profile: str,
@@ -93,12 +105,12 @@ def write_config(
         "clusters": [
             {
                 "name": "lab",
-                "nodes": [str(CLUSTER / "nodes.yaml")],
-                "networkPolicies": [str(CLUSTER / "zone-isolation.yaml")],
+                "nodes": [_inside(tmp, CLUSTER / "nodes.yaml")],
+                "networkPolicies": [_inside(tmp, CLUSTER / "zone-isolation.yaml")],
                 "zoneLabel": ZONE,
             }
         ],
-        "workloads": [str(w) for w in workloads],
+        "workloads": [_inside(tmp, w) for w in workloads],
         "groups": [group_config(profile, **group)],
     }
     path = tmp / name
@@ -196,8 +208,10 @@ def mutated_case_pods(case: Case, tmp: Path) -> tuple[list[dict[str, Any]], Path
     """render the case's manifest, then the real Kyverno CLI's mutation of its real pods."""
     config = write_config(tmp, case.profile, [case.folder / "manifest.yaml"])
     policies = render(config, tmp / "out")
-    mutating = sorted(policies.glob("topogen-*-coordinator.yaml")) + sorted(
-        policies.glob("topogen-*-worker.yaml")
-    )
+    mutating = [
+        *sorted(policies.glob("topogen-*-coordinator.yaml")),
+        *sorted(policies.glob("topogen-*-worker.yaml")),
+        *sorted(policies.glob("topogen-*-detached.yaml")),  # KubeRay's submitter
+    ]
     assert mutating, sorted(p.name for p in policies.iterdir())
     return kyverno_apply(mutating, fresh(case.pods), tmp), policies
