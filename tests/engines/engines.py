@@ -198,8 +198,12 @@ def run_kyverno_family(engine: str, kyverno: Path, suite: Suite, tmp: Path) -> O
         mutating = [
             p for p, f in zip(paths, files, strict=True) if f.objects[0]["kind"] == "MutatingPolicy"
         ]
-        validating = next(f for f in files if f.objects[0]["kind"] == "ValidatingPolicy")
-        checks, check_of = _split(validating.objects[0], None, ids, tmp / "checks")
+        # the group's ValidatingPolicy, and one per detached selector (its own webhook)
+        checks, check_of = [], {}
+        for n, f in enumerate(f for f in files if f.objects[0]["kind"] == "ValidatingPolicy"):
+            more, of = _split(f.objects[0], None, ids, tmp / f"checks-{n}")
+            checks += more
+            check_of.update(of)
     elif engine == "native":
         files = native_policies(intent)
         api = {

@@ -100,9 +100,9 @@ def test_example_through_render_kyverno_and_analyze(name: str, tmp_path: Path) -
     result = kyverno(["test", policies / "tests"])
     assert result.returncode == 0 and "0 tests failed" in result.stdout, result.stdout[-3000:]
 
-    validate = policies / "topogen-training-validate.yaml"
+    validate = sorted(policies.glob("topogen-training-*validate.yaml"))
     res = tmp_path / "validate-pods.yaml"
     res.write_text(yaml.safe_dump_all(mutated, sort_keys=True))
-    result = kyverno(["apply", validate, "-r", res])
+    result = kyverno(["apply", *validate, "-r", res])
     text = result.stdout + result.stderr
     assert "fail: 0" in text and "error: 0" in text, text[-3000:]

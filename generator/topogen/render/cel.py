@@ -77,23 +77,6 @@ def any_selector(sels: Sequence[LabelSelector]) -> str:
     return "(" + " || ".join(f"({selector(s)})" for s in sels) + ")"
 
 
-def webhook_selectors(intent: AdmissionIntent) -> dict[str, Any]:
-    """matchConstraints' namespaceSelector and objectSelector: the group's namespaces (by
-    the name label the API server sets on every namespace) and pods with the job label."""
-    return {
-        "namespace_selector": {
-            "matchExpressions": [
-                {
-                    "key": "kubernetes.io/metadata.name",
-                    "operator": "In",
-                    "values": list(intent.namespaces),
-                }
-            ]
-        },
-        "object_selector": {"matchExpressions": [{"key": intent.job_label, "operator": "Exists"}]},
-    }
-
-
 def namespace_in(namespaces: Sequence[str]) -> str:
     return f"{NAMESPACE} in {lit(list(namespaces))}"
 

@@ -1,14 +1,22 @@
-"""Kyverno CEL policies (policies.kyverno.io/v1 MutatingPolicy and ValidatingPolicy)."""
+"""Kyverno CEL policies (policies.kyverno.io/v1 MutatingPolicy and ValidatingPolicy).
+
+Kyverno registers one webhook per policy with its matchConstraints' selectors, so the API
+server calls Kyverno only for pods of the group's namespaces that carry the job label: an
+outage blocks no other pod. A detached pod (KubeRay's submitter) has no job label, and a
+label selector cannot OR, so it gets a policy pair of its own (`-detached`,
+`-detached-validate`) selecting it by its own label, pinned like the coordinator.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from topogen.model import LabelSelector
 from topogen.render import cel
 from topogen.render.base import RenderedFile, render_documents
 from topogen.render.intent import AdmissionIntent, description, policy_metadata
 
-__all__ = ["kyverno_policies"]
+__all__ = ["kyverno_policies", "policy_names", "webhook_selectors"]
 
 
 def _meta(intent: AdmissionIntent, role: str) -> dict[str, Any]:
@@ -22,7 +30,55 @@ def _meta(intent: AdmissionIntent, role: str) -> dict[str, Any]:
     )
 
 
-def mutating_policy(intent: AdmissionIntent, role: str) -> RenderedFile:
+def webhook_selectors(
+    intent: AdmissionIntent, detached: LabelSelector | None = None
+) -> dict[str, Any]:
+    """matchConstraints' namespaceSelector and objectSelector: the group's namespaces (by
+    the name label the API server sets on every namespace) and pods with the job label
+    (`detached`: pods without it that this selector matches)."""
+    pods: list[dict[str, Any]] = [{"key": intent.job_label, "operator": "Exists"}]
+    if detached is not None:
+        pods = [{"key": intent.job_label, "operator": "DoesNotExist"}]
+        pods += [{"key": k, "operator": "In", "values": [v]} for k, v in detached.match_labels]
+        pods += [
+            {
+                "key": r.key,
+                "operator": r.operator,
+                **({"values": list(r.values)} if r.values else {}),
+            }
+            for r in detached.match_expressions
+        ]
+    return {
+        "namespace_selector": {
+            "matchExpressions": [
+                {
+                    "key": "kubernetes.io/metadata.name",
+                    "operator": "In",
+                    "values": list(intent.namespaces),
+                }
+            ]
+        },
+        "object_selector": {"matchExpressions": pods},
+    }
+
+
+def policy_names(intent: AdmissionIntent) -> list[tuple[str, str, LabelSelector | None]]:
+    """(name, role, detached selector) of each policy: mutate (role coordinator or
+    worker) or validate; a detached selector's pair after them."""
+    out: list[tuple[str, str, LabelSelector | None]] = [
+        (f"{intent.name}-coordinator", "coordinator", None),
+        (f"{intent.name}-worker", "worker", None),
+        (f"{intent.name}-validate", "validate", None),
+    ]
+    for i, d in enumerate(intent.detached):
+        base = f"{intent.name}-detached" + (f"-{i + 1}" if len(intent.detached) > 1 else "")
+        out += [(base, "coordinator", d), (f"{base}-validate", "validate", d)]
+    return out
+
+
+def mutating_policy(
+    intent: AdmissionIntent, role: str, name: str = "", detached: LabelSelector | None = None
+) -> RenderedFile:
     variables = cel.mutation_variables(intent)
     patches = []
     if role == "coordinator":
@@ -42,12 +98,12 @@ def mutating_policy(intent: AdmissionIntent, role: str) -> RenderedFile:
     patches.append(cel.mutation_node_affinity_patch(intent))
     if cel.has_identity(intent):
         patches.append(cel.mutation_identity_patch(intent))
-    name = f"{intent.name}-{role}"
+    name = name or f"{intent.name}-{role}"
     text, objs = render_documents(
         "kyverno/mutating-policy.yaml.j2",
         name=name,
         **_meta(intent, role),
-        **cel.webhook_selectors(intent),
+        **webhook_selectors(intent, detached),
         match_conditions=cel.match_role(intent, role),
         variables=variables,
         patches=patches,
@@ -55,15 +111,17 @@ def mutating_policy(intent: AdmissionIntent, role: str) -> RenderedFile:
     return RenderedFile(f"{name}.yaml", text, objs)
 
 
-def validating_policy(intent: AdmissionIntent) -> RenderedFile:
-    name = f"{intent.name}-validate"
+def validating_policy(
+    intent: AdmissionIntent, name: str = "", detached: LabelSelector | None = None
+) -> RenderedFile:
+    name = name or f"{intent.name}-validate"
     actions = ["Deny"] if intent.validation_action == "Enforce" else ["Audit"]
     text, objs = render_documents(
         "kyverno/validating-policy.yaml.j2",
         name=name,
         **_meta(intent, "validate"),
         actions=actions,
-        **cel.webhook_selectors(intent),
+        **webhook_selectors(intent, detached),
         match_conditions=cel.match_role(intent, None),
         variables=cel.validation_variables(intent),
         validations=cel.validations(intent),
@@ -73,7 +131,8 @@ def validating_policy(intent: AdmissionIntent) -> RenderedFile:
 
 def kyverno_policies(intent: AdmissionIntent) -> list[RenderedFile]:
     return [
-        mutating_policy(intent, "coordinator"),
-        mutating_policy(intent, "worker"),
-        validating_policy(intent),
+        validating_policy(intent, name, detached)
+        if role == "validate"
+        else mutating_policy(intent, role, name, detached)
+        for name, role, detached in policy_names(intent)
     ]

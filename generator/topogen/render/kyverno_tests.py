@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from topogen.model import LabelSelector
 from topogen.render.base import RenderedFile, to_yaml
 from topogen.render.intent import AdmissionIntent
+from topogen.render.kyverno import policy_names
 from topogen.render.reference import mutate, role_of, sample_pods, violations
 
 __all__ = ["kyverno_test_files", "validation_cases"]
@@ -35,6 +37,10 @@ def validation_cases(intent: AdmissionIntent) -> list[dict[str, Any]]:
     bare_worker = next(p for p in raw if p["metadata"]["name"] == "worker")
     bare_worker["metadata"]["name"] = "worker-without-affinity"
     pods += [unpinned, bare_worker]
+    for p in raw:  # a detached pod (KubeRay's submitter) that was not pinned
+        if p["metadata"]["name"].startswith("detached-"):
+            p["metadata"]["name"] = f"unpinned-{p['metadata']['name']}"
+            pods.append(p)
     if intent.identity_label:
         spoof = mutate(
             next(p for p in sample_pods(intent) if p["metadata"]["name"] == "coordinator"), intent
@@ -57,13 +63,25 @@ def validation_cases(intent: AdmissionIntent) -> list[dict[str, Any]]:
     return pods
 
 
+def _selected(pod: dict[str, Any], intent: AdmissionIntent, detached: LabelSelector | None) -> bool:
+    """Whether the policy's objectSelector (kyverno.webhook_selectors) lets the pod in."""
+    labels = pod["metadata"].get("labels") or {}
+    if detached is None:
+        return intent.job_label in labels
+    return intent.job_label not in labels and detached.matches(labels)
+
+
 def _mutation_test(
-    intent: AdmissionIntent, policy: str, role: str, folder: str
+    intent: AdmissionIntent,
+    policy: str,
+    role: str,
+    folder: str,
+    detached: LabelSelector | None = None,
 ) -> list[RenderedFile]:
     pods = sample_pods(intent)
     changed, unchanged, skipped = [], [], []
     for pod in pods:
-        if role_of(pod, intent) != role:
+        if role_of(pod, intent) != role or not _selected(pod, intent, detached):
             skipped.append(pod)
         elif mutate(pod, intent) != pod:
             changed.append(pod)
@@ -116,13 +134,15 @@ def _mutation_test(
     ]
 
 
-def _validation_test(intent: AdmissionIntent, policy: str, folder: str) -> list[RenderedFile]:
+def _validation_test(
+    intent: AdmissionIntent, policy: str, folder: str, detached: LabelSelector | None = None
+) -> list[RenderedFile]:
     pods = validation_cases(intent)
     groups: dict[str, list[str]] = {"pass": [], "fail": [], "skip": []}
     for pod in pods:
         verdict = (
             "skip"
-            if role_of(pod, intent) is None
+            if role_of(pod, intent) is None or not _selected(pod, intent, detached)
             else ("fail" if violations(pod, intent) else "pass")
         )
         groups[verdict].append(_ref(pod))
@@ -153,9 +173,9 @@ def _validation_test(intent: AdmissionIntent, policy: str, folder: str) -> list[
 
 def kyverno_test_files(intent: AdmissionIntent) -> list[RenderedFile]:
     out = []
-    for role in ("coordinator", "worker"):
-        policy = f"{intent.name}-{role}"
-        out += _mutation_test(intent, policy, role, f"tests/{policy}")
-    policy = f"{intent.name}-validate"
-    out += _validation_test(intent, policy, f"tests/{policy}")
+    for policy, role, detached in policy_names(intent):
+        if role == "validate":
+            out += _validation_test(intent, policy, f"tests/{policy}", detached)
+        else:
+            out += _mutation_test(intent, policy, role, f"tests/{policy}", detached)
     return out
