@@ -340,7 +340,9 @@ def test_kyverno_state3_pytorchjob_pods_land_in_one_zone(
     _install(k, policies, pods[0])
     stored = _schedule(cp, pods)
     (plan,) = analyze(load_config(PYTORCH / "topogen.yaml")).plans
-    assert set(_zones(cp, stored).values()) == set(plan.zones) == {"us-east-1a"}
+    (job,) = plan.job_domains  # spread over two zones: the job pinned to its own
+    assert job.job == "research/resnet" and len(plan.zones) == 2
+    assert set(_zones(cp, stored).values()) == set(job.zones) == {"us-east-1a"}
     master = stored["resnet-master-0"]["spec"]
     assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present"} | {
         "effect": "NoSchedule"
