@@ -32,6 +32,8 @@ test: $(STAMP) tools
 
 # Never part of `make test`. BENCH_ARGS="--quick --runs 2 --kyverno-pods 500" for a short run;
 # BENCH_ARGS=--fleet-only for the fleet measure alone (the real kube-scheduler, ~15 min).
+# BENCH_ARGS=--admission-only for the admission latency alone (Kyverno's admission
+# controller and Gatekeeper's controller-manager on kube-apiserver's webhook path).
 bench: $(STAMP) tools
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python bench/run.py $(BENCH_ARGS)

@@ -12,6 +12,10 @@ for it, a few untimed warm-up pods, its share of timed pods, removed), so a slow
 of the shared machine falls on all three. Between rounds the pods and Kyverno's
 admission reports are deleted, as its reports controller would consume the reports
 (Kyverno stops writing them past --maxAdmissionReports).
+
+The timing loop (measure_configs) is shared with Gatekeeper's controller-manager
+(bench/admission_gatekeeper.py): each admission path supplies how to switch policies and
+what to delete between rounds.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -50,6 +54,7 @@ VARIANTS = {
     ),
 }
 WARMUP = 20  # untimed pods after each switch
+SLOW = 1.0  # s: Gatekeeper's mutation webhook timeout (its validation's is 3 s)
 
 
 def available() -> bool:
@@ -86,13 +91,13 @@ class Client:
         return took, json.loads(raw)
 
 
-def _fields(pod: dict[str, Any]) -> str:
+def fields(pod: dict[str, Any]) -> str:
     spec = pod.get("spec", {})
     keys = ("tolerations", "affinity", "nodeSelector")
     return json.dumps([pod["metadata"].get("labels"), *(spec.get(k) for k in keys)], sort_keys=True)
 
 
-def _until(what: str, check: Callable[[], bool], timeout: float = 120) -> None:
+def until(what: str, check: Callable[[], bool], timeout: float = 120) -> None:
     end = time.monotonic() + timeout
     while not check():
         if time.monotonic() > end:
@@ -100,28 +105,43 @@ def _until(what: str, check: Callable[[], bool], timeout: float = 120) -> None:
         time.sleep(0.2)
 
 
-def _switch(
-    k: Kyverno, client: Client, old: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]],
-    probe: dict[str, Any],
-) -> None:  # fmt: skip
-    """Remove `old`, install `new`, and wait until admission shows exactly `new`."""
-    plain = _fields(probe)
-    if old:
-        k.delete(old)
-        k.wait_unregistered([p["metadata"]["name"] for p in old])
-    if new:
-        k.apply(new)
-        k.wait_registered(new)
-        _until("the policies at admission", lambda: _fields(client.create(probe, True)[1]) != plain)
-    else:
-        _until("no policy at admission", lambda: _fields(client.create(probe, True)[1]) == plain)
+class AdmissionPath(Protocol):
+    """How one admission controller takes policies on and off its path."""
+
+    def switch(
+        self, old: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]], probe: dict[str, Any]
+    ) -> None: ...
+
+    def clean(self, namespaces: Sequence[str]) -> None: ...
 
 
-def _clean(cp: ControlPlane, namespaces: Sequence[str]) -> None:
-    kube = cp.kube()
-    for ns in namespaces:
-        kube.delete(f"/api/v1/namespaces/{ns}/pods", gracePeriodSeconds=0)
-        kube.delete(f"/apis/reports.kyverno.io/v1/namespaces/{ns}/ephemeralreports")
+class KyvernoPath:
+    def __init__(self, cp: ControlPlane, k: Kyverno, client: Client) -> None:
+        self.cp, self.k, self.client = cp, k, client
+
+    def switch(
+        self, old: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]], probe: dict[str, Any]
+    ) -> None:
+        """Remove `old`, install `new`, and wait until admission shows exactly `new`."""
+        plain = fields(probe)
+        if old:
+            self.k.delete(old)
+            self.k.wait_unregistered([p["metadata"]["name"] for p in old])
+        if new:
+            self.k.apply(new)
+            self.k.wait_registered(new)
+            until("the policies at admission", lambda: self._dry(probe) != plain)
+        else:
+            until("no policy at admission", lambda: self._dry(probe) == plain)
+
+    def _dry(self, probe: dict[str, Any]) -> str:
+        return fields(self.client.create(probe, True)[1])
+
+    def clean(self, namespaces: Sequence[str]) -> None:
+        kube = self.cp.kube()
+        for ns in namespaces:
+            kube.delete(f"/api/v1/namespaces/{ns}/pods", gracePeriodSeconds=0)
+            kube.delete(f"/apis/reports.kyverno.io/v1/namespaces/{ns}/ephemeralreports")
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -163,27 +183,23 @@ def run_admission(
     try:
         k = start_kyverno(cp, BINARY, work / "kyverno")
         try:
-            return _measure(cp, k, policies, all_pods, namespaces, rounds) | {
-                "group": group,
-                "policies": [f.name for f in policy_files],
-                "pods": len(all_pods),
-                "rounds": rounds,
-            }
+            client = Client(cp)
+            stats = measure_configs(
+                cp, KyvernoPath(cp, k, client), client, policies, all_pods, namespaces, rounds
+            )
         finally:
             k.stop()
     finally:
         cp.stop()
+    return ratios(stats) | {
+        "group": group,
+        "policies": [f.name for f in policy_files],
+        "pods": len(all_pods),
+        "rounds": rounds,
+    }
 
 
-def _measure(
-    cp: ControlPlane,
-    k: Kyverno,
-    policies: dict[str, list[dict[str, Any]]],
-    pods: Sequence[dict[str, Any]],
-    namespaces: Sequence[str],
-    rounds: int,
-) -> dict[str, Any]:
-    stats = measure_configs(cp, k, policies, pods, namespaces, rounds)
+def ratios(stats: dict[str, dict[str, float]]) -> dict[str, Any]:
     gen, ref = stats["generated"], stats["reference"]
     return {
         "stats": stats,
@@ -194,41 +210,65 @@ def _measure(
 
 def measure_configs(
     cp: ControlPlane,
-    k: Kyverno,
+    path: AdmissionPath,
+    client: Client,
     policies: dict[str, list[dict[str, Any]]],
     pods: Sequence[dict[str, Any]],
     namespaces: Sequence[str],
     rounds: int,
 ) -> dict[str, dict[str, float]]:
-    """Latency statistics (ms) per configuration, the configurations taking turns."""
+    """Latency statistics (ms) per configuration, the configurations taking turns; with
+    how many timed pods admission changed and how many took at least SLOW seconds."""
     for ns in namespaces:
         cp.ensure_namespace(ns)
-    client = Client(cp)
     probe = pods[0]
     times: dict[str, list[float]] = {c: [] for c in policies}
+    changed = dict.fromkeys(policies, 0)
     current: list[dict[str, Any]] = []
     share = -(-len(pods) // rounds)
     for r in range(rounds):
         chunk = pods[r * share : (r + 1) * share]
         for c, name in enumerate(policies):
-            _switch(k, client, current, policies[name], probe)
+            path.switch(current, policies[name], probe)
             current = policies[name]
             for i, pod in enumerate([*chunk[:WARMUP], *chunk]):
                 one = json.loads(json.dumps(pod))
                 one["metadata"]["name"] = f"c{c}-{r}-{i}-{pod['metadata']['name']}"[:63]
-                took, _ = client.create(one)
+                took, body = client.create(one)
                 if i >= WARMUP:
                     times[name].append(took)
-            _clean(cp, namespaces)
+                    changed[name] += fields(body) != fields(one)
+            path.clean(namespaces)
     return {
         name: {
             "count": len(t),
             "p50": percentile(t, 50) * 1000,
             "p99": percentile(t, 99) * 1000,
             "mean": statistics.fmean(t) * 1000,
+            "changed": changed[name],
+            "slow": sum(x >= SLOW for x in t),
         }
         for name, t in times.items()
     }
+
+
+def table(stats: dict[str, dict[str, float]], names: Sequence[str]) -> list[str]:
+    """Per configuration: timed pods, those admission changed, those that took SLOW s or
+    more, the latencies and their ratios to no policy."""
+    none = stats["none"]
+    out = [
+        f"| policies | pods | changed | >= {SLOW:g} s | p50 ms | p99 ms | mean ms "
+        "| p50 / none | p99 / none |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name in names:
+        s = stats[name]
+        out.append(
+            f"| {name} | {s['count']} | {s['changed']} | {s['slow']} | {s['p50']:.2f} "
+            f"| {s['p99']:.2f} | {s['mean']:.2f} | {s['p50'] / none['p50']:.2f} "
+            f"| {s['p99'] / none['p99']:.2f} |"
+        )
+    return out
 
 
 def report_lines(adm: dict[str, Any]) -> list[str]:
@@ -240,18 +280,12 @@ def report_lines(adm: dict[str, Any]) -> list[str]:
         "them) per configuration, one at a time over one keep-alive connection, the "
         f"configurations taking turns in {adm['rounds']} rounds. Generated: "
         f"{', '.join(adm['policies'])}; reference: one MutatingPolicy that adds one "
-        "toleration to every pod; none: Kyverno running, no policy.",
+        "toleration to every pod; none: Kyverno running, no policy (Kyverno then registers "
+        "no resource webhook, so the API server calls nothing). `changed`: pods admission "
+        "returned with other labels, tolerations, affinity or nodeSelector than sent.",
         "",
-        "| policies | pods | p50 ms | p99 ms | mean ms | p50 / none | p99 / none |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        *table(stats, (*CONFIGS, *VARIANTS)),
     ]
-    none = stats["none"]
-    for name in (*CONFIGS, *VARIANTS):
-        s = stats[name]
-        lines.append(
-            f"| {name} | {s['count']} | {s['p50']:.2f} | {s['p99']:.2f} | {s['mean']:.2f} "
-            f"| {s['p50'] / none['p50']:.2f} | {s['p99'] / none['p99']:.2f} |"
-        )
     ref = stats["reference"]
     lines += [
         "",

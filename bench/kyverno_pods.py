@@ -152,5 +152,3 @@ def group_pods(config: Path, group: str, count: int) -> list[dict[str, Any]]:
             {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec(w.template)}
         )
     return pods
-
-

@@ -11,8 +11,10 @@ wrote byte-identical output. Three sweeps around the large fleet (nodes, policie
 training jobs) give the scaling exponents. Then the Kyverno CLI evaluates the policies
 of the large fleet's largest group over --kyverno-pods pods of that group, against the
 same number of a minimal reference MutatingPolicy that adds one toleration. And the same
-group's policies on the admission path (bench/admission.py): pod creation latency through
-kube-apiserver with Kyverno's admission controller, against the reference policy and none.
+group's policies on the admission path (bench/admission_bench.py): pod creation latency
+through kube-apiserver with Kyverno's admission controller, and with Gatekeeper's
+controller-manager, each against its one-toleration reference and no policy
+(`--admission-only`: that alone, its section and Targets rows of RESULTS.md replaced).
 
 Results go to bench/RESULTS.md (Markdown) with the machine's description.
 """
@@ -43,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-import admission  # noqa: E402
+import admission_bench  # noqa: E402
 import fleet as fleetgen  # noqa: E402
 import schedbench  # noqa: E402
 from kyverno_pods import group_pods, reference_policy  # noqa: E402
@@ -422,14 +424,8 @@ def targets(
         row("Kyverno cost at most 1.5x the reference per pod",
             f"{kyv['ratio']:.2f}x whole runs, {kyv['net_ratio']:.2f}x net of the CLI's own cost "
             f"({kyv['fleet']} fleet, {kyv['pods']} pods)", kyv["ratio"] <= 1.5)  # fmt: skip
-    for q, limit in (("p50", 1.2), ("p99", 1.5)):
-        if adm is None:
-            row(f"admission {q} at most {limit}x the reference", "not measured", None)
-            continue
-        ratio = adm[f"{q}_ratio"]
-        row(f"admission {q} at most {limit}x the reference",
-            f"admission {q}, generated / reference: {ratio:.2f}x "
-            f"({adm['fleet']} fleet, {adm['pods']} pods)", ratio <= limit)  # fmt: skip
+    for target, measured, ok in admission_bench.target_rows(adm or {}):
+        row(target, measured, ok)
     same = all(len(r["analyze"].digests) == 1 and len(r["render"].digests) == 1 for r in results)
     row("output byte-identical across runs, every size", "yes" if same else "differs", same)
     return out
@@ -575,12 +571,7 @@ def report(
             "Run together, the CLI validates the pods as the mutating policies left them, "
             "as admission does: the generated set's validations pass.",
         ]
-    lines += ["", "## Admission", ""]
-    if adm is None:
-        lines.append("Not measured (`--skip-admission`, or the control plane or Kyverno's admission "
-                     "controller is not built).")  # fmt: skip
-    else:
-        lines += admission.report_lines(adm)
+    lines += ["", admission_bench.section(adm or {}).rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
@@ -620,9 +611,16 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument(
         "--fleet-only", action="store_true", help="only the fleet measure (its section replaced)"
     )
+    ap.add_argument(
+        "--admission-only",
+        action="store_true",
+        help="only the admission measure (its section and Targets rows replaced)",
+    )
     args = ap.parse_args(list(argv) if argv is not None else None)
     if args.fleet_only:
         return _fleet(args.out, args.quick)
+    if args.admission_only:
+        return _admission_only(args)
     began = time.perf_counter()
     # byte-compile topogen as `pip install` does for an installed package (an editable
     # install compiles on first import, unless PYTHONDONTWRITEBYTECODE forbids it)
@@ -648,23 +646,15 @@ def main(argv: Iterable[str] | None = None) -> int:
         config = fleet_dir(fleetgen.SIZES[fleet_name]) / "snapshot" / "topogen.yaml"
         tree = work / "kyverno-render"
         if not (args.skip_kyverno and args.skip_admission):
-            subprocess.run(
-                [str(TOPOGEN), "render", "-c", str(config), "--out", str(tree)],
-                capture_output=True,
-                check=False,
-            )
+            _render(config, tree)
         if not args.skip_kyverno and KYVERNO.exists():
             print("bench: kyverno ...", file=sys.stderr, flush=True)
             kwork = work / "kyverno"
             kwork.mkdir()
             kyv = run_kyverno(tree, config, args.kyverno_pods, kwork)
             kyv["fleet"] = fleet_name
-        if not args.skip_admission and admission.available():
-            print("bench: admission ...", file=sys.stderr, flush=True)
-            group, files = largest_group(tree)
-            pods = min(args.admission_pods, 300) if args.quick else args.admission_pods
-            adm = admission.run_admission(files, config, group, pods, work / "admission")
-            adm["fleet"] = fleet_name
+        if not args.skip_admission:
+            adm = _admission(tree, config, fleet_name, args, work / "admission")
     text = report(results, start, kyv, args.runs, env, time.perf_counter() - began, adm)
     old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
     if schedbench.BEGIN in old:  # keep the last fleet section until it is measured again
@@ -675,6 +665,36 @@ def main(argv: Iterable[str] | None = None) -> int:
     if args.skip_fleet:
         return 0
     return _fleet(args.out, args.quick)
+
+
+def _render(config: Path, tree: Path) -> None:
+    subprocess.run(
+        [str(TOPOGEN), "render", "-c", str(config), "--out", str(tree)],
+        capture_output=True,
+        check=False,
+    )
+
+
+def _admission(
+    tree: Path, config: Path, fleet_name: str, args: argparse.Namespace, work: Path
+) -> dict[str, Any]:
+    """Both admission controllers on the largest group's policies (bench/admission_bench.py)."""
+    group, files = largest_group(tree)
+    pods = min(args.admission_pods, 300) if args.quick else args.admission_pods
+    return admission_bench.measure(TOPOGEN, config, group, files, fleet_name, pods, work)
+
+
+def _admission_only(args: argparse.Namespace) -> int:
+    fleet_name = "small" if args.quick else "large"
+    config = fleet_dir(fleetgen.SIZES[fleet_name]) / "snapshot" / "topogen.yaml"
+    with tempfile.TemporaryDirectory(prefix="topogen-bench-", dir=scratch()) as tmp:
+        work = Path(tmp)
+        _render(config, work / "kyverno-render")
+        adm = _admission(work / "kyverno-render", config, fleet_name, args, work / "admission")
+    old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    args.out.write_text(admission_bench.splice(old, adm), encoding="utf-8")
+    print(f"bench: wrote {args.out}", file=sys.stderr)
+    return 0
 
 
 def _fleet(out: Path, quick: bool) -> int:

@@ -57,6 +57,11 @@ def crds(module: Path, folders: Sequence[str]) -> list[dict[str, Any]]:
     return out
 
 
+def _at_admission(policy: Mapping[str, Any]) -> bool:
+    evaluation = policy["spec"].get("evaluation") or {}
+    return (evaluation.get("admission") or {}).get("enabled", True) is not False
+
+
 def _flag(arg: str) -> str:
     return arg.lstrip("-").split("=", 1)[0]
 
@@ -202,10 +207,13 @@ class Kyverno:
     def wait_registered(
         self, objs: Sequence[Mapping[str, Any]], timeout: float = STARTUP_TIMEOUT
     ) -> None:
-        """Until each policy has its webhook in Kyverno's resource configurations."""
+        """Until each policy has its webhook in Kyverno's resource configurations (a
+        policy with evaluation.admission.enabled false gets none)."""
 
         def registered() -> bool:
             for obj in objs:
+                if not _at_admission(obj):
+                    continue
                 kind = "mutating" if obj["kind"] == "MutatingPolicy" else "validating"
                 if not self.webhooks_for(kind, obj["metadata"]["name"]):
                     return False
