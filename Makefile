@@ -12,7 +12,7 @@ help:
 	@echo "make test   run the whole test suite (builds the real tools when missing)"
 	@echo "make lint   ruff and mypy"
 	@echo "make tools  build the pinned Go tools into ~/.cache/topogen (cached)"
-	@echo "make bench  time topogen on synthetic fleets; writes bench/RESULTS.md (~25 min)"
+	@echo "make bench  time topogen on synthetic fleets; writes bench/RESULTS.md (~45 min)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -29,7 +29,6 @@ from typing import Any
 
 from live_harness import (
     ADMIN_TOKEN,
-    STARTUP_TIMEOUT,
     ControlPlane,
     KubeError,
     Process,
@@ -37,7 +36,7 @@ from live_harness import (
     free_port,
     wait_until,
 )
-from webhook_harness import install_crds, manifest_docs
+from webhook_harness import CONTROLLER_TIMEOUT, install_crds, manifest_docs
 
 from tooling import module_dir
 
@@ -187,7 +186,6 @@ class Gatekeeper:
                 urllib.request.urlopen(f"http://127.0.0.1:{self.health}/readyz", timeout=2).status
                 == 200
             ),
-            STARTUP_TIMEOUT,
             self.proc,
             interval=0.25,
         )
@@ -222,7 +220,6 @@ class Gatekeeper:
         wait_until(
             f"the {obj['kind']} API",
             lambda: self.cp.kube().get(self.path(obj)) is not None,
-            STARTUP_TIMEOUT,
             self.proc,
             interval=0.25,
         )
@@ -262,7 +259,9 @@ class Gatekeeper:
             crds = kube.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
             return not any(c["spec"]["group"] == "constraints.gatekeeper.sh" for c in crds)
 
-        wait_until("Gatekeeper's policies removed", gone, STARTUP_TIMEOUT, self.proc, interval=0.2)
+        wait_until(
+            "Gatekeeper's policies removed", gone, CONTROLLER_TIMEOUT, self.proc, interval=0.2
+        )
 
     def wait_enforced(self, objs: Sequence[Mapping[str, Any]]) -> None:
         """Until every constraint and mutator reports itself enforced by this process."""
@@ -280,7 +279,7 @@ class Gatekeeper:
                     return False
             return True
 
-        wait_until("constraints and mutators enforced", enforced, STARTUP_TIMEOUT, self.proc)
+        wait_until("constraints and mutators enforced", enforced, CONTROLLER_TIMEOUT, self.proc)
 
 
 def start_gatekeeper(cp: ControlPlane, binary: Path, work: Path) -> Gatekeeper:

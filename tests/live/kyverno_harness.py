@@ -23,7 +23,6 @@ from typing import Any
 import yaml
 from live_harness import (
     ADMIN_TOKEN,
-    STARTUP_TIMEOUT,
     ControlPlane,
     KubeError,
     Process,
@@ -31,7 +30,7 @@ from live_harness import (
     free_port,
     wait_until,
 )
-from webhook_harness import insecure, install_crds, manifest_docs
+from webhook_harness import CONTROLLER_TIMEOUT, insecure, install_crds, manifest_docs
 
 from tooling import module_dir
 
@@ -146,14 +145,12 @@ class Kyverno:
                 ).status
                 == 200
             ),
-            STARTUP_TIMEOUT,
             self.proc,
             interval=0.25,
         )
         wait_until(
             "kyverno's webhook configurations",
             lambda: all(self.webhook_configuration(k) is not None for k in RESOURCE_WEBHOOKS),
-            STARTUP_TIMEOUT,
             self.proc,
             interval=0.25,
         )
@@ -205,7 +202,7 @@ class Kyverno:
             kube.delete(f"{collection_path(obj)}/{obj['metadata']['name']}")
 
     def wait_registered(
-        self, objs: Sequence[Mapping[str, Any]], timeout: float = STARTUP_TIMEOUT
+        self, objs: Sequence[Mapping[str, Any]], timeout: float = CONTROLLER_TIMEOUT
     ) -> None:
         """Until each policy has its webhook in Kyverno's resource configurations (a
         policy with evaluation.admission.enabled false gets none)."""
@@ -221,7 +218,7 @@ class Kyverno:
 
         wait_until("the policies' webhooks", registered, timeout, self.proc, interval=0.2)
 
-    def wait_unregistered(self, names: Sequence[str], timeout: float = STARTUP_TIMEOUT) -> None:
+    def wait_unregistered(self, names: Sequence[str], timeout: float = CONTROLLER_TIMEOUT) -> None:
         wait_until(
             "the policies' webhooks removed",
             lambda: not any(self.webhooks_for(k, n) for k in RESOURCE_WEBHOOKS for n in names),

@@ -35,7 +35,7 @@ from live_kit import (
     project,
     write_config,
 )
-from webhook_harness import WEBHOOK_PLUGINS, wait_admitted
+from webhook_harness import WEBHOOK_PLUGINS, wait_admitted, wait_bound
 
 from engines.cases import Pod, Suite, expected, suites
 from engines.engines import Checks, gator_expand
@@ -163,8 +163,7 @@ def _schedule(
             if admitted is not None:
                 admitted[p["metadata"]["name"]] = body
         names = [p["metadata"]["name"] for p in batch]
-        for name, node in cp.wait_scheduled(NS, names).items():
-            assert node, f"{name} is unschedulable"
+        for name, node in wait_bound(cp, NS, names).items():
             labels = cp.kube().get(f"/api/v1/nodes/{node}")["metadata"]["labels"]
             zones[name] = labels["topology.kubernetes.io/zone"]
     return zones

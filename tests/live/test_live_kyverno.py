@@ -42,7 +42,7 @@ from live_kit import (
     project,
     write_config,
 )
-from webhook_harness import WEBHOOK_PLUGINS, wait_admitted
+from webhook_harness import WEBHOOK_PLUGINS, wait_admitted, wait_bound
 
 from engines.cases import Suite, expected, suites
 from engines.engines import Checks, check_ids
@@ -171,7 +171,7 @@ def _schedule(
     cp: ControlPlane, pods: Sequence[dict[str, Any]], admitted: dict[str, Any] | None = None
 ) -> dict[str, dict[str, Any]]:
     """Create the coordinators first (workers may need them placed), then the rest; the
-    stored pods once the scheduler bound them (or marked them unschedulable). `admitted`
+    stored pods once the scheduler bound them. `admitted`
     gets each pod as admission returned it (before binding stamps the zone label)."""
     first = [p for p in pods if _is_coordinator(p)]
     stored: dict[str, dict[str, Any]] = {}
@@ -184,7 +184,7 @@ def _schedule(
                 admitted[p["metadata"]["name"]] = body
         for p in batch:
             ns, name = p["metadata"]["namespace"], p["metadata"]["name"]
-            cp.wait_scheduled(ns, [name])
+            wait_bound(cp, ns, [name])
             stored[name] = cp.pod(ns, name)
     return stored
 

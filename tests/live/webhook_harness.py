@@ -11,9 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from live_harness import STARTUP_TIMEOUT, ControlPlane, collection_path, wait_until
+from live_harness import ControlPlane, collection_path, wait_until
 
 WEBHOOK_PLUGINS = ("MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")
+# Waits on an admission controller's conditions (ready, policies registered or enforced,
+# seen at admission): generous, since a loaded 2-core machine can take minutes; a wait
+# ends as soon as its condition holds.
+CONTROLLER_TIMEOUT = 300.0
 
 
 def manifest_docs(path: Path, kinds: Iterable[str]) -> list[dict[str, Any]]:
@@ -45,7 +49,7 @@ def install_crds(cp: ControlPlane, objs: Sequence[dict[str, Any]]) -> None:
                 return False
         return True
 
-    wait_until("CRDs established", established, STARTUP_TIMEOUT, cp.apiserver)
+    wait_until("CRDs established", established, CONTROLLER_TIMEOUT, cp.apiserver)
 
 
 def insecure() -> ssl.SSLContext:
@@ -55,7 +59,30 @@ def insecure() -> ssl.SSLContext:
     return ctx
 
 
-def wait_admitted(what: str, probe: Callable[[], bool], timeout: float = 60) -> None:
+def wait_bound(
+    cp: ControlPlane, namespace: str, names: Sequence[str], timeout: float = CONTROLLER_TIMEOUT
+) -> dict[str, str]:
+    """Until the scheduler bound each pod: pod -> node. Under load it may first mark a pod
+    Unschedulable (before its informers saw a node or a coordinator) and requeue it on
+    their arrival, so the binding itself is waited for."""
+    nodes: dict[str, str] = {}
+
+    def bound() -> bool:
+        for name in names:
+            if name not in nodes:
+                node = cp.pod(namespace, name)["spec"].get("nodeName")
+                if not node:
+                    return False
+                nodes[name] = node
+        return True
+
+    wait_until(f"pods bound in {namespace}", bound, timeout, cp.scheduler, interval=0.2)
+    return nodes
+
+
+def wait_admitted(
+    what: str, probe: Callable[[], bool], timeout: float = CONTROLLER_TIMEOUT
+) -> None:
     """The API server picks up a new webhook configuration asynchronously: probe it."""
     end = time.monotonic() + timeout
     while not probe():
