@@ -68,8 +68,9 @@ def reference_mutator(name: str = REFERENCE) -> dict[str, Any]:
 
 
 def render_gatekeeper(topogen: Path, config: Path, out: Path) -> Path:
-    """Render the fleet with the gatekeeper engine (a copy of its config with absolute
-    paths); the cluster's gatekeeper policy folder."""
+    """Render the fleet with the gatekeeper engine (a copy of its config, outside the
+    fleet's folder, naming the fleet's inputs by absolute path); the cluster's gatekeeper
+    policy folder."""
     raw = yaml.safe_load(config.read_text(encoding="utf-8"))
     base = config.parent
     for cluster in raw["clusters"]:
@@ -82,7 +83,7 @@ def render_gatekeeper(topogen: Path, config: Path, out: Path) -> Path:
     copy.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
     tree = out / "render"
     done = subprocess.run(
-        [str(topogen), "render", "-c", str(copy), "--out", str(tree)],
+        [str(topogen), "render", "-c", str(copy), "--out", str(tree), "--allow-outside-paths"],
         capture_output=True,
         text=True,
         check=False,

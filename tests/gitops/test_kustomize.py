@@ -242,8 +242,8 @@ def _gatekeeper_config(tmp: Path, failure_policy: str | None) -> Path:
     cfg = yaml.safe_load((ZONE_SPLIT / "topogen.yaml").read_text())
     (lab,) = cfg["clusters"]
     for key in ("nodes", "networkPolicies"):
-        lab[key] = [str(ZONE_SPLIT / p) for p in lab[key]]
-    cfg["workloads"] = [str(ZONE_SPLIT / "workloads" / "before")]
+        copy_inputs(ZONE_SPLIT, tmp, lab[key])
+    copy_inputs(ZONE_SPLIT, tmp, cfg["workloads"])
     cfg["engines"] = ["gatekeeper"]
     if failure_policy is not None:
         cfg["gatekeeper"] = {"failurePolicy": failure_policy}

@@ -186,6 +186,7 @@ class Gatekeeper:
                 urllib.request.urlopen(f"http://127.0.0.1:{self.health}/readyz", timeout=2).status
                 == 200
             ),
+            CONTROLLER_TIMEOUT,
             self.proc,
             interval=0.25,
         )
@@ -220,6 +221,7 @@ class Gatekeeper:
         wait_until(
             f"the {obj['kind']} API",
             lambda: self.cp.kube().get(self.path(obj)) is not None,
+            CONTROLLER_TIMEOUT,
             self.proc,
             interval=0.25,
         )

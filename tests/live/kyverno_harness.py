@@ -145,12 +145,14 @@ class Kyverno:
                 ).status
                 == 200
             ),
+            CONTROLLER_TIMEOUT,
             self.proc,
             interval=0.25,
         )
         wait_until(
             "kyverno's webhook configurations",
             lambda: all(self.webhook_configuration(k) is not None for k in RESOURCE_WEBHOOKS),
+            CONTROLLER_TIMEOUT,
             self.proc,
             interval=0.25,
         )

@@ -278,14 +278,18 @@ def _fail_closed(g: Gatekeeper, tmp: Path) -> list[Mapping[str, Any]]:
     """Gatekeeper's webhook configurations with the rendered fail-closed Component's
     patches applied (the Component itself is built with the real kustomize in
     tests/gitops)."""
-    cfg = yaml.safe_load((EXAMPLE / "topogen.yaml").read_text())
-    cfg["engines"] = ["gatekeeper"]
-    cfg["gatekeeper"] = {"failurePolicy": "Fail"}
-    for key in ("nodes", "networkPolicies"):
-        cfg["clusters"][0][key] = [str(EXAMPLE / p) for p in cfg["clusters"][0][key]]
-    cfg["workloads"] = [str(BEFORE)]
-    (tmp / "fail.yaml").write_text(yaml.safe_dump(cfg))
-    assert cli("render", "-c", tmp / "fail.yaml", "--out", tmp / "fail").exit_code == 0
+    config = write_config(
+        tmp,
+        nodes=[EXAMPLE / "cluster" / "nodes.yaml"],
+        policies=[EXAMPLE / "cilium"],
+        workloads=[BEFORE],
+        name="fail.yaml",
+    )
+    cfg = yaml.safe_load(config.read_text())
+    cfg |= {"engines": ["gatekeeper"], "gatekeeper": {"failurePolicy": "Fail"}}
+    config.write_text(yaml.safe_dump(cfg))
+    rendered = cli("render", "-c", config, "--out", tmp / "fail")
+    assert rendered.exit_code == 0, rendered.output
     component = tmp / "fail" / "kustomize" / "components" / "gatekeeper-fail-closed"
     patches = yaml.safe_load((component / "kustomization.yaml").read_text())["patches"]
     out = copy.deepcopy(g.configs)
