@@ -231,11 +231,12 @@ def measure_configs(
         for c, name in enumerate(policies):
             path.switch(current, policies[name], probe)
             current = policies[name]
-            for i, pod in enumerate([*chunk[:WARMUP], *chunk]):
+            warm = chunk[:WARMUP]
+            for i, pod in enumerate([*warm, *chunk]):
                 one = json.loads(json.dumps(pod))
                 one["metadata"]["name"] = f"c{c}-{r}-{i}-{pod['metadata']['name']}"[:63]
                 took, body = client.create(one)
-                if i >= WARMUP:
+                if i >= len(warm):
                     times[name].append(took)
                     changed[name] += fields(body) != fields(one)
             path.clean(namespaces)
