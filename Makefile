@@ -12,7 +12,7 @@ help:
 	@echo "make test   run the whole test suite (builds the real tools when missing)"
 	@echo "make lint   ruff and mypy"
 	@echo "make tools  build the pinned Go tools into ~/.cache/topogen (cached)"
-	@echo "make bench  time topogen on synthetic fleets; writes bench/RESULTS.md (~25 min)"
+	@echo "make bench  time topogen on synthetic fleets; writes bench/RESULTS.md (~45 min)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,8 @@ test: $(STAMP) tools
 
 # Never part of `make test`. BENCH_ARGS="--quick --runs 2 --kyverno-pods 500" for a short run;
 # BENCH_ARGS=--fleet-only for the fleet measure alone (the real kube-scheduler, ~15 min).
+# BENCH_ARGS=--admission-only for the admission latency alone (Kyverno's admission
+# controller and Gatekeeper's controller-manager on kube-apiserver's webhook path).
 bench: $(STAMP) tools
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python bench/run.py $(BENCH_ARGS)

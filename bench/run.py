@@ -1,6 +1,7 @@
 """`make bench`: topogen on synthetic fleets, against the YAML parsing floor and Kyverno.
 
-    .venv/bin/python bench/run.py [--runs 5] [--kyverno-pods 10000] [--quick] [--out bench/RESULTS.md]
+    .venv/bin/python bench/run.py [--runs 5] [--kyverno-pods 10000] [--admission-pods 2000]
+                                  [--quick] [--out bench/RESULTS.md]
 
 For every fleet (bench/fleet.py, cached under bench/.fleets/): the median of --runs
 whole-process runs of `topogen analyze -o json` and `topogen render --out DIR` (wall
@@ -9,7 +10,11 @@ the same input files with yaml.CSafeLoader) and the ratio to it, and whether eve
 wrote byte-identical output. Three sweeps around the large fleet (nodes, policies,
 training jobs) give the scaling exponents. Then the Kyverno CLI evaluates the policies
 of the large fleet's largest group over --kyverno-pods pods of that group, against the
-same number of a minimal reference MutatingPolicy that adds one toleration.
+same number of a minimal reference MutatingPolicy that adds one toleration. And the same
+group's policies on the admission path (bench/admission_bench.py): pod creation latency
+through kube-apiserver with Kyverno's admission controller, and with Gatekeeper's
+controller-manager, each against its one-toleration reference and no policy
+(`--admission-only`: that alone, its section and Targets rows of RESULTS.md replaced).
 
 Results go to bench/RESULTS.md (Markdown) with the machine's description.
 """
@@ -40,8 +45,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import admission_bench  # noqa: E402
 import fleet as fleetgen  # noqa: E402
 import schedbench  # noqa: E402
+from kyverno_pods import group_pods, reference_policy  # noqa: E402
 
 TOPOGEN = ROOT / ".venv" / "bin" / "topogen"
 PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -200,145 +207,7 @@ def startup(runs: int, work: Path) -> float:
     )
 
 
-# --- Kyverno ------------------------------------------------------------------------------
-
-REFERENCE_PATCH = (
-    "has(object.spec.tolerations) ? [JSONPatch{op: 'add', path: '/spec/tolerations/-', "
-    "value: {'key': 'example.com/reference', 'operator': 'Exists', 'effect': 'NoSchedule'}}] "
-    ": [JSONPatch{op: 'add', path: '/spec/tolerations', value: [{'key': "
-    "'example.com/reference', 'operator': 'Exists', 'effect': 'NoSchedule'}]}]"
-)
-
-
-def reference_policy(name: str) -> dict[str, Any]:
-    """The minimal MutatingPolicy: every Pod gets one toleration."""
-    return {
-        "apiVersion": "policies.kyverno.io/v1",
-        "kind": "MutatingPolicy",
-        "metadata": {"name": name},
-        "spec": {
-            "autogen": {"podControllers": {"controllers": []}},
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["CREATE"],
-                        "resources": ["pods"],
-                    }
-                ]
-            },
-            "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": REFERENCE_PATCH}}],
-        },
-    }
-
-
-def _selector(sel: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if sel.match_labels:
-        out["matchLabels"] = dict(sel.match_labels)
-    if sel.match_expressions:
-        out["matchExpressions"] = [
-            {
-                "key": r.key,
-                "operator": r.operator,
-                **({"values": list(r.values)} if r.values else {}),
-            }
-            for r in sel.match_expressions
-        ]
-    return out
-
-
-def pod_spec(t: Any) -> dict[str, Any]:
-    """A pod's spec as the operators create it from the template (model.PodTemplate)."""
-    container: dict[str, Any] = {
-        "name": "trainer",
-        "image": "registry.example/trainer:2.5.1",
-        "resources": {"requests": {k: str(v) for k, v in sorted(t.requests.items())}},
-    }
-    if t.ports:
-        container["ports"] = [
-            {"name": n, "containerPort": port, "protocol": proto} for n, port, proto in t.ports
-        ]
-    spec: dict[str, Any] = {"containers": [container]}
-    if t.host_network:
-        spec["hostNetwork"] = True
-    if t.tolerations:
-        spec["tolerations"] = [
-            {k: v for k, v in (("key", x.key), ("operator", x.operator), ("value", x.value),
-                               ("effect", x.effect)) if v}
-            for x in t.tolerations
-        ]  # fmt: skip
-    if t.node_selector:
-        spec["nodeSelector"] = dict(t.node_selector)
-    affinity: dict[str, Any] = {}
-    if t.node_affinity is not None:
-        terms: list[dict[str, Any]] = [
-            {
-                "matchExpressions": [
-                    {
-                        "key": r.key,
-                        "operator": r.operator,
-                        **({"values": list(r.values)} if r.values else {}),
-                    }
-                    for r in term.match_expressions
-                ]
-            }
-            for term in t.node_affinity
-        ]
-        affinity["nodeAffinity"] = {
-            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
-        }
-    for anti, key in ((False, "podAffinity"), (True, "podAntiAffinity")):
-        pod_terms = [
-            {
-                "labelSelector": _selector(a.selector),
-                "topologyKey": a.topology_key,
-                **({"namespaces": list(a.namespaces)} if a.namespaces else {}),
-            }
-            for a in t.pod_affinity
-            if a.anti == anti
-        ]
-        if pod_terms:
-            affinity[key] = {"requiredDuringSchedulingIgnoredDuringExecution": pod_terms}
-    if affinity:
-        spec["affinity"] = affinity
-    return spec
-
-
-def group_pods(config: Path, group: str, count: int) -> list[dict[str, Any]]:
-    """`count` pods of the group's jobs as their operators create them (labels, annotations,
-    requests, ports, host network, tolerations, nodeSelector and affinity of each pod
-    template), cycling over its jobs and replicas."""
-    sys.path.insert(0, str(ROOT / "generator"))
-    from topogen.analysis.groups import find_groups
-    from topogen.config import load_config
-    from topogen.sources.loader import load_workload_inputs
-
-    cfg = load_config(config)
-    gcfg = next(g for g in cfg.groups if g.name == group)
-    jobs = find_groups(gcfg, load_workload_inputs(cfg).workloads)
-    templates = [
-        w
-        for job in jobs
-        for role in job.roles
-        for w in role.workloads
-        for _ in range(min(w.replicas, 16))
-    ]
-    pods = []
-    for n in range(count):
-        w = templates[n % len(templates)]
-        meta: dict[str, Any] = {
-            "name": f"{w.name.lower()}-{n:05d}",
-            "namespace": w.namespace,
-            "labels": dict(w.template.labels),
-        }
-        if w.template.annotations:
-            meta["annotations"] = dict(w.template.annotations)
-        pods.append(
-            {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec(w.template)}
-        )
-    return pods
+# --- Kyverno CLI ---------------------------------------------------------------------------
 
 
 def _kyverno(policies: Sequence[Path], pods: Path) -> tuple[float, float, str]:
@@ -353,8 +222,8 @@ def _kyverno(policies: Sequence[Path], pods: Path) -> tuple[float, float, str]:
     return r["wall"], r["cpu"], summary
 
 
-def run_kyverno(render_dir: Path, config: Path, pods: int, work: Path) -> dict[str, Any]:
-    """Generated policies of the largest group against as many reference policies."""
+def largest_group(render_dir: Path) -> tuple[str, list[Path]]:
+    """The group whose Kyverno policies are the largest, and their files."""
     policy_dir = next((render_dir / "policies").glob("*/kyverno"))
     groups: dict[str, list[Path]] = {}
     for f in sorted(policy_dir.glob("*.yaml")):
@@ -363,7 +232,12 @@ def run_kyverno(render_dir: Path, config: Path, pods: int, work: Path) -> dict[s
         doc = yaml.safe_load(f.read_text(encoding="utf-8"))
         groups.setdefault(doc["metadata"]["labels"]["topogen.io/group"], []).append(f)
     group = max(groups, key=lambda g: sum(p.stat().st_size for p in groups[g]))
-    generated = groups[group]
+    return group, groups[group]
+
+
+def run_kyverno(render_dir: Path, config: Path, pods: int, work: Path) -> dict[str, Any]:
+    """Generated policies of the largest group against as many reference policies."""
+    group, generated = largest_group(render_dir)
     ref = work / "reference.yaml"
     ref.write_text(
         yaml.safe_dump_all(
@@ -501,7 +375,12 @@ def _sweep(results: list[dict[str, Any]], sweep: str, step: str, start: float) -
     return exponent([(getattr(r["case"].spec, dim), r[step].wall_med - start) for r in rows])
 
 
-def targets(results: list[dict[str, Any]], kyv: dict[str, Any] | None, start: float) -> list[str]:
+def targets(
+    results: list[dict[str, Any]],
+    kyv: dict[str, Any] | None,
+    start: float,
+    adm: dict[str, Any] | None = None,
+) -> list[str]:
     """The issue's targets, each with what was measured and whether it holds."""
     out = ["| target | measured | holds |", "|---|---|---|"]
 
@@ -545,6 +424,8 @@ def targets(results: list[dict[str, Any]], kyv: dict[str, Any] | None, start: fl
         row("Kyverno cost at most 1.5x the reference per pod",
             f"{kyv['ratio']:.2f}x whole runs, {kyv['net_ratio']:.2f}x net of the CLI's own cost "
             f"({kyv['fleet']} fleet, {kyv['pods']} pods)", kyv["ratio"] <= 1.5)  # fmt: skip
+    for target, measured, ok in admission_bench.target_rows(adm or {}):
+        row(target, measured, ok)
     same = all(len(r["analyze"].digests) == 1 and len(r["render"].digests) == 1 for r in results)
     row("output byte-identical across runs, every size", "yes" if same else "differs", same)
     return out
@@ -557,6 +438,7 @@ def report(
     runs: int,
     env: list[str],
     seconds: float,
+    adm: dict[str, Any] | None = None,
 ) -> str:
     head = (
         "| fleet | nodes | zones | policies | jobs | input | input MB | analyze s "
@@ -605,7 +487,7 @@ def report(
         "",
         "## Targets",
         "",
-        *targets(results, kyv, start),
+        *targets(results, kyv, start, adm),
         "",
         "## Fleets",
         "",
@@ -689,6 +571,7 @@ def report(
             "Run together, the CLI validates the pods as the mutating policies left them, "
             "as admission does: the generated set's validations pass.",
         ]
+    lines += ["", admission_bench.section(adm or {}).rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
@@ -720,15 +603,24 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--kyverno-pods", type=int, default=10_000)
     ap.add_argument("--skip-kyverno", action="store_true")
+    ap.add_argument("--admission-pods", type=int, default=2_000)
+    ap.add_argument("--skip-admission", action="store_true")
     ap.add_argument("--quick", action="store_true", help="small and medium fleets only")
     ap.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     ap.add_argument("--skip-fleet", action="store_true", help="no scheduler fleet measure")
     ap.add_argument(
         "--fleet-only", action="store_true", help="only the fleet measure (its section replaced)"
     )
+    ap.add_argument(
+        "--admission-only",
+        action="store_true",
+        help="only the admission measure (its section and Targets rows replaced)",
+    )
     args = ap.parse_args(list(argv) if argv is not None else None)
     if args.fleet_only:
         return _fleet(args.out, args.quick)
+    if args.admission_only:
+        return _admission_only(args)
     began = time.perf_counter()
     # byte-compile topogen as `pip install` does for an installed package (an editable
     # install compiles on first import, unless PYTHONDONTWRITEBYTECODE forbids it)
@@ -749,22 +641,21 @@ def main(argv: Iterable[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-        kyv = None
+        kyv, adm = None, None
+        fleet_name = "small" if args.quick else "large"
+        config = fleet_dir(fleetgen.SIZES[fleet_name]) / "snapshot" / "topogen.yaml"
+        tree = work / "kyverno-render"
+        if not (args.skip_kyverno and args.skip_admission):
+            _render(config, tree)
         if not args.skip_kyverno and KYVERNO.exists():
-            spec = fleetgen.SIZES["small" if args.quick else "large"]
-            config = fleet_dir(spec) / "snapshot" / "topogen.yaml"
-            tree = work / "kyverno-render"
-            subprocess.run(
-                [str(TOPOGEN), "render", "-c", str(config), "--out", str(tree)],
-                capture_output=True,
-                check=False,
-            )
             print("bench: kyverno ...", file=sys.stderr, flush=True)
             kwork = work / "kyverno"
             kwork.mkdir()
             kyv = run_kyverno(tree, config, args.kyverno_pods, kwork)
-            kyv["fleet"] = "small" if args.quick else "large"
-    text = report(results, start, kyv, args.runs, env, time.perf_counter() - began)
+            kyv["fleet"] = fleet_name
+        if not args.skip_admission:
+            adm = _admission(tree, config, fleet_name, args, work / "admission")
+    text = report(results, start, kyv, args.runs, env, time.perf_counter() - began, adm)
     old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
     if schedbench.BEGIN in old:  # keep the last fleet section until it is measured again
         kept = old.split(schedbench.BEGIN, 1)[1].split(schedbench.END, 1)[0]
@@ -774,6 +665,36 @@ def main(argv: Iterable[str] | None = None) -> int:
     if args.skip_fleet:
         return 0
     return _fleet(args.out, args.quick)
+
+
+def _render(config: Path, tree: Path) -> None:
+    subprocess.run(
+        [str(TOPOGEN), "render", "-c", str(config), "--out", str(tree)],
+        capture_output=True,
+        check=False,
+    )
+
+
+def _admission(
+    tree: Path, config: Path, fleet_name: str, args: argparse.Namespace, work: Path
+) -> dict[str, Any]:
+    """Both admission controllers on the largest group's policies (bench/admission_bench.py)."""
+    group, files = largest_group(tree)
+    pods = min(args.admission_pods, 300) if args.quick else args.admission_pods
+    return admission_bench.measure(TOPOGEN, config, group, files, fleet_name, pods, work)
+
+
+def _admission_only(args: argparse.Namespace) -> int:
+    fleet_name = "small" if args.quick else "large"
+    config = fleet_dir(fleetgen.SIZES[fleet_name]) / "snapshot" / "topogen.yaml"
+    with tempfile.TemporaryDirectory(prefix="topogen-bench-", dir=scratch()) as tmp:
+        work = Path(tmp)
+        _render(config, work / "kyverno-render")
+        adm = _admission(work / "kyverno-render", config, fleet_name, args, work / "admission")
+    old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    args.out.write_text(admission_bench.splice(old, adm), encoding="utf-8")
+    print(f"bench: wrote {args.out}", file=sys.stderr)
+    return 0
 
 
 def _fleet(out: Path, quick: bool) -> int:

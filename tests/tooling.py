@@ -1,8 +1,11 @@
-"""Locate the real tools `make tools` builds; skip locally without them, fail in CI."""
+"""Locate the real tools `make tools` builds (skip locally without them, fail in CI), and
+the source of the Go modules they are built from."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,3 +21,30 @@ def require_tool(name: str) -> Path:
     if os.environ.get("CI"):
         pytest.fail(f"{path} is missing: `make tools` must build it in CI")
     pytest.skip(f"{name} not built (run `make tools`)")
+
+
+def module_dir(folder: str, module: str) -> Path:
+    """The source of `module` as tools/<folder>/go.mod pins it (from the module cache)."""
+    env = {**os.environ, "GOWORK": "off"}
+    proc = subprocess.run(
+        ["go", "list", "-m", "-json", module],
+        cwd=REPO / "tools" / folder,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"go list -m {module} in tools/{folder}: {proc.stderr.strip()}")
+    info = json.loads(proc.stdout)
+    if not info.get("Dir"):
+        subprocess.run(
+            ["go", "mod", "download", module],
+            cwd=REPO / "tools" / folder,
+            env=env,
+            timeout=600,
+            check=True,
+        )
+        return module_dir(folder, module)
+    return Path(info["Dir"])

@@ -39,6 +39,10 @@ set -euo pipefail
 # its own repository). cilium-oracle is our own program on Cilium's packages
 # (tools/cilium-oracle/*.go, hashed into its name). gator comes from tools/gatekeeper/ (the module is
 # Gatekeeper); opa needs no ldflags (its version is a constant in the source).
+# kyverno-admission-controller (cmd/kyverno, the admission controller's main)
+# shares tools/kyverno/ with the CLI; gatekeeper-controller-manager (the
+# Gatekeeper module's root package, upstream's `manager` binary) shares
+# tools/gatekeeper/ with gator.
 # ---------------------------------------------------------------------------
 TOOLS_TABLE='
 kyverno | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@
@@ -50,6 +54,8 @@ gator | github.com/open-policy-agent/gatekeeper/v3 | github.com/open-policy-agen
 opa | github.com/open-policy-agent/opa | github.com/open-policy-agent/opa |
 cilium-oracle | github.com/cilium/cilium | topogen.local/tools/cilium-oracle | | cilium-oracle | src
 kyverno-webhooks | github.com/kyverno/kyverno | github.com/kyverno/kyverno/pkg/controllers/webhook |
+kyverno-admission-controller | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/kyverno | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@ | kyverno
+gatekeeper-controller-manager | github.com/open-policy-agent/gatekeeper/v3 | github.com/open-policy-agent/gatekeeper/v3 | -X github.com/open-policy-agent/gatekeeper/v3/pkg/version.Version=@VERSION@ | gatekeeper
 '
 
 tmp=

@@ -7,14 +7,16 @@
 
 TOOLS_DIR   := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 TOOLS_BIN   ?= .tools/bin
-TOOLS_LIST  ?= kyverno promtool etcd kube-apiserver kube-scheduler gator opa cilium-oracle kyverno-webhooks
+TOOLS_LIST  ?= kyverno promtool etcd kube-apiserver kube-scheduler gator opa cilium-oracle \
+               kyverno-webhooks kyverno-admission-controller gatekeeper-controller-manager
 TOOLS_BUILD := $(TOOLS_DIR)/build.sh
 
 TOOLS_TARGETS := $(addprefix $(TOOLS_BIN)/,$(TOOLS_LIST))
 TOOLS_KYVERNO := $(TOOLS_BIN)/kyverno
 # Tools built from a shared module folder (the `| dir` column in build.sh).
 TOOLS_FROM_KUBE := $(filter $(addprefix $(TOOLS_BIN)/,kube-apiserver kube-scheduler),$(TOOLS_TARGETS))
-TOOLS_FROM_GATEKEEPER := $(filter $(TOOLS_BIN)/gator,$(TOOLS_TARGETS))
+TOOLS_FROM_KYVERNO := $(filter $(TOOLS_BIN)/kyverno-admission-controller,$(TOOLS_TARGETS))
+TOOLS_FROM_GATEKEEPER := $(filter $(addprefix $(TOOLS_BIN)/,gator gatekeeper-controller-manager),$(TOOLS_TARGETS))
 TOOLS_GATOR := $(TOOLS_BIN)/gator
 TOOLS_OPA   := $(TOOLS_BIN)/opa
 TOOLS_CILIUM_ORACLE := $(TOOLS_BIN)/cilium-oracle
@@ -25,13 +27,17 @@ tools: $(TOOLS_TARGETS)
 
 # Re-run when the pin changes; build.sh itself skips a cached binary and
 # touches it, so an unchanged pin costs a few milliseconds.
-$(filter-out $(TOOLS_FROM_KUBE) $(TOOLS_FROM_GATEKEEPER),$(TOOLS_TARGETS)): $(TOOLS_BIN)/%: $(TOOLS_DIR)/%/go.mod $(TOOLS_DIR)/%/go.sum
+$(filter-out $(TOOLS_FROM_KUBE) $(TOOLS_FROM_KYVERNO) $(TOOLS_FROM_GATEKEEPER),$(TOOLS_TARGETS)): $(TOOLS_BIN)/%: $(TOOLS_DIR)/%/go.mod $(TOOLS_DIR)/%/go.sum
 	$(TOOLS_BUILD) $*
 
 $(TOOLS_FROM_KUBE): $(TOOLS_BIN)/%: $(TOOLS_DIR)/kube/go.mod $(TOOLS_DIR)/kube/go.sum
 	$(TOOLS_BUILD) $*
 
-# gator is built from tools/gatekeeper/ (the module is Gatekeeper's).
+# Kyverno's admission controller is built from the CLI's module, tools/kyverno/.
+$(TOOLS_FROM_KYVERNO): $(TOOLS_BIN)/%: $(TOOLS_DIR)/kyverno/go.mod $(TOOLS_DIR)/kyverno/go.sum
+	$(TOOLS_BUILD) $*
+
+# gator and the controller-manager are built from tools/gatekeeper/ (the module is Gatekeeper's).
 $(TOOLS_FROM_GATEKEEPER): $(TOOLS_BIN)/%: $(TOOLS_DIR)/gatekeeper/go.mod $(TOOLS_DIR)/gatekeeper/go.sum
 	$(TOOLS_BUILD) $*
 

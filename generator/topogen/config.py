@@ -26,6 +26,7 @@ __all__ = [
     "API_VERSION",
     "CiliumConfig",
     "ClusterConfig",
+    "GatekeeperConfig",
     "GroupConfig",
     "MonitoringConfig",
     "MonitoringMetrics",
@@ -219,6 +220,18 @@ class MonitoringConfig(_Strict):
     metrics: MonitoringMetrics = Field(default_factory=lambda: MonitoringMetrics.model_validate({}))
 
 
+class GatekeeperConfig(_Strict):
+    """`gatekeeper:` the Gatekeeper install the rendered policies run on.
+
+    failurePolicy of Gatekeeper's own webhooks (its install sets them, default Ignore: a
+    Gatekeeper outage admits pods unconstrained). Fail renders
+    kustomize/components/gatekeeper-fail-closed/, a Component for the kustomization that
+    installs Gatekeeper.
+    """
+
+    failure_policy: Literal["Ignore", "Fail"] = Field("Ignore", alias="failurePolicy")
+
+
 class TopogenConfig(_Strict):
     api_version: Literal["topogen.io/v1alpha1"] = Field(alias="apiVersion")
     kind: Literal["TopogenConfig"]
@@ -229,6 +242,9 @@ class TopogenConfig(_Strict):
     validation_action: Literal["Audit", "Enforce"] = Field("Audit", alias="validationAction")
     monitoring: MonitoringConfig = Field(
         default_factory=lambda: MonitoringConfig.model_validate({})
+    )
+    gatekeeper: GatekeeperConfig = Field(
+        default_factory=lambda: GatekeeperConfig.model_validate({})
     )
 
     # set by load_config, not by users

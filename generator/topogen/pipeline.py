@@ -8,7 +8,7 @@ from typing import Any
 from topogen.analysis import ClusterIndex, JobAnalysis, PolicyIndex, find_groups
 from topogen.analysis.groups import check_profiles
 from topogen.analysis.policychecks import policy_notes, policy_warnings
-from topogen.config import GroupConfig, TopogenConfig
+from topogen.config import ClusterConfig, GroupConfig, TopogenConfig
 from topogen.errors import InputError
 from topogen.model import Finding, TrainingGroup, Workload
 from topogen.operators.registry import profile_for
@@ -21,7 +21,23 @@ from topogen.sources.loader import (
     load_workload_inputs,
 )
 
-__all__ = ["AnalysisReport", "ClusterAnalysis", "analyze"]
+__all__ = [
+    "GATEKEEPER_FAILS_OPEN",
+    "AnalysisReport",
+    "ClusterAnalysis",
+    "analyze",
+    "engine_warnings",
+]
+
+# Gatekeeper's install registers its webhooks with failurePolicy Ignore (and 1 s / 3 s
+# timeouts for mutation / validation): an outage admits pods as they were submitted.
+GATEKEEPER_FAILS_OPEN = (
+    "Gatekeeper's webhooks fail open (failurePolicy Ignore, Gatekeeper's default): while "
+    "Gatekeeper is down or slower than its webhook timeouts (1 s mutation, 3 s validation) "
+    "pods are admitted unmutated and unchecked, and a group can be split again; "
+    "gatekeeper.failurePolicy: Fail renders kustomize/components/gatekeeper-fail-closed "
+    "for the kustomization that installs Gatekeeper"
+)
 
 
 @dataclass(frozen=True)
@@ -122,6 +138,13 @@ def analyze(
         return _analyze(cfg, clusters, workloads, then)
 
 
+def engine_warnings(cfg: TopogenConfig, cluster: ClusterConfig) -> list[str]:
+    """What the chosen engines do when they are down, where that admits pods unconstrained."""
+    if "gatekeeper" in cfg.engines_for(cluster) and cfg.gatekeeper.failure_policy == "Ignore":
+        return [f"cluster {cluster.name}: {GATEKEEPER_FAILS_OPEN}"]
+    return []
+
+
 def _analyze(
     cfg: TopogenConfig,
     clusters: list[str] | None,
@@ -141,6 +164,7 @@ def _analyze(
         policy_index = PolicyIndex(inputs.policies, namespaces)
         index = ClusterIndex(inputs.topology, policy_index, namespaces, all_workloads)
         warnings.extend(inputs.warnings)
+        warnings.extend(engine_warnings(cfg, cluster))
         groups = cfg.groups_for(cluster.name)
         identity_labels = {g.identity_label for g in groups if g.identity_label}
         topology = {cluster.zone_label, *([cluster.domain_label] if cluster.domain_label else [])}

@@ -60,18 +60,35 @@ def test_exponent_fits_a_power_law() -> None:
     assert nlogn == pytest.approx(run.NLOGN, abs=0.01)
 
 
+def _admission(p50: float, p99: float, gk: tuple[float, float] | None = None) -> dict[str, Any]:
+    one = {"p50_ratio": p50, "p99_ratio": p99, "fleet": "large", "pods": 2_000}
+    other = None if gk is None else one | {"p50_ratio": gk[0], "p99_ratio": gk[1]}
+    return {"kyverno": one, "gatekeeper": other}
+
+
 def test_targets_hold_when_the_numbers_do() -> None:
     kyv = {"ratio": 1.4, "net_ratio": 1.45, "fleet": "large", "pods": 10_000}
-    got = _verdicts(run.targets(_fleet(2.0, 2.5, 1.5), kyv, start=0.0))
+    adm = _admission(1.19, 1.5, gk=(1.2, 1.1))
+    lines = run.targets(_fleet(2.0, 2.5, 1.5), kyv, start=0.0, adm=adm)
+    got = _verdicts(lines)
     assert set(got.values()) == {"yes"}, got
-    assert len(got) == 10
+    assert len(got) == 14
+    text = "\n".join(lines)
+    assert "| admission p50, generated / reference: 1.19x (large fleet, 2000 pods) |" in text
+    assert "| admission p99, generated / reference: 1.50x (large fleet, 2000 pods) |" in text
+    assert "| Gatekeeper admission p50, generated / reference: 1.20x (large fleet" in text
 
 
 def test_targets_fail_when_the_numbers_do() -> None:
     kyv = {"ratio": 1.6, "net_ratio": 1.7, "fleet": "large", "pods": 10_000}
     results = _fleet(3.2, 3.5, 1.0, rss_mb=450, digests=2)
     results[1]["analyze"] = _measured(0.1)  # nodes 1,250: far faster, so a steep fit
-    got = _verdicts(run.targets(results, kyv, start=0.0))
+    adm = _admission(1.21, 1.51, gk=(1.0, 1.51))
+    got = _verdicts(run.targets(results, kyv, start=0.0, adm=adm))
+    assert got["admission p50 at most 1.2x the reference"] == "**no**"
+    assert got["admission p99 at most 1.5x the reference"] == "**no**"
+    assert got["Gatekeeper admission p50 at most 1.2x the reference"] == "yes"
+    assert got["Gatekeeper admission p99 at most 1.5x the reference"] == "**no**"
     assert got["large snapshot: `analyze` median under 3 s"] == "**no**"
     assert got["large snapshot: `render` median under 3 s"] == "**no**"
     assert got["large snapshot: peak memory under 400 MB"] == "**no**"
@@ -88,5 +105,97 @@ def test_a_quick_run_says_what_it_did_not_measure() -> None:
     got = _verdicts(run.targets([small], None, start=0.0))
     assert got["5,000 nodes / 2,000 policies / 1,000 jobs from snapshots"] == "n/a"
     assert got["Kyverno cost at most 1.5x the reference per pod"] == "n/a"
+    assert got["admission p50 at most 1.2x the reference"] == "n/a"
+    assert got["Gatekeeper admission p99 at most 1.5x the reference"] == "n/a"
     text = run.report([small], 0.05, None, 3, ["- machine"], 60.0)
+    assert "## Admission\n\nKyverno: not measured" in text
+    assert "### Gatekeeper\n\nNot measured" in text
     assert "## Targets" in text and "| small | 100 | 3 | 100 | 10 | snapshot |" in text
+
+
+def test_admission_percentiles_and_variants() -> None:
+    import admission
+
+    assert admission.percentile([float(v) for v in range(1, 101)], 50) == 50.0
+    assert admission.percentile([float(v) for v in range(1, 101)], 99) == 99.0
+    assert admission.percentile([3.0], 99) == 3.0
+    generated = [
+        {"kind": "MutatingPolicy", "metadata": {"labels": {}}, "spec": {}},
+        {
+            "kind": "ValidatingPolicy",
+            "metadata": {"labels": {}},
+            "spec": {
+                "validationActions": ["Audit"],
+                "evaluation": {"admission": {"enabled": True}},
+            },
+        },
+    ]
+    v = admission.variants(generated)
+    assert list(v) == list(admission.VARIANTS)
+    assert v["generated, Enforce"][1]["spec"]["validationActions"] == ["Deny"]
+    assert all(
+        p["metadata"]["labels"] == {"reports.kyverno.io/disabled": "true"}
+        for p in v["generated, no admission reports"]
+    )
+    background = v["generated, Audit in background scans only"][1]["spec"]
+    assert background["evaluation"]["admission"]["enabled"] is False
+    assert generated[1]["spec"]["validationActions"] == ["Audit"]  # copies, not the input
+    counts = {"count": 10, "changed": 10, "slow": 0}
+    stats = {n: counts | {"p50": 10.0, "p99": 20.0, "mean": 12.0} for n in v}
+    stats |= {
+        "none": counts | {"changed": 0, "p50": 5.0, "p99": 10.0, "mean": 6.0},
+        "reference": counts | {"p50": 8.0, "p99": 16.0, "mean": 9.0},
+        "generated": counts | {"slow": 1, "p50": 16.0, "p99": 40.0, "mean": 20.0},
+    }
+    adm = {"stats": stats, "p50_ratio": 2.0, "p99_ratio": 2.5, "pods": 10, "group": "g",
+           "fleet": "large", "rounds": 4, "policies": ["a.yaml"]}  # fmt: skip
+    text = "\n".join(admission.report_lines(adm))
+    assert "| generated | 10 | 10 | 1 | 16.00 | 40.00 | 20.00 | 3.20 | 4.00 |" in text
+    assert "| none | 10 | 0 | 0 | 5.00 |" in text
+    assert "**2.00x** at p50, **2.50x** at p99" in text
+    assert (
+        "- generated, Enforce (validationActions [Deny]" in text and "1.25x the reference" in text
+    )
+
+
+def _gatekeeper(p50: float = 1.25, p99: float = 2.0) -> dict[str, Any]:
+    counts = {"count": 10, "changed": 10, "slow": 0, "mean": 1.0}
+    stats = {
+        "none": counts | {"changed": 0, "p50": 2.0, "p99": 4.0},
+        "reference": counts | {"p50": 4.0, "p99": 8.0},
+        "generated": counts | {"slow": 2, "p50": 5.0, "p99": 16.0},
+    }
+    return {"stats": stats, "p50_ratio": p50, "p99_ratio": p99, "pods": 10, "group": "g",
+            "fleet": "large", "rounds": 4, "kinds": {"Assign": 2, "ConstraintTemplate": 1},
+            "enforcement": ["dryrun"]}  # fmt: skip
+
+
+def test_gatekeeper_admission_report_and_reference() -> None:
+    import admission_gatekeeper as agk
+
+    ref = agk.reference_mutator()
+    assert ref["kind"] == "ModifySet" and ref["spec"]["location"] == "spec.tolerations"
+    assert ref["spec"]["parameters"]["values"]["fromList"] == [agk.TOLERATION]
+    text = "\n".join(agk.report_lines(_gatekeeper()))
+    assert "failurePolicy Ignore" in text and "2 Assign, 1 ConstraintTemplate" in text
+    assert "| generated | 10 | 10 | 2 | 5.00 | 16.00 | 1.00 | 2.50 | 4.00 |" in text
+    assert "**1.25x** at p50, **2.00x** at p99" in text
+
+
+def test_admission_only_splices_its_section_and_rows() -> None:
+    import admission_bench
+
+    old = run.report([], 0.05, None, 3, ["- machine"], 60.0) + "\n<!-- fleet: begin -->\nF\n"
+    assert old.count("| admission p50 at most") == 1
+    adm = {"kyverno": None, "gatekeeper": _gatekeeper(1.1, 1.2)}  # Gatekeeper only
+    once = admission_bench.splice(old, adm)
+    twice = admission_bench.splice(once, adm)
+    assert once == twice
+    assert once.count("| admission p50 at most 1.2x the reference | not measured | n/a |") == 1
+    assert "| Gatekeeper admission p50, generated / reference: 1.10x (large fleet, 10 pods)" in once
+    rows = [ln for ln in once.split("\n") if ln.startswith("| ")]
+    assert rows.index(next(r for r in rows if "Gatekeeper admission p99" in r)) < rows.index(
+        next(r for r in rows if r.startswith("| output byte-identical"))
+    )
+    assert once.index(admission_bench.END) < once.index("<!-- fleet: begin -->")
+    assert once.endswith("<!-- fleet: begin -->\nF\n")

@@ -233,7 +233,10 @@ def _cases(
     ns = i.namespaces[-1]
     coord, worker = coordinators[0], workers[0]
     job = coord[i.job_label]
-    first = toleration_dicts(i.tolerations)[-1]
+    # a wanted toleration that `operator: Exists` on its key covers without being it, as
+    # the API server stores tolerations (an effect-less Exists one would be identical)
+    wanted = toleration_dicts(i.tolerations)
+    first = next((t for t in wanted if t["operator"] != "Exists" or t["effect"]), wanted[-1])
     covering = (
         {"key": first["key"], "operator": "Exists"} if first["key"] else {"operator": "Exists"}
     )

@@ -75,9 +75,17 @@ def _extra_term(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
     return pod
 
 
+def _as_stored(t: dict[str, str]) -> dict[str, str]:
+    """A toleration as the API server stores it: empty fields absent."""
+    return {k: v for k, v in t.items() if v != ""}
+
+
 def _identical_tolerations_only(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
-    tolerations = pod["spec"].setdefault("tolerations", [])
-    tolerations += [w for w in toleration_dicts(intent.tolerations) if w not in tolerations]
+    """The pod's own tolerations, then each wanted one (in order) unless identical to one."""
+    base = copy.deepcopy((raw.get("spec") or {}).get("tolerations") or [])
+    have = [_as_stored(t) for t in base]
+    wanted = [w for w in map(_as_stored, toleration_dicts(intent.tolerations)) if w not in have]
+    pod["spec"]["tolerations"] = base + wanted
     return pod
 
 

@@ -12,7 +12,9 @@ Shims, each forced by a tool and each leaving what is evaluated unchanged:
 - native: Kyverno CLI v1.19.1 validates documents against Kubernetes 1.32's OpenAPI,
   which knows MutatingAdmissionPolicy only as v1alpha1; the policies are loaded with
   that apiVersion (the fields topogen writes are the same in v1alpha1, v1beta1 and v1).
-- gatekeeper: gator mutates only what an ExpansionTemplate generates, so each pod rides
+- gatekeeper: gator reads the pods' YAML as written, a mutator at admission the Pod the
+  API server decoded, without empty fields: gator gets the pods in that form (`stored`).
+  gator mutates only what an ExpansionTemplate generates, so each pod rides
   in a carrier object (spec.pod) expanded into a Pod; the carrier's name comes back as
   the pod's, and the ownerReferences gator adds are dropped. gator has no admission
   operation, and applies a mutator with `applyTo.operations` only when it lists every
@@ -47,6 +49,16 @@ Checks = tuple[tuple[str, str], ...]  # sorted (check id, message)
 class Outcome:
     mutated: dict[str, Pod]  # admission case -> the pod as the engine mutated it
     checks: dict[str, Checks]  # every case -> the checks it fails (admission: after mutation)
+
+
+def stored(pod: Pod) -> Pod:
+    """The pod as the API server keeps it: its typed Pod drops a toleration's empty
+    fields (an empty effect or key means every one either way)."""
+    out = copy.deepcopy(pod)
+    spec = out.get("spec") or {}
+    if spec.get("tolerations"):
+        spec["tolerations"] = [{k: v for k, v in t.items() if v != ""} for t in spec["tolerations"]]
+    return out
 
 
 def check_ids(intent: AdmissionIntent) -> list[str]:
@@ -309,8 +321,8 @@ def run_gatekeeper(gator: Path, suite: Suite, tmp: Path) -> Outcome:
     files = gatekeeper_policies(suite.intent)
     paths = _write(tmp / "policies", files)
     template, constraint, _ = paths
-    admission = [c.pod for c in suite.cases if c.admission]
-    only = [c.pod for c in suite.cases if not c.admission]
+    admission = [stored(c.pod) for c in suite.cases if c.admission]
+    only = [stored(c.pod) for c in suite.cases if not c.admission]
     mutated = gator_expand(gator, files[2].objects, admission, tmp)
     assert set(mutated) == {p["metadata"]["name"] for p in admission}
     checks = gator_checks(gator, [template, constraint], [*mutated.values(), *only], tmp)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from tooling import REPO
+from tooling import REPO, module_dir
 from topogen.cli import main
 from topogen.render.kustomize import DEPRECATED_FIELDS
 
@@ -235,3 +236,64 @@ def test_committed_overlays_build() -> None:
         "topogen-ml-training-worker",
         "topogen-ml-training-validate",
     } <= names
+
+
+def _gatekeeper_config(tmp: Path, failure_policy: str | None) -> Path:
+    cfg = yaml.safe_load((ZONE_SPLIT / "topogen.yaml").read_text())
+    (lab,) = cfg["clusters"]
+    for key in ("nodes", "networkPolicies"):
+        copy_inputs(ZONE_SPLIT, tmp, lab[key])
+    copy_inputs(ZONE_SPLIT, tmp, cfg["workloads"])
+    cfg["engines"] = ["gatekeeper"]
+    if failure_policy is not None:
+        cfg["gatekeeper"] = {"failurePolicy": failure_policy}
+    (tmp / "topogen.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return tmp / "topogen.yaml"
+
+
+@pytest.mark.tools
+def test_gatekeeper_fail_closed_component_on_gatekeepers_release_manifest(
+    tmp_path: Path,
+) -> None:
+    """gatekeeper.failurePolicy: Fail renders a Component that, built with the release
+    manifest of the pinned Gatekeeper, sets Fail on its two policy webhooks and changes
+    nothing else."""
+    out = render(_gatekeeper_config(tmp_path, "Fail"), tmp_path / "out")
+    component = out / "kustomize" / "components" / "gatekeeper-fail-closed"
+    release = module_dir("gatekeeper", "github.com/open-policy-agent/gatekeeper/v3")
+    install = tmp_path / "gatekeeper-install"
+    install.mkdir()
+    (install / "gatekeeper.yaml").write_bytes((release / "deploy" / "gatekeeper.yaml").read_bytes())
+    plain = kustomize(write_kustomization(install, resources=["gatekeeper.yaml"]))
+    patched = kustomize(
+        write_kustomization(
+            install, resources=["gatekeeper.yaml"], components=[rel(component, install)]
+        )
+    )
+    assert len(plain) == len(patched)
+    changed = []
+    for a, b in zip(plain, patched, strict=True):
+        if a == b:
+            continue
+        assert a["kind"].endswith("WebhookConfiguration"), a["kind"]
+        for wa, wb in zip(a["webhooks"], b["webhooks"], strict=True):
+            if wa != wb:
+                assert wa | {"failurePolicy": "Fail"} == wb
+                changed.append((a["metadata"]["name"], wa["name"], wa["failurePolicy"]))
+    assert sorted(changed) == [
+        ("gatekeeper-mutating-webhook-configuration", "mutation.gatekeeper.sh", "Ignore"),
+        ("gatekeeper-validating-webhook-configuration", "validation.gatekeeper.sh", "Ignore"),
+    ]
+
+
+def test_gatekeeper_fails_open_by_default_and_says_so(tmp_path: Path) -> None:
+    config = _gatekeeper_config(tmp_path, None)
+    out = render(config, tmp_path / "out")
+    assert not (out / "kustomize" / "components" / "gatekeeper-fail-closed").exists()
+    result = CliRunner().invoke(main, ["analyze", "-c", str(config), "-o", "json"])
+    (warning,) = json.loads(result.stdout)["warnings"]
+    assert warning.startswith("cluster lab: Gatekeeper's webhooks fail open (failurePolicy Ignore")
+    assert "pods are admitted unmutated and unchecked" in warning
+    assert "gatekeeper.failurePolicy: Fail" in warning
+    rendered = CliRunner().invoke(main, ["render", "-c", str(config), "--out", str(tmp_path / "o")])
+    assert f"topogen: warning: {warning}" in rendered.stderr

@@ -214,6 +214,9 @@ def collection_path(obj: Mapping[str, Any]) -> str:
         "Role": "roles",
         "RoleBinding": "rolebindings",
         "CustomResourceDefinition": "customresourcedefinitions",
+        "MutatingPolicy": "mutatingpolicies",
+        "ValidatingPolicy": "validatingpolicies",
+        "ClusterPolicy": "clusterpolicies",
     }.get(kind, kind.lower() + "s")
     base = f"/api/{api}" if "/" not in api else f"/apis/{api}"
     return f"{base}/namespaces/{ns}/{plural}" if ns else f"{base}/{plural}"
@@ -225,11 +228,13 @@ class Process:
     argv: list[str]
     log: Path
     proc: subprocess.Popen[bytes] | None = None
+    env: Mapping[str, str] | None = None  # added to this process's environment
 
     def start(self) -> None:
         out = self.log.open("ab")
         self.proc = subprocess.Popen(
             self.argv,
+            env={**os.environ, **self.env} if self.env else None,
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -310,6 +315,9 @@ class ControlPlane:
     # qps): the scheduler then runs from a config file and serves /metrics to anyone
     scheduler_config: Mapping[str, Any] | None = None
     scheduler_port: int = 0
+    # default-off admission plugins to turn on (e.g. the webhook plugins for Kyverno)
+    admission: tuple[str, ...] = ()
+    with_scheduler: bool = True
 
     # -- lifecycle --
 
@@ -319,7 +327,8 @@ class ControlPlane:
         self._start_etcd()
         self._start_apiserver()
         self._install_crds()
-        self._start_scheduler()
+        if self.with_scheduler:
+            self._start_scheduler()
 
     def stop(self) -> None:
         for p in (self.scheduler, self.apiserver, self.etcd):
@@ -437,7 +446,7 @@ class ControlPlane:
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 "--service-cluster-ip-range=10.96.0.0/16",
                 "--endpoint-reconciler-type=none",
-                f"--enable-admission-plugins={ENABLED_ADMISSION}",
+                f"--enable-admission-plugins={','.join([ENABLED_ADMISSION, *self.admission])}",
                 f"--disable-admission-plugins={self._disabled_admission()}",
                 "--profiling=false",
                 "--v=1",
@@ -466,10 +475,9 @@ class ControlPlane:
         )
 
     def _disabled_admission(self) -> str:
-        if not self.admission_policies:
-            return DISABLED_ADMISSION
         policies = ("MutatingAdmissionPolicy", "ValidatingAdmissionPolicy")
-        return ",".join(p for p in DISABLED_ADMISSION.split(",") if p not in policies)
+        on = {*self.admission, *(policies if self.admission_policies else ())}
+        return ",".join(p for p in DISABLED_ADMISSION.split(",") if p not in on)
 
     def restart_apiserver(self) -> None:
         assert self.apiserver is not None
@@ -822,9 +830,11 @@ def _exists(kube: Kube, path: str) -> bool:
 def start_control_plane(
     bin_dir: Path,
     work: Path,
+    admission: Sequence[str] = (),
     *,
     admission_policies: bool = False,
     scheduler_config: Mapping[str, Any] | None = None,
+    scheduler: bool = True,
 ) -> ControlPlane:
     for tool in ("etcd", "kube-apiserver", "kube-scheduler", "openssl"):
         if tool == "openssl":
@@ -833,7 +843,12 @@ def start_control_plane(
         elif not os.access(bin_dir / tool, os.X_OK):
             raise RuntimeError(f"{bin_dir / tool} is not executable")
     cp = ControlPlane(
-        bin_dir, work, admission_policies=admission_policies, scheduler_config=scheduler_config
+        bin_dir,
+        work,
+        admission_policies=admission_policies,
+        scheduler_config=scheduler_config,
+        admission=tuple(admission),
+        with_scheduler=scheduler,
     )
     try:
         cp.start()

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 import subprocess
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,6 +18,7 @@ from typing import Any
 
 import yaml
 from click.testing import CliRunner, Result
+from live_harness import ControlPlane
 
 from topogen.cli import main
 
@@ -22,6 +26,14 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "zone-split"
 TOPOGEN = REPO / ".venv" / "bin" / "topogen"
 NS = "ml-demo"
+# the fields topogen's admission policies touch
+POLICY_FIELDS = (
+    ("metadata", "labels"),
+    ("metadata", "annotations"),
+    ("spec", "tolerations"),
+    ("spec", "affinity"),
+    ("spec", "nodeSelector"),
+)
 
 GROUP_CONFIG: dict[str, Any] = {
     "name": "ml-training",
@@ -216,3 +228,46 @@ def fake_prometheus(
     finally:
         server.shutdown()
         server.server_close()
+
+
+def create_pod_raw(
+    cp: ControlPlane, pod: Mapping[str, Any], *, dry_run: bool = True
+) -> tuple[int, dict[str, Any], list[str]]:
+    """POST the pod (dryRun=All by default: admission runs in full, nothing is stored):
+    (HTTP status, body, warnings)."""
+    kube = cp.kube()
+    ns = pod["metadata"]["namespace"]
+    query = "?dryRun=All" if dry_run else ""
+    req = urllib.request.Request(
+        f"{kube.server}/api/v1/namespaces/{ns}/pods{query}",
+        data=json.dumps(pod).encode(),
+        method="POST",
+        headers={
+            "Authorization": f"Bearer {kube.token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        },
+    )
+    try:
+        with urllib.request.urlopen(req, context=kube.ctx, timeout=60) as resp:
+            status, raw, headers = resp.status, resp.read(), resp.headers
+    except urllib.error.HTTPError as exc:
+        status, raw, headers = exc.code, exc.read(), exc.headers
+    warnings = [_unquote(w) for w in headers.get_all("Warning") or []]
+    return status, json.loads(raw), warnings
+
+
+def _unquote(header: str) -> str:
+    m = re.match(r'^\d{3} \S+ "(.*)"$', header)
+    return m[1].replace('\\"', '"').replace("\\\\", "\\") if m else header
+
+
+def project(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields topogen's policies touch, as the API server stores them: a typed Pod
+    drops empty strings (a toleration's `effect: ""` means every effect either way)."""
+    out = {f"{a}.{b}": (pod.get(a) or {}).get(b) or None for a, b in POLICY_FIELDS}
+    if out["spec.tolerations"]:
+        out["spec.tolerations"] = [
+            {k: v for k, v in t.items() if v != ""} for t in out["spec.tolerations"]
+        ]
+    return out

@@ -4,7 +4,7 @@ engine-neutral cases of tests/engines/cases.py, held to the same expectations as
 Kyverno CLI's evaluation of them (tests/engines/test_behaviour.py).
 
 The shared control plane (conftest.py) runs with the admission-policy plugins off, so
-this module starts its own with them on (the harness, one constant changed). Pods are
+this module starts its own with them on. Pods are
 created with dryRun=All: admission runs in full and nothing is stored. The checks are
 read from warnings: for the observation the validating binding's actions are [Warn]
 (the API server reports its first denial only, but every failed validation as a
@@ -14,18 +14,15 @@ warning); a second test installs the bindings as rendered and checks Deny and Au
 from __future__ import annotations
 
 import copy
-import json
 import re
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-import live_harness
 import pytest
 from live_harness import ControlPlane, start_control_plane
+from live_kit import create_pod_raw, project
 
 from engines.cases import Pod, Suite, expected, suites
 from tooling import TOOLS_BIN, require_tool
@@ -33,25 +30,15 @@ from topogen.render.native import native_policies
 
 KUBERNETES = "1.36"  # MutatingAdmissionPolicy v1, as the harness's kube-apiserver serves
 POLICY_PLUGINS = ("MutatingAdmissionPolicy", "ValidatingAdmissionPolicy")
-FIELDS = (
-    ("metadata", "labels"),
-    ("metadata", "annotations"),
-    ("spec", "tolerations"),
-    ("spec", "affinity"),
-    ("spec", "nodeSelector"),
-)
 
 
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     for tool in ("etcd", "kube-apiserver", "kube-scheduler"):
         require_tool(tool)
-    disabled = ",".join(
-        p for p in live_harness.DISABLED_ADMISSION.split(",") if p not in POLICY_PLUGINS
+    cp = start_control_plane(
+        TOOLS_BIN, tmp_path_factory.mktemp("native-plane"), admission=POLICY_PLUGINS
     )
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(live_harness, "DISABLED_ADMISSION", disabled)
-        cp = start_control_plane(TOOLS_BIN, tmp_path_factory.mktemp("native-plane"))
     try:
         yield cp
     finally:
@@ -59,31 +46,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
 
 
 def _dry_run(cp: ControlPlane, pod: Pod) -> tuple[int, dict[str, Any], list[str]]:
-    """POST the pod with dryRun=All: (HTTP status, body, warnings)."""
-    kube = cp.kube()
-    ns = pod["metadata"]["namespace"]
-    req = urllib.request.Request(
-        f"{kube.server}/api/v1/namespaces/{ns}/pods?dryRun=All",
-        data=json.dumps(pod).encode(),
-        method="POST",
-        headers={
-            "Authorization": f"Bearer {kube.token}",
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-        },
-    )
-    try:
-        with urllib.request.urlopen(req, context=kube.ctx, timeout=30) as resp:
-            status, raw, headers = resp.status, resp.read(), resp.headers
-    except urllib.error.HTTPError as exc:
-        status, raw, headers = exc.code, exc.read(), exc.headers
-    warnings = [_unquote(w) for w in headers.get_all("Warning") or []]
-    return status, json.loads(raw), warnings
-
-
-def _unquote(header: str) -> str:
-    m = re.match(r'^\d{3} \S+ "(.*)"$', header)
-    return m[1].replace('\\"', '"').replace("\\\\", "\\") if m else header
+    return create_pod_raw(cp, pod)
 
 
 _CHECK = (
@@ -114,17 +77,6 @@ def _checks(warnings: Sequence[str]) -> tuple[tuple[str, str], ...]:
         )
         out.append((check, message))
     return tuple(sorted(out))
-
-
-def _project(pod: Pod) -> dict[str, Any]:
-    """The fields topogen's policies touch, as the API server stores them: a typed Pod
-    drops empty strings (a toleration's `effect: ""` means every effect either way)."""
-    out = {f"{a}.{b}": (pod.get(a) or {}).get(b) or None for a, b in FIELDS}
-    if out["spec.tolerations"]:
-        out["spec.tolerations"] = [
-            {k: v for k, v in t.items() if v != ""} for t in out["spec.tolerations"]
-        ]
-    return out
 
 
 def _path(obj: dict[str, Any]) -> str:
@@ -200,8 +152,8 @@ def test_native_policies_on_the_api_server(plane: ControlPlane, suite: Suite) ->
             status, body, warnings = _dry_run(plane, case.pod)
             assert status == 201, body
             want = expected(case, "native", suite.intent)
-            if _project(body) != _project(want.pod):
-                wrong.append(f"{case.name}: mutated {_project(body)}\n  want {_project(want.pod)}")
+            if project(body) != project(want.pod):
+                wrong.append(f"{case.name}: mutated {project(body)}\n  want {project(want.pod)}")
             if _checks(warnings) != want.checks:
                 wrong.append(f"{case.name}: expected {want.checks}, got {_checks(warnings)}")
         assert not wrong, "\n".join(wrong)

@@ -6,7 +6,8 @@ where it cannot, the closest faithful encoding, each listed in DIFFERENCES (and 
 it, case by case, by tests/engines):
 
 - tolerations: a ModifySet merge adds each wanted toleration unless an identical one is
-  there; one that merely covers it (`operator: Exists`, no key ...) does not stop it;
+  there (compared as the API server stores tolerations, empty fields absent); one that
+  merely covers it (`operator: Exists`, no key ...) does not stop it;
 - the worker's affinity to its coordinator cannot carry the pod's own job name (a
   mutator assigns constants only): the term names the job label in `matchLabelKeys`,
   which the API server turns into `<job label> In (<the pod's value>)` at creation
@@ -256,13 +257,17 @@ def _coordinator_selectors(intent: AdmissionIntent) -> list[tuple[str, list[Req]
 
 
 def _tolerations(intent: AdmissionIntent) -> list[_Mutator]:
+    # as the API server stores a toleration: without empty fields (its typed Pod drops
+    # them, so at admission an `effect: ""` never reaches a mutator and a value holding
+    # one would never be identical to a toleration already there)
+    wanted = [{k: v for k, v in t.items() if v != ""} for t in toleration_dicts(intent.tolerations)]
     return [
         _Mutator(
             "ModifySet",
             _name(intent, f"{name}-tolerations"),
             _label_selector(intent, reqs, detached),
             "spec.tolerations",
-            {"operation": "merge", "values": {"fromList": toleration_dicts(intent.tolerations)}},
+            {"operation": "merge", "values": {"fromList": wanted}},
             _why("the coordinator tolerates the taints of the group's GPU nodes"),
         )
         for name, reqs, detached in _coordinator_selectors(intent)

@@ -6,6 +6,8 @@
     kustomize/overlays/<cluster>/                    everything rendered for one cluster
     kustomize/components/audit/, enforce/            the validation action of the policies
     kustomize/components/workload-patches/<cluster>/ the mutation as patches of the manifests
+    kustomize/components/gatekeeper-fail-closed/     Gatekeeper's webhooks with failurePolicy
+                                                     Fail (gatekeeper.failurePolicy: Fail)
 
 Only current Kustomize fields (resources, components, patches, labels). Kustomization
 files hold no Kubernetes objects: they never reach `topogen render --stdout`.
@@ -27,7 +29,7 @@ from topogen.render.intent import AdmissionIntent, intent_for
 from topogen.render.workload_patches import WorkloadPatch, workload_patches
 from topogen.yamlfast import load_all_fast
 
-__all__ = ["DEPRECATED_FIELDS", "kustomize_files", "workload_patch_files"]
+__all__ = ["DEPRECATED_FIELDS", "GATEKEEPER_WEBHOOKS", "kustomize_files", "workload_patch_files"]
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 ROOT = "kustomize"
@@ -55,6 +57,19 @@ _ACTIONS: dict[str, dict[str, Any]] = {
         "native": ["Deny"],
     },
 }
+# gatekeeper.failurePolicy: Fail -> Gatekeeper's own webhooks, as its install names them
+GATEKEEPER_WEBHOOKS = (
+    (
+        "ValidatingWebhookConfiguration",
+        "gatekeeper-validating-webhook-configuration",
+        "validation.gatekeeper.sh",
+    ),
+    (
+        "MutatingWebhookConfiguration",
+        "gatekeeper-mutating-webhook-configuration",
+        "mutation.gatekeeper.sh",
+    ),
+)
 _MANAGED = "app.kubernetes.io/managed-by=topogen"
 # Argo CD sync waves of topogen's admission objects (kustomize/base)
 _WAVES: list[tuple[dict[str, str], str]] = [
@@ -184,4 +199,16 @@ def kustomize_files(
     for ca in sorted(report.clusters, key=lambda c: c.cluster):
         out.append(_overlay(ca.cluster, list(folders)))
         out += patches[ca.cluster]
+    gatekeeper = any(
+        "gatekeeper" in cfg.engines_for(cfg.cluster(c.cluster)) for c in report.clusters
+    )
+    if gatekeeper and cfg.gatekeeper.failure_policy == "Fail":
+        out.append(
+            _kustomization(
+                f"{ROOT}/components/gatekeeper-fail-closed/{KUSTOMIZATION}",
+                "gatekeeper-fail-closed.yaml.j2",
+                webhooks=GATEKEEPER_WEBHOOKS,
+                failure_policy="Fail",
+            )
+        )
     return out

@@ -1,0 +1,303 @@
+"""Admission latency of pod creation through kube-apiserver with Kyverno's admission
+controller in front of it: tests/live's harness (etcd, kube-apiserver with the webhook
+admission plugins, Kyverno v1.19.1 out of cluster, see tests/live/kyverno_harness.py);
+no scheduler and no nodes, so pods are stored, not placed.
+
+Three configurations over the same pods (the coordinators and workers of the largest
+group, bench/kyverno_pods.py): no policy, the one-toleration reference MutatingPolicy,
+and the group's generated policies as rendered. Pods are created one at a time over one
+keep-alive connection, each timed from the request to the end of the response. The
+configurations take turns in rounds (installed, probed until the API server calls Kyverno
+for it, a few untimed warm-up pods, its share of timed pods, removed), so a slow stretch
+of the shared machine falls on all three. Between rounds the pods and Kyverno's
+admission reports are deleted, as its reports controller would consume the reports
+(Kyverno stops writing them past --maxAdmissionReports).
+
+The timing loop (measure_configs) is shared with Gatekeeper's controller-manager
+(bench/admission_gatekeeper.py): each admission path supplies how to switch policies and
+what to delete between rounds.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(ROOT / "tests" / "live"), str(ROOT / "tests")]
+
+from kyverno_harness import Kyverno, start_kyverno  # noqa: E402
+from kyverno_pods import group_pods, reference_policy  # noqa: E402
+from live_harness import ADMIN_TOKEN, ControlPlane, start_control_plane  # noqa: E402
+from webhook_harness import WEBHOOK_PLUGINS  # noqa: E402
+
+TOOLS_BIN = ROOT / ".tools" / "bin"
+BINARY = TOOLS_BIN / "kyverno-admission-controller"
+CONFIGS = ("none", "reference", "generated")
+# the same generated policies changed in one way each, to say where the time goes
+VARIANTS = {
+    "generated, Enforce": "validationActions [Deny] (Kyverno writes no admission report)",
+    "generated, no admission reports": "label reports.kyverno.io/disabled on each policy",
+    "generated, Audit in background scans only": (
+        "the ValidatingPolicy's evaluation.admission.enabled false (not on the admission path; "
+        "its reports come from the reports controller's background scan)"
+    ),
+}
+WARMUP = 20  # untimed pods after each switch
+SLOW = 1.0  # s: Gatekeeper's mutation webhook timeout (its validation's is 3 s)
+
+
+def available() -> bool:
+    return all(
+        (TOOLS_BIN / t).exists() for t in ("etcd", "kube-apiserver", "kyverno-admission-controller")
+    )
+
+
+class Client:
+    """POST pods over one keep-alive TLS connection (what a controller's client does)."""
+
+    def __init__(self, cp: ControlPlane) -> None:
+        assert cp.admin is not None
+        self.host, self.port = "127.0.0.1", cp.port
+        self.ctx = cp.admin.ctx
+        self.conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx)
+        self.headers = {
+            "Authorization": f"Bearer {ADMIN_TOKEN}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
+
+    def create(self, pod: dict[str, Any], dry_run: bool = False) -> tuple[float, dict[str, Any]]:
+        ns = pod["metadata"]["namespace"]
+        body = json.dumps(pod)
+        path = f"/api/v1/namespaces/{ns}/pods" + ("?dryRun=All" if dry_run else "")
+        start = time.perf_counter()
+        self.conn.request("POST", path, body, self.headers)
+        resp = self.conn.getresponse()
+        raw = resp.read()
+        took = time.perf_counter() - start
+        if resp.status != 201:
+            raise SystemExit(f"bench: pod {pod['metadata']['name']}: {resp.status} {raw[:400]!r}")
+        return took, json.loads(raw)
+
+
+def fields(pod: dict[str, Any]) -> str:
+    spec = pod.get("spec", {})
+    keys = ("tolerations", "affinity", "nodeSelector")
+    return json.dumps([pod["metadata"].get("labels"), *(spec.get(k) for k in keys)], sort_keys=True)
+
+
+def until(what: str, check: Callable[[], bool], timeout: float = 120) -> None:
+    end = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > end:
+            raise SystemExit(f"bench: {what}: not within {timeout:g}s")
+        time.sleep(0.2)
+
+
+class AdmissionPath(Protocol):
+    """How one admission controller takes policies on and off its path."""
+
+    def switch(
+        self, old: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]], probe: dict[str, Any]
+    ) -> None: ...
+
+    def clean(self, namespaces: Sequence[str]) -> None: ...
+
+
+class KyvernoPath:
+    def __init__(self, cp: ControlPlane, k: Kyverno, client: Client) -> None:
+        self.cp, self.k, self.client = cp, k, client
+
+    def switch(
+        self, old: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]], probe: dict[str, Any]
+    ) -> None:
+        """Remove `old`, install `new`, and wait until admission shows exactly `new`."""
+        plain = fields(probe)
+        if old:
+            self.k.delete(old)
+            self.k.wait_unregistered([p["metadata"]["name"] for p in old])
+        if new:
+            self.k.apply(new)
+            self.k.wait_registered(new)
+            until("the policies at admission", lambda: self._dry(probe) != plain)
+        else:
+            until("no policy at admission", lambda: self._dry(probe) == plain)
+
+    def _dry(self, probe: dict[str, Any]) -> str:
+        return fields(self.client.create(probe, True)[1])
+
+    def clean(self, namespaces: Sequence[str]) -> None:
+        kube = self.cp.kube()
+        for ns in namespaces:
+            kube.delete(f"/api/v1/namespaces/{ns}/pods", gracePeriodSeconds=0)
+            kube.delete(f"/apis/reports.kyverno.io/v1/namespaces/{ns}/ephemeralreports")
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest rank: the smallest value with at least q% of the values at or below it."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def variants(generated: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name in VARIANTS:
+        pols = json.loads(json.dumps(list(generated)))
+        for p in pols:
+            if name == "generated, no admission reports":
+                p["metadata"]["labels"]["reports.kyverno.io/disabled"] = "true"
+            elif p["kind"] == "ValidatingPolicy" and name == "generated, Enforce":
+                p["spec"]["validationActions"] = ["Deny"]
+            elif p["kind"] == "ValidatingPolicy":
+                p["spec"]["evaluation"]["admission"]["enabled"] = False
+        out[name] = pols
+    return out
+
+
+def run_admission(
+    policy_files: Sequence[Path], config: Path, group: str, pods: int, work: Path, rounds: int = 4
+) -> dict[str, Any]:
+    generated = [
+        d for f in policy_files for d in yaml.safe_load_all(f.read_text(encoding="utf-8")) if d
+    ]
+    policies = {
+        "none": [],
+        "reference": [reference_policy("reference")],
+        "generated": generated,
+        **variants(generated),
+    }
+    all_pods = group_pods(config, group, pods)
+    namespaces = sorted({p["metadata"]["namespace"] for p in all_pods})
+    cp = start_control_plane(TOOLS_BIN, work / "plane", WEBHOOK_PLUGINS, scheduler=False)
+    try:
+        k = start_kyverno(cp, BINARY, work / "kyverno")
+        try:
+            client = Client(cp)
+            stats = measure_configs(
+                cp, KyvernoPath(cp, k, client), client, policies, all_pods, namespaces, rounds
+            )
+        finally:
+            k.stop()
+    finally:
+        cp.stop()
+    return ratios(stats) | {
+        "group": group,
+        "policies": [f.name for f in policy_files],
+        "pods": len(all_pods),
+        "rounds": rounds,
+    }
+
+
+def ratios(stats: dict[str, dict[str, float]]) -> dict[str, Any]:
+    gen, ref = stats["generated"], stats["reference"]
+    return {
+        "stats": stats,
+        "p50_ratio": gen["p50"] / ref["p50"],
+        "p99_ratio": gen["p99"] / ref["p99"],
+    }
+
+
+def measure_configs(
+    cp: ControlPlane,
+    path: AdmissionPath,
+    client: Client,
+    policies: dict[str, list[dict[str, Any]]],
+    pods: Sequence[dict[str, Any]],
+    namespaces: Sequence[str],
+    rounds: int,
+) -> dict[str, dict[str, float]]:
+    """Latency statistics (ms) per configuration, the configurations taking turns; with
+    how many timed pods admission changed and how many took at least SLOW seconds."""
+    for ns in namespaces:
+        cp.ensure_namespace(ns)
+    probe = pods[0]
+    times: dict[str, list[float]] = {c: [] for c in policies}
+    changed = dict.fromkeys(policies, 0)
+    current: list[dict[str, Any]] = []
+    share = -(-len(pods) // rounds)
+    for r in range(rounds):
+        chunk = pods[r * share : (r + 1) * share]
+        for c, name in enumerate(policies):
+            path.switch(current, policies[name], probe)
+            current = policies[name]
+            warm = chunk[:WARMUP]
+            for i, pod in enumerate([*warm, *chunk]):
+                one = json.loads(json.dumps(pod))
+                one["metadata"]["name"] = f"c{c}-{r}-{i}-{pod['metadata']['name']}"[:63]
+                took, body = client.create(one)
+                if i >= len(warm):
+                    times[name].append(took)
+                    changed[name] += fields(body) != fields(one)
+            path.clean(namespaces)
+    return {
+        name: {
+            "count": len(t),
+            "p50": percentile(t, 50) * 1000,
+            "p99": percentile(t, 99) * 1000,
+            "mean": statistics.fmean(t) * 1000,
+            "changed": changed[name],
+            "slow": sum(x >= SLOW for x in t),
+        }
+        for name, t in times.items()
+    }
+
+
+def table(stats: dict[str, dict[str, float]], names: Sequence[str]) -> list[str]:
+    """Per configuration: timed pods, those admission changed, those that took SLOW s or
+    more, the latencies and their ratios to no policy."""
+    none = stats["none"]
+    out = [
+        f"| policies | pods | changed | >= {SLOW:g} s | p50 ms | p99 ms | mean ms "
+        "| p50 / none | p99 / none |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name in names:
+        s = stats[name]
+        out.append(
+            f"| {name} | {s['count']} | {s['changed']} | {s['slow']} | {s['p50']:.2f} "
+            f"| {s['p99']:.2f} | {s['mean']:.2f} | {s['p50'] / none['p50']:.2f} "
+            f"| {s['p99'] / none['p99']:.2f} |"
+        )
+    return out
+
+
+def report_lines(adm: dict[str, Any]) -> list[str]:
+    stats = adm["stats"]
+    lines = [
+        f"Pod creation through kube-apiserver with Kyverno's admission controller (v1.19.1, "
+        f"out of cluster) on its webhook path: {adm['pods']} pods of group `{adm['group']}` "
+        f"of the {adm['fleet']} fleet (coordinators and workers, as their operators create "
+        "them) per configuration, one at a time over one keep-alive connection, the "
+        f"configurations taking turns in {adm['rounds']} rounds. Generated: "
+        f"{', '.join(adm['policies'])}; reference: one MutatingPolicy that adds one "
+        "toleration to every pod; none: Kyverno running, no policy (Kyverno then registers "
+        "no resource webhook, so the API server calls nothing). `changed`: pods admission "
+        "returned with other labels, tolerations, affinity or nodeSelector than sent.",
+        "",
+        *table(stats, (*CONFIGS, *VARIANTS)),
+    ]
+    ref = stats["reference"]
+    lines += [
+        "",
+        f"Generated / reference: **{adm['p50_ratio']:.2f}x** at p50, "
+        f"**{adm['p99_ratio']:.2f}x** at p99. The variants (each the generated policies "
+        "changed in one way, measured in the same rounds) say where the time goes:",
+        "",
+        *(
+            f"- {name} ({why}): {stats[name]['p50'] / ref['p50']:.2f}x the reference at p50, "
+            f"{stats[name]['p99'] / ref['p99']:.2f}x at p99."
+            for name, why in VARIANTS.items()
+        ),
+    ]
+    return lines

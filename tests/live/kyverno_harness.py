@@ -1,0 +1,242 @@
+"""Kyverno's admission controller (cmd/kyverno) out of cluster, in front of the harness's
+kube-apiserver.
+
+What a Kyverno install puts in a cluster comes from the pinned module itself (found in
+the Go module cache with `go list -m` in tools/kyverno): the CRDs of config/crds, the
+`kyverno` and `kyverno-metrics` ConfigMaps, and the admission controller's arguments and
+environment from the Deployment in config/install-latest-testing.yaml. Out of cluster,
+`--serverIP 127.0.0.1:PORT` makes Kyverno register its webhooks with URLs instead of its
+Service and put that address in the serving certificate it generates (the CA and the TLS
+pair are Secrets in its namespace, as in a cluster); `--kubeconfig` names the API server
+(admin credentials: the chart's RBAC is not reproduced). The API server runs with the
+webhook admission plugins on.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from live_harness import (
+    ADMIN_TOKEN,
+    ControlPlane,
+    KubeError,
+    Process,
+    collection_path,
+    free_port,
+    wait_until,
+)
+from webhook_harness import CONTROLLER_TIMEOUT, insecure, install_crds, manifest_docs
+
+from tooling import module_dir
+
+NAMESPACE = "kyverno"
+DEPLOYMENT = "kyverno-admission-controller"
+CRD_FOLDERS = ("kyverno", "policies.kyverno.io", "policyreport", "reports")
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+RESOURCE_WEBHOOKS = {
+    "mutating": "kyverno-resource-mutating-webhook-cfg",
+    "validating": "kyverno-resource-validating-webhook-cfg",
+}
+# flags of the installed Deployment that name in-cluster endpoints or fixed ports
+OUT_OF_CLUSTER = ("serverIP", "webhookServerHost", "webhookServerPort", "servicePort")
+OWN_PORTS = ("metricsPort", "controllerRuntimeMetricsAddress", "profilePort")
+
+
+def crds(module: Path, folders: Sequence[str]) -> list[dict[str, Any]]:
+    out = []
+    for folder in folders:
+        for f in sorted((module / "config" / "crds" / folder).glob("*.yaml")):
+            text = f.read_text(encoding="utf-8")
+            out.extend(d for d in yaml.load_all(text, Loader=LOADER) if d)
+    return out
+
+
+def _at_admission(policy: Mapping[str, Any]) -> bool:
+    evaluation = policy["spec"].get("evaluation") or {}
+    return (evaluation.get("admission") or {}).get("enabled", True) is not False
+
+
+def _flag(arg: str) -> str:
+    return arg.lstrip("-").split("=", 1)[0]
+
+
+@dataclass
+class Kyverno:
+    """One admission controller process; `start()` installs what it needs first."""
+
+    cp: ControlPlane
+    binary: Path
+    work: Path
+    module: Path
+    port: int = 0
+    proc: Process | None = None
+    installed_args: list[str] = field(default_factory=list)
+    installed_env: dict[str, str] = field(default_factory=dict)
+
+    def install(self) -> None:
+        """Namespace, CRDs and ConfigMaps as the release manifest has them."""
+        self.cp.ensure_namespace(NAMESPACE)
+        install_crds(self.cp, crds(self.module, CRD_FOLDERS))
+        manifest = self.module / "config" / "install-latest-testing.yaml"
+        docs = manifest_docs(manifest, ("ConfigMap", "Deployment"))
+        kube = self.cp.kube()
+        for doc in docs:
+            if doc["kind"] == "ConfigMap" and doc["metadata"]["namespace"] == NAMESPACE:
+                kube.create(collection_path(doc), doc, exist_ok=True)
+        (deployment,) = [
+            d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == DEPLOYMENT
+        ]
+        (container,) = [
+            c
+            for c in deployment["spec"]["template"]["spec"]["containers"]
+            if c["name"] == "kyverno"
+        ]
+        self.installed_args = list(container["args"])
+        self.installed_env = {
+            e["name"]: e.get("value", "") for e in container.get("env", []) if "valueFrom" not in e
+        }
+
+    def argv(self) -> list[str]:
+        drop = set(OUT_OF_CLUSTER + OWN_PORTS)
+        args = [a for a in self.installed_args if _flag(a) not in drop]
+        kubeconfig = self.cp.kubeconfig("kyverno", ADMIN_TOKEN)
+        return [
+            str(self.binary),
+            *args,
+            f"--kubeconfig={kubeconfig}",
+            f"--serverIP=127.0.0.1:{self.port}",
+            "--webhookServerHost=127.0.0.1",
+            f"--webhookServerPort={self.port}",
+            f"--servicePort={self.port}",
+            "--metricsHost=127.0.0.1",
+            f"--metricsPort={free_port()}",
+            "--controllerRuntimeMetricsAddress=0",
+        ]
+
+    def env(self) -> dict[str, str]:
+        sigstore = self.work / "sigstore"
+        sigstore.mkdir(parents=True, exist_ok=True)
+        return {
+            **self.installed_env,
+            "KYVERNO_NAMESPACE": NAMESPACE,
+            "KYVERNO_POD_NAME": f"{DEPLOYMENT}-out-of-cluster",
+            "TUF_ROOT": str(sigstore),
+            "HOME": str(self.work),
+        }
+
+    def start(self) -> None:
+        if not self.installed_args:
+            self.install()
+        if not self.port:
+            self.port = free_port()
+        self.proc = Process("kyverno", self.argv(), self.work / "kyverno.log", env=self.env())
+        self.proc.start()
+        ctx = insecure()
+        wait_until(
+            "kyverno /health/readiness",
+            lambda: (
+                urllib.request.urlopen(
+                    f"https://127.0.0.1:{self.port}/health/readiness", context=ctx, timeout=2
+                ).status
+                == 200
+            ),
+            CONTROLLER_TIMEOUT,
+            self.proc,
+            interval=0.25,
+        )
+        wait_until(
+            "kyverno's webhook configurations",
+            lambda: all(self.webhook_configuration(k) is not None for k in RESOURCE_WEBHOOKS),
+            CONTROLLER_TIMEOUT,
+            self.proc,
+            interval=0.25,
+        )
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.stop()
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.alive()
+
+    # -- what it registered --
+
+    def webhook_configuration(self, kind: str) -> dict[str, Any] | None:
+        plural = f"{kind}webhookconfigurations"
+        try:
+            got: dict[str, Any] = self.cp.kube().get(
+                f"/apis/admissionregistration.k8s.io/v1/{plural}/{RESOURCE_WEBHOOKS[kind]}"
+            )
+        except KubeError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return got
+
+    def webhooks_for(self, kind: str, policy: str) -> list[dict[str, Any]]:
+        """The webhooks of Kyverno's resource configuration that call `policy`."""
+        cfg = self.webhook_configuration(kind) or {}
+        return [
+            w
+            for w in cfg.get("webhooks") or []
+            if policy in w.get("clientConfig", {}).get("url", "").split("/")
+        ]
+
+    # -- policies --
+
+    def apply(self, objs: Sequence[Mapping[str, Any]]) -> None:
+        kube = self.cp.kube()
+        for obj in objs:
+            kube.create(collection_path(obj), obj)
+
+    def delete(self, objs: Sequence[Mapping[str, Any]]) -> None:
+        kube = self.cp.kube()
+        for obj in objs:
+            kube.delete(f"{collection_path(obj)}/{obj['metadata']['name']}")
+
+    def wait_registered(
+        self, objs: Sequence[Mapping[str, Any]], timeout: float = CONTROLLER_TIMEOUT
+    ) -> None:
+        """Until each policy has its webhook in Kyverno's resource configurations (a
+        policy with evaluation.admission.enabled false gets none)."""
+
+        def registered() -> bool:
+            for obj in objs:
+                if not _at_admission(obj):
+                    continue
+                kind = "mutating" if obj["kind"] == "MutatingPolicy" else "validating"
+                if not self.webhooks_for(kind, obj["metadata"]["name"]):
+                    return False
+            return True
+
+        wait_until("the policies' webhooks", registered, timeout, self.proc, interval=0.2)
+
+    def wait_unregistered(self, names: Sequence[str], timeout: float = CONTROLLER_TIMEOUT) -> None:
+        wait_until(
+            "the policies' webhooks removed",
+            lambda: not any(self.webhooks_for(k, n) for k in RESOURCE_WEBHOOKS for n in names),
+            timeout,
+            self.proc,
+            interval=0.2,
+        )
+
+
+def start_kyverno(cp: ControlPlane, binary: Path, work: Path) -> Kyverno:
+    module = module_dir("kyverno", "github.com/kyverno/kyverno")
+    work.mkdir(parents=True, exist_ok=True)
+    k = Kyverno(cp, binary, work, module)
+    try:
+        k.start()
+    except BaseException:
+        k.stop()
+        raise
+    return k

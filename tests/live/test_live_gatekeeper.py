@@ -1,0 +1,333 @@
+"""The gatekeeper engine through Gatekeeper's controller-manager (v3.23.1, out of cluster,
+mutation enabled; see gatekeeper_harness.py) with the real kube-scheduler.
+
+The zone-split group's pods, created as the Deployment and Job controllers create them,
+are mutated at admission as `gator expand` mutates them and land in one allowed zone;
+the engine-neutral cases of tests/engines give the answers gator is held to, through
+the API server; and with Gatekeeper down its webhooks' failurePolicy Ignore (the
+release's default) admits the group unconstrained, so the scheduler splits it again,
+while the rendered gatekeeper-fail-closed Component makes the API server reject it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from gatekeeper_harness import Gatekeeper, start_gatekeeper
+from live_harness import ADMIN_TOKEN, ControlPlane, start_control_plane
+from live_kit import (
+    EXAMPLE,
+    NS,
+    cli,
+    create_pod_raw,
+    docs,
+    example_nodes,
+    example_policies,
+    pods_of,
+    project,
+    write_config,
+)
+from webhook_harness import WEBHOOK_PLUGINS, wait_admitted, wait_bound
+
+from engines.cases import Pod, Suite, expected, suites
+from engines.engines import Checks, gator_expand
+from tooling import TOOLS_BIN, require_tool
+from topogen.config import load_config
+from topogen.pipeline import analyze
+from topogen.render.gatekeeper import gatekeeper_policies
+
+BEFORE = EXAMPLE / "workloads" / "before"
+
+pytestmark = [pytest.mark.slow, pytest.mark.tools]
+
+
+@pytest.fixture(scope="module")
+def gatekeeper_plane(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ControlPlane, Gatekeeper]]:
+    for tool in ("etcd", "kube-apiserver", "kube-scheduler"):
+        require_tool(tool)
+    binary = require_tool("gatekeeper-controller-manager")
+    work = tmp_path_factory.mktemp("gatekeeper-plane")
+    cp = start_control_plane(TOOLS_BIN, work, admission=WEBHOOK_PLUGINS)
+    try:
+        g = start_gatekeeper(cp, binary, work / "gatekeeper")
+    except BaseException:
+        cp.stop()
+        raise
+    try:
+        yield cp, g
+    finally:
+        g.stop()
+        cp.stop()
+
+
+@pytest.fixture
+def plane(
+    gatekeeper_plane: tuple[ControlPlane, Gatekeeper],
+) -> Iterator[tuple[ControlPlane, Gatekeeper]]:
+    cp, g = gatekeeper_plane
+    if not g.alive():
+        g.start()
+    g.register(g.configs)  # as released (a test may have patched them)
+    cp.reset()
+    yield cp, g
+    if not g.alive():
+        g.start()
+    g.clear()
+
+
+def as_stored(pod: Pod) -> Pod:
+    """A pod as the API server stores it after admission: each required pod (anti-)affinity
+    term's matchLabelKeys become `<key> In (<the pod's value>)` in its labelSelector
+    (Kubernetes 1.31+, MatchLabelKeysInPodAffinity); gator leaves them as they are."""
+    out = copy.deepcopy(pod)
+    labels = out["metadata"].get("labels") or {}
+    for kind in ("podAffinity", "podAntiAffinity"):
+        terms = ((out["spec"].get("affinity") or {}).get(kind) or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ) or []
+        for term in terms:
+            sel = term.setdefault("labelSelector", {})
+            for key in term.get("matchLabelKeys") or []:
+                if key in labels:
+                    sel.setdefault("matchExpressions", []).append(
+                        {"key": key, "operator": "In", "values": [labels[key]]}
+                    )
+    return out
+
+
+def _objects(files: Sequence[Any]) -> list[dict[str, Any]]:
+    return [copy.deepcopy(o) for f in files for o in f.objects]
+
+
+def _install(g: Gatekeeper, objs: Sequence[dict[str, Any]], probe: Pod) -> None:
+    g.cp.ensure_namespace(probe["metadata"]["namespace"])
+    g.apply(objs)
+    g.wait_enforced(objs)
+    before = project(probe)
+    wait_admitted(
+        "Gatekeeper at admission",
+        lambda: (lambda r: r[0] != 201 or bool(r[2]) or project(r[1]) != before)(
+            create_pod_raw(g.cp, probe)
+        ),
+    )
+
+
+def _render(config: Path, out: Path) -> list[dict[str, Any]]:
+    raw = yaml.safe_load(config.read_text())
+    raw["engines"] = ["gatekeeper"]
+    config.write_text(yaml.safe_dump(raw, sort_keys=False))
+    rendered = cli("render", "-c", config, "--out", out)
+    assert rendered.exit_code == 0, rendered.output
+    (folder,) = (out / "policies").glob("*/gatekeeper")
+    order = {"ConstraintTemplate": 0}
+    objs = [
+        d
+        for f in sorted(folder.glob("topogen-*.yaml"))
+        for d in yaml.safe_load_all(f.read_text(encoding="utf-8"))
+        if d
+    ]
+    return sorted(objs, key=lambda d: order.get(d["kind"], 1))
+
+
+def _with_example(cp: ControlPlane, tmp: Path) -> Path:
+    kubeconfig = cp.kubeconfig("admin", ADMIN_TOKEN)
+    cp.ensure_namespace(NS)
+    cp.create_nodes(example_nodes())
+    cp.apply(example_policies())
+    snap = tmp / "snapshot.yaml"
+    assert cli("snapshot", "--kubeconfig", kubeconfig, "-o", snap).exit_code == 0
+    return snap
+
+
+def _schedule(
+    cp: ControlPlane, pods: Sequence[dict[str, Any]], admitted: dict[str, Any] | None = None
+) -> dict[str, str]:
+    """Coordinators first, then workers: pod -> zone of the node it was bound to;
+    `admitted` gets each pod as admission returned it."""
+    first = [p for p in pods if p["metadata"]["labels"].get("role") == "coordinator"]
+    zones = {}
+    for batch in (first, [p for p in pods if p not in first]):
+        for p in batch:
+            status, body, _ = create_pod_raw(cp, p, dry_run=False)
+            assert status == 201, body
+            if admitted is not None:
+                admitted[p["metadata"]["name"]] = body
+        names = [p["metadata"]["name"] for p in batch]
+        for name, node in wait_bound(cp, NS, names).items():
+            labels = cp.kube().get(f"/api/v1/nodes/{node}")["metadata"]["labels"]
+            zones[name] = labels["topology.kubernetes.io/zone"]
+    return zones
+
+
+def test_gatekeeper_zone_split_pods_mutated_at_admission_land_in_one_zone(
+    plane: tuple[ControlPlane, Gatekeeper], tmp_path: Path
+) -> None:
+    cp, g = plane
+    gator = require_tool("gator")
+    snap = _with_example(cp, tmp_path)
+    config = write_config(tmp_path, nodes=[snap], workloads=[BEFORE])
+    objs = _render(config, tmp_path / "out")
+    pods = pods_of(docs(BEFORE))
+    _install(g, objs, pods[0])
+    by_gator = gator_expand(
+        gator, [o for o in objs if o["apiVersion"].startswith("mutations.")], pods, tmp_path
+    )
+    for pod in pods:
+        status, body, _ = create_pod_raw(cp, pod)
+        assert status == 201, body
+        want = as_stored(by_gator[pod["metadata"]["name"]])
+        assert project(body) == project(want), json.dumps([project(body), project(want)])
+    zones = _schedule(cp, pods)
+    (plan,) = analyze(load_config(config)).plans
+    assert set(zones.values()) == set(plan.zones) == {"zone-a"}
+
+
+_CHECK = (
+    (re.compile(r"must be pinned to "), "coordinator-pinned"),
+    (re.compile(r"must require pod affinity"), "worker-affinity"),
+    (re.compile(r": identity label "), "identity"),
+)
+
+
+def _checks(warnings: Sequence[str], constraint: str) -> Checks:
+    """(check, message) of each violation, from the `warn` constraint's warnings."""
+    out = []
+    for w in warnings:
+        prefix = f"[{constraint}] "
+        assert w.startswith(prefix), w
+        message = w.removeprefix(prefix)
+        span = re.search(r": node affinity spans (\S+) and (\S+), whose", message)
+        check = (
+            f"denied:{span[1]}:{span[2]}"
+            if span
+            else next(c for pattern, c in _CHECK if pattern.search(message))
+        )
+        out.append((check, message))
+    return tuple(sorted(out))
+
+
+SUITES = suites()
+
+
+@pytest.mark.parametrize("suite", SUITES, ids=[s.key for s in SUITES])
+def test_gatekeeper_admission_behaves_as_gator(
+    plane: tuple[ControlPlane, Gatekeeper], suite: Suite
+) -> None:
+    """tests/engines' cases created (dryRun=All) through the API server: the pods Gatekeeper
+    returns and the violations it reports (enforcementAction warn: a warning each) are
+    what gator is held to (expected(case, "gatekeeper"))."""
+    cp, g = plane
+    for ns in sorted({c.pod["metadata"]["namespace"] for c in suite.cases}):
+        cp.ensure_namespace(ns)
+    template, constraint, *mutators = _objects(gatekeeper_policies(suite.intent))
+    constraint["spec"]["enforcementAction"] = "warn"
+    name = constraint["metadata"]["name"]
+    only = [c for c in suite.cases if not c.admission]
+    admission = [c for c in suite.cases if c.admission]
+    wrong = []
+    _install(g, [template, constraint], suite.case("unpinned-coordinator").pod)
+    for case in only:
+        status, body, warnings = create_pod_raw(cp, case.pod)
+        assert status == 201, body
+        want = expected(case, "gatekeeper", suite.intent).checks
+        if _checks(warnings, name) != want:
+            wrong.append(f"{case.name}: expected {want}, got {_checks(warnings, name)}")
+    _install(g, mutators, admission[0].pod)
+    for case in admission:
+        status, body, warnings = create_pod_raw(cp, case.pod)
+        assert status == 201, body
+        want_ = expected(case, "gatekeeper", suite.intent)
+        if project(body) != project(as_stored(want_.pod)):
+            wrong.append(
+                f"{case.name}: mutated {project(body)}\n  want {project(as_stored(want_.pod))}"
+            )
+        if _checks(warnings, name) != want_.checks:
+            wrong.append(f"{case.name}: expected {want_.checks}, got {warnings}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_gatekeeper_deny_rejects_with_the_checks_message(
+    plane: tuple[ControlPlane, Gatekeeper],
+) -> None:
+    cp, g = plane
+    suite = SUITES[0]
+    intent = replace(suite.intent, validation_action="Enforce")
+    template, constraint, *_ = _objects(gatekeeper_policies(intent))
+    assert constraint["spec"]["enforcementAction"] == "deny"
+    bad = suite.case("unpinned-coordinator").pod
+    _install(g, [template, constraint], bad)
+    status, body, _ = create_pod_raw(cp, bad)
+    assert status == 403, body
+    message = body["message"]
+    assert message.startswith('admission webhook "validation.gatekeeper.sh" denied')
+    assert f"[{constraint['metadata']['name']}] pod unpinned-coordinator: " in message
+    assert "must be pinned to" in message
+
+
+def _fail_closed(g: Gatekeeper, tmp: Path) -> list[Mapping[str, Any]]:
+    """Gatekeeper's webhook configurations with the rendered fail-closed Component's
+    patches applied (the Component itself is built with the real kustomize in
+    tests/gitops)."""
+    config = write_config(
+        tmp,
+        nodes=[EXAMPLE / "cluster" / "nodes.yaml"],
+        policies=[EXAMPLE / "cilium"],
+        workloads=[BEFORE],
+        name="fail.yaml",
+    )
+    cfg = yaml.safe_load(config.read_text())
+    cfg |= {"engines": ["gatekeeper"], "gatekeeper": {"failurePolicy": "Fail"}}
+    config.write_text(yaml.safe_dump(cfg))
+    rendered = cli("render", "-c", config, "--out", tmp / "fail")
+    assert rendered.exit_code == 0, rendered.output
+    component = tmp / "fail" / "kustomize" / "components" / "gatekeeper-fail-closed"
+    patches = yaml.safe_load((component / "kustomization.yaml").read_text())["patches"]
+    out = copy.deepcopy(g.configs)
+    for p in patches:
+        change = yaml.safe_load(p["patch"])
+        (cfg_,) = [c for c in out if c["metadata"]["name"] == change["metadata"]["name"]]
+        for hook in change["webhooks"]:
+            (target,) = [w for w in cfg_["webhooks"] if w["name"] == hook["name"]]
+            target.update(hook)
+    return out
+
+
+def test_gatekeeper_down_fails_open_and_the_component_closes_it(
+    plane: tuple[ControlPlane, Gatekeeper], tmp_path: Path
+) -> None:
+    cp, g = plane
+    snap = _with_example(cp, tmp_path)
+    config = write_config(tmp_path, nodes=[snap], workloads=[BEFORE])
+    objs = _render(config, tmp_path / "out")
+    pods = pods_of(docs(BEFORE))
+    _install(g, objs, pods[0])
+    assert {
+        w["failurePolicy"] for c in g.configs for w in c["webhooks"] if "policy" not in w["name"]
+    } >= {"Ignore"}
+
+    g.kill()
+    # fail open: admitted as submitted, and the scheduler splits the group again
+    admitted: dict[str, Any] = {}
+    zones = _schedule(cp, pods, admitted)
+    assert {z for p, z in zones.items() if "coordinator" in p} == {"zone-b"}
+    assert {z for p, z in zones.items() if "workers" in p} == {"zone-a"}
+    for p in pods:
+        assert project(admitted[p["metadata"]["name"]]) == project(p)
+
+    g.register(_fail_closed(g, tmp_path))
+    again = copy.deepcopy(pods[0])
+    again["metadata"]["name"] = "trainer-coordinator-again"
+    wait_admitted("the fail-closed webhooks", lambda: create_pod_raw(cp, again)[0] != 201)
+    status, body, _ = create_pod_raw(cp, again)
+    assert status == 500 and body["reason"] == "InternalError", body
+    assert 'failed calling webhook "mutation.gatekeeper.sh"' in body["message"], body
