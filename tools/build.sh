@@ -50,6 +50,7 @@ gator | github.com/open-policy-agent/gatekeeper/v3 | github.com/open-policy-agen
 opa | github.com/open-policy-agent/opa | github.com/open-policy-agent/opa |
 cilium-oracle | github.com/cilium/cilium | topogen.local/tools/cilium-oracle | | cilium-oracle | src
 kyverno-webhooks | github.com/kyverno/kyverno | github.com/kyverno/kyverno/pkg/controllers/webhook |
+cyclonus | github.com/mattfenwick/cyclonus | topogen.local/tools/cyclonus | -X github.com/mattfenwick/cyclonus/pkg/cli.version=@VERSION@ | cyclonus | src
 '
 
 tmp=

@@ -7,7 +7,7 @@
 
 TOOLS_DIR   := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 TOOLS_BIN   ?= .tools/bin
-TOOLS_LIST  ?= kyverno promtool etcd kube-apiserver kube-scheduler gator opa cilium-oracle kyverno-webhooks
+TOOLS_LIST  ?= kyverno promtool etcd kube-apiserver kube-scheduler gator opa cilium-oracle kyverno-webhooks cyclonus
 TOOLS_BUILD := $(TOOLS_DIR)/build.sh
 
 TOOLS_TARGETS := $(addprefix $(TOOLS_BIN)/,$(TOOLS_LIST))
@@ -18,6 +18,7 @@ TOOLS_FROM_GATEKEEPER := $(filter $(TOOLS_BIN)/gator,$(TOOLS_TARGETS))
 TOOLS_GATOR := $(TOOLS_BIN)/gator
 TOOLS_OPA   := $(TOOLS_BIN)/opa
 TOOLS_CILIUM_ORACLE := $(TOOLS_BIN)/cilium-oracle
+TOOLS_CYCLONUS := $(TOOLS_BIN)/cyclonus
 
 .PHONY: tools tools-clean tools-smoke
 
@@ -40,6 +41,9 @@ $(filter $(TOOLS_CILIUM_ORACLE),$(TOOLS_TARGETS)): $(wildcard $(TOOLS_DIR)/ciliu
 
 # kyverno-webhooks is a test binary: its test file is part of the pin.
 $(TOOLS_BIN)/kyverno-webhooks: $(TOOLS_DIR)/kyverno-webhooks/webhooks_test.go
+
+# cyclonus is built from Go code of ours too (tools/cyclonus/main.go): rebuild on an edit.
+$(filter $(TOOLS_CYCLONUS),$(TOOLS_TARGETS)): $(wildcard $(TOOLS_DIR)/cyclonus/*.go)
 
 # Removes the links only; the cache outside the repo is kept.
 tools-clean:

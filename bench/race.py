@@ -1,0 +1,261 @@
+"""`topogen connectivity` against Cyclonus on the same generated NetworkPolicy clusters.
+
+    .venv/bin/python bench/race.py --workloads 100 [--seed 1]    # compare once, print
+
+Both engines read the files bench/netpolgen.py writes: topogen its YAML (`connectivity
+--policies --workloads --namespaces -o csv`), Cyclonus the same policy files and the
+probe file made from the same workloads (`cyclonus truth-table`, Cyclonus's engine on
+every pod pair and served port: tools/cyclonus/main.go). Answers are compared for every
+ordered pair topogen lists (a one-pod workload is not paired with itself) and every port
+the destination serves: topogen's allowed ports must hold exactly the served ports
+Cyclonus allows.
+
+A disagreement is explained only by a named rule, and only when the rule accounts for
+that very answer (RULES). `cyclonus-notin-absent-key`: Cyclonus's label selectors treat
+`NotIn` as false on an object without the key (pkg/kube/labelselector.go), where
+Kubernetes selects it (k8s.io/apimachinery labels.Requirement.Matches: "NotIn ... the
+key is not present" matches; the labels concept page: "... and all resources without a
+label with the environment key"). The rule re-runs topogen on a copy of the policies in
+which every NotIn requirement also requires its key to exist (Cyclonus's reading); an
+answer is excluded when that run gives Cyclonus's answer and the plain run does not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import netpolgen  # noqa: E402
+
+TOPOGEN = ROOT / ".venv" / "bin" / "topogen"
+CYCLONUS = ROOT / ".tools" / "bin" / "cyclonus"
+NOTIN_RULE = "cyclonus-notin-absent-key"
+RULES = {
+    NOTIN_RULE: "Cyclonus: a NotIn requirement never selects an object without the key "
+    "(Kubernetes: it does)",
+}
+Cell = tuple[str, int]  # (protocol, port)
+Pairs = dict[tuple[str, str], Any]
+
+
+def topogen_cmd(root: Path, policies: str = "policies") -> list[str]:
+    return [str(TOPOGEN), "connectivity", "--policies", str(root / policies),
+            "--workloads", str(root / "workloads"), "--namespaces",
+            str(root / "namespaces.yaml"), "-o", "csv"]  # fmt: skip
+
+
+def cyclonus_cmd(root: Path) -> list[str]:
+    return [str(CYCLONUS), "truth-table", "--policy-path", str(root / "policies"),
+            "--probe-path", str(root / "probe.json")]  # fmt: skip
+
+
+# --- reading the answers ----------------------------------------------------------------
+
+
+class Ports:
+    """topogen's allowed column: "all" or PROTO/N, PROTO/A-B, PROTO/* separated by spaces."""
+
+    def __init__(self, text: str) -> None:
+        self.all = text == "all"
+        self.ranges: dict[str, list[tuple[int, int]]] = {}
+        for item in [] if self.all else text.split():
+            proto, _, span = item.partition("/")
+            lo, _, hi = span.partition("-")
+            bounds = (1, 65535) if span == "*" else (int(lo), int(hi or lo))
+            self.ranges.setdefault(proto, []).append(bounds)
+
+    def __contains__(self, cell: Cell) -> bool:
+        proto, port = cell
+        return self.all or any(lo <= port <= hi for lo, hi in self.ranges.get(proto, ()))
+
+
+def read_topogen(path: Path) -> dict[tuple[str, str], Ports]:
+    with path.open(encoding="utf-8", newline="") as f:
+        rows = csv.reader(f)
+        if next(rows, None) != ["from", "to", "allowed"]:
+            raise ValueError(f"{path}: not `topogen connectivity -o csv` output")
+        return {(r[0], r[1]): Ports(r[2]) for r in rows}
+
+
+def read_cyclonus(path: Path) -> dict[tuple[str, str], set[Cell]]:
+    out: dict[tuple[str, str], set[Cell]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        src, dst, allowed = line.split("\t")
+        out[(src, dst)] = {(p, int(n)) for p, _, n in (c.partition("/") for c in allowed.split())}
+    return out
+
+
+def served_ports(root: Path) -> dict[str, list[Cell]]:
+    """Workload id -> the (protocol, port) its containers serve (from probe.json)."""
+    probe = json.loads((root / "probe.json").read_text(encoding="utf-8"))
+    return {
+        f"{p['Namespace']}/{p['Name']}": [(c["Protocol"], c["Port"]) for c in p["Containers"]]
+        for p in probe["Resources"]["Pods"]
+    }
+
+
+def multi_pod(root: Path) -> set[str]:
+    """Workloads topogen pairs with themselves: more than one replica, or a DaemonSet."""
+    out = set()
+    for path in sorted((root / "workloads").glob("*.yaml")):
+        for w in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            if w["kind"] == "DaemonSet" or w["spec"].get("replicas", 1) > 1:
+                out.add(f"{w['metadata']['namespace']}/{w['metadata']['name']}")
+    return out
+
+
+# --- the NotIn rule -------------------------------------------------------------------
+
+
+def _notin_as_cyclonus(selector: Any) -> None:
+    if not isinstance(selector, dict):
+        return
+    exprs = selector.get("matchExpressions") or []
+    for e in list(exprs):
+        if e.get("operator") == "NotIn":
+            exprs.append({"key": e["key"], "operator": "Exists"})
+
+
+def _selectors(policy: dict[str, Any]) -> Iterator[Any]:
+    spec = policy["spec"]
+    yield spec.get("podSelector")
+    for section, side in (("ingress", "from"), ("egress", "to")):
+        for rule in spec.get(section) or []:
+            for peer in rule.get(side) or []:
+                yield peer.get("podSelector")
+                yield peer.get("namespaceSelector")
+
+
+def write_notin_variant(root: Path) -> str | None:
+    """policies-notin/: the policies with Cyclonus's NotIn reading; None without NotIn."""
+    out = root / "policies-notin"
+    found = False
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    for path in sorted((root / "policies").glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for policy in doc["items"]:
+            for sel in _selectors(policy):
+                if isinstance(sel, dict) and any(
+                    e.get("operator") == "NotIn" for e in sel.get("matchExpressions") or []
+                ):
+                    found = True
+                    _notin_as_cyclonus(sel)
+        (out / path.name).write_text(yaml.safe_dump(doc, sort_keys=True), encoding="utf-8")
+    return out.name if found else None
+
+
+# --- comparing --------------------------------------------------------------------------
+
+
+@dataclass
+class Agreement:
+    workloads: int
+    pairs: int  # ordered pairs compared
+    cells: int  # (pair, served port) answers compared
+    allowed_cells: int  # of those, allowed by both
+    excluded: dict[str, int] = field(default_factory=dict)  # rule -> answers excluded
+    disagreements: list[str] = field(default_factory=list)  # "src -> dst proto/port: ..."
+
+    @property
+    def agreed(self) -> int:
+        return self.cells - sum(self.excluded.values()) - len(self.disagreements)
+
+
+def compare(
+    root: Path,
+    topogen: dict[tuple[str, str], Ports],
+    cyclonus: dict[tuple[str, str], set[Cell]],
+    notin: dict[tuple[str, str], Ports] | None = None,
+) -> Agreement:
+    served, multi = served_ports(root), multi_pod(root)
+    ids = sorted(served)
+    pairs = len(ids) ** 2 - sum(1 for w in ids if w not in multi)
+    cells = sum(len(served[d]) for d in ids) * len(ids) - sum(
+        len(served[w]) for w in ids if w not in multi
+    )
+    result = Agreement(len(ids), pairs, cells, 0)
+    none = Ports("")
+    for src, dst in sorted(topogen.keys() | cyclonus.keys()):
+        if src == dst and src not in multi:
+            if (src, dst) in topogen:
+                result.disagreements.append(f"{src} -> itself: topogen pairs a one-pod workload")
+            continue
+        t_ports, c_cells = topogen.get((src, dst), none), cyclonus.get((src, dst), set())
+        for cell in served[dst]:
+            t, c = cell in t_ports, cell in c_cells
+            if t and c:
+                result.allowed_cells += 1
+            if t == c:
+                continue
+            if notin is not None and (cell in notin.get((src, dst), none)) == c:
+                result.excluded[NOTIN_RULE] = result.excluded.get(NOTIN_RULE, 0) + 1
+                continue
+            result.disagreements.append(
+                f"{src} -> {dst} {cell[0]}/{cell[1]}: topogen "
+                f"{'allows' if t else 'denies'}, Cyclonus {'allows' if c else 'denies'}"
+            )
+    return result
+
+
+def run_both(
+    root: Path,
+    work: Path,
+    run: Callable[[list[str], Path], None] | None = None,
+) -> Agreement:
+    """Run both engines once on the cluster under `root` and compare their answers."""
+    run = run or _run
+    work.mkdir(parents=True, exist_ok=True)
+    run(topogen_cmd(root), work / "topogen.csv")
+    run(cyclonus_cmd(root), work / "cyclonus.tsv")
+    notin = None
+    variant = write_notin_variant(root)
+    if variant is not None:
+        run(topogen_cmd(root, variant), work / "topogen-notin.csv")
+        notin = read_topogen(work / "topogen-notin.csv")
+    return compare(
+        root, read_topogen(work / "topogen.csv"), read_cyclonus(work / "cyclonus.tsv"), notin
+    )
+
+
+def _run(cmd: list[str], stdout: Path) -> None:
+    with stdout.open("wb") as out:
+        p = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, check=False)
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.decode()[-2000:]}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workloads", type=int, default=netpolgen.SIZES["small"])
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", type=Path, default=Path("race-out"))
+    args = ap.parse_args(argv)
+    root = args.out / "cluster"
+    shutil.rmtree(root, ignore_errors=True)
+    netpolgen.write_cluster(netpolgen.RaceSpec(args.workloads, args.seed), root)
+    a = run_both(root, args.out)
+    print(f"{a.workloads} workloads, {a.pairs} pairs, {a.cells} answers: {a.agreed} agree "
+          f"({a.allowed_cells} allowed), excluded {a.excluded}, "
+          f"{len(a.disagreements)} disagree")  # fmt: skip
+    for d in a.disagreements[:50]:
+        print("  " + d)
+    return 1 if a.disagreements else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
