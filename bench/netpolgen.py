@@ -6,7 +6,7 @@ A cluster is namespaces with labels (team, env, ring; some without env), workloa
 five tiers per app (Deployments, StatefulSets, DaemonSets, one to three replicas) with
 labels and named container ports (TCP, UDP, SCTP; one port name may mean different
 numbers in different workloads), kube-dns in kube-system and Prometheus in monitoring,
-and NetworkPolicies in proportion to the workloads (about one per two): default deny
+and NetworkPolicies in proportion to the workloads (about seven per ten): default deny
 (ingress, or both directions), tier-to-tier allows on numbered, named and ranged ports,
 namespaceSelector and podSelector peers with matchLabels and matchExpressions (In,
 NotIn, Exists, DoesNotExist), ipBlock peers with except, DNS egress, port-only rules,
@@ -138,7 +138,9 @@ def _workload(rng: random.Random, ns: str, app: str, tier: str, team: str) -> Ob
         "template": {
             "metadata": {"labels": labels},
             "spec": {
-                "containers": [{"name": tier, "image": "registry.example/app:1", "ports": _ports(rng, tier)}]
+                "containers": [
+                    {"name": tier, "image": "registry.example/app:1", "ports": _ports(rng, tier)}
+                ]
             },
         },
     }
@@ -147,7 +149,12 @@ def _workload(rng: random.Random, ns: str, app: str, tier: str, team: str) -> Ob
     if kind == "StatefulSet":
         spec["serviceName"] = f"{app}-{tier}"
     api = "apps/v1"
-    return {"apiVersion": api, "kind": kind, "metadata": {"name": f"{app}-{tier}", "namespace": ns}, "spec": spec}
+    return {
+        "apiVersion": api,
+        "kind": kind,
+        "metadata": {"name": f"{app}-{tier}", "namespace": ns},
+        "spec": spec,
+    }
 
 
 def _infra() -> tuple[list[Obj], dict[str, list[Obj]]]:
@@ -252,7 +259,14 @@ def _app_policies(rng: random.Random, ns: str, app: str, tiers: list[str]) -> li
     if "api" in tiers and rng.random() < 0.8:
         peers = [{"podSelector": _sel(app=app, tier="web")}]
         if rng.random() < 0.3:
-            peers.append({"podSelector": {"matchExpressions": [_expr("track", "NotIn", "canary")], "matchLabels": {"app": app}}})
+            peers.append(
+                {
+                    "podSelector": {
+                        "matchExpressions": [_expr("track", "NotIn", "canary")],
+                        "matchLabels": {"app": app},
+                    }
+                }
+            )
         out.append(_np(ns, f"{app}-api-from-web", _sel(app=app, tier="api"), ["Ingress"],
                        ingress=[{"from": peers, "ports": [_port(rng, "http", 8000), _port(rng, "grpc", 9000)]}]))  # fmt: skip
     if "db" in tiers and rng.random() < 0.7:
@@ -277,20 +291,38 @@ def _app_policies(rng: random.Random, ns: str, app: str, tiers: list[str]) -> li
     return out
 
 
-def _namespace_policies(rng: random.Random, ns: str, labels: dict[str, str], teams: list[str]) -> list[Obj]:
+def _namespace_policies(
+    rng: random.Random, ns: str, labels: dict[str, str], teams: list[str]
+) -> list[Obj]:
     out: list[Obj] = []
     roll = rng.random()
     deny_egress = roll < 0.15
     if roll < 0.85:
-        out.append(_np(ns, "default-deny", {}, ["Ingress", "Egress"] if deny_egress else ["Ingress"]))
+        out.append(
+            _np(ns, "default-deny", {}, ["Ingress", "Egress"] if deny_egress else ["Ingress"])
+        )
     if deny_egress or rng.random() < 0.1:
-        dns = {"namespaceSelector": _sel(**{NS_NAME: "kube-system"}), "podSelector": _sel(**{"k8s-app": "kube-dns"})}
+        dns = {
+            "namespaceSelector": _sel(**{NS_NAME: "kube-system"}),
+            "podSelector": _sel(**{"k8s-app": "kube-dns"}),
+        }
         out.append(_np(ns, "allow-dns-and-local", {}, ["Egress"],
                        egress=[{"to": [dns], "ports": [{"port": 53, "protocol": "UDP"}, {"port": "dns-tcp", "protocol": "TCP"}]},
                                {"to": [{"podSelector": {}}]}]))  # fmt: skip
     if rng.random() < 0.6:
-        prom = {"namespaceSelector": _sel(purpose="monitoring"), "podSelector": _sel(app="prometheus")}
-        out.append(_np(ns, "allow-metrics", {}, ["Ingress"], ingress=[{"from": [prom], "ports": [{"port": "metrics"}]}]))
+        prom = {
+            "namespaceSelector": _sel(purpose="monitoring"),
+            "podSelector": _sel(app="prometheus"),
+        }
+        out.append(
+            _np(
+                ns,
+                "allow-metrics",
+                {},
+                ["Ingress"],
+                ingress=[{"from": [prom], "ports": [{"port": "metrics"}]}],
+            )
+        )
     if rng.random() < 0.3:
         picked = sorted(rng.sample(teams, 2))
         peer = {"namespaceSelector": {"matchExpressions": [_expr("team", "In", *picked)]},
@@ -306,10 +338,10 @@ def _namespace_policies(rng: random.Random, ns: str, labels: dict[str, str], tea
         out.append(_np(ns, "unversioned-same-ring", sel, ["Ingress"],
                        ingress=[{"from": [{"namespaceSelector": _sel(ring=labels.get("ring", "0"))}],
                                  "ports": [{"protocol": "UDP"}, {"protocol": "SCTP"}]}]))  # fmt: skip
-    if rng.random() < 0.05:  # written egress left out by policyTypes: it does not apply
+    if rng.random() < 0.1:  # written egress left out by policyTypes: it does not apply
         out.append(_np(ns, "ingress-only-written-egress", _sel(tier="worker"), ["Ingress"],
                        ingress=[{}], egress=[{"to": [{"podSelector": _sel(tier="db")}]}]))  # fmt: skip
-    if rng.random() < 0.05:  # and the reverse
+    if rng.random() < 0.1:  # and the reverse
         out.append(_np(ns, "egress-only-written-ingress", _sel(tier="cache"), ["Egress"],
                        egress=[{"ports": [{"port": 6379}]}], ingress=[{"from": [{"podSelector": {}}]}]))  # fmt: skip
     return out
@@ -354,7 +386,11 @@ def _dump_all(docs: list[Obj]) -> str:
 
 
 def cluster_files(cluster: Cluster) -> dict[str, str]:
-    files = {"namespaces.yaml": _dump_all([{"apiVersion": "v1", "kind": "List", "items": cluster.namespaces}])}
+    files = {
+        "namespaces.yaml": _dump_all(
+            [{"apiVersion": "v1", "kind": "List", "items": cluster.namespaces}]
+        )
+    }
     for ns, items in sorted(cluster.workloads.items()):
         files[f"workloads/{ns}.yaml"] = _dump_all(items)
     for ns, items in sorted(cluster.policies.items()):
@@ -372,7 +408,9 @@ def probe_model(root: Path) -> Obj:
     """
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     ns_list = yaml.load((root / "namespaces.yaml").read_text(encoding="utf-8"), Loader=loader)
-    namespaces = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in ns_list["items"]}
+    namespaces = {
+        n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in ns_list["items"]
+    }
     pods: list[Obj] = []
     served: set[tuple[int, str]] = set()
     hosts = POD_CIDR.hosts()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import math
 import os
 import platform
@@ -30,7 +29,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,23 +40,14 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import fleet as fleetgen  # noqa: E402
+import race  # noqa: E402
 import schedbench  # noqa: E402
+from measure import Measured, measure  # noqa: E402
 
 TOPOGEN = ROOT / ".venv" / "bin" / "topogen"
 PYTHON = ROOT / ".venv" / "bin" / "python"
 KYVERNO = ROOT / ".tools" / "bin" / "kyverno"
 FLEETS = HERE / ".fleets"
-
-# a process that runs one command and reports its own wall/CPU time and peak RSS
-_MEASURE = r"""
-import json, resource, subprocess, sys, time
-t = time.perf_counter()
-p = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1], "wb"), stderr=subprocess.PIPE)
-wall = time.perf_counter() - t
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"rc": p.returncode, "wall": wall, "cpu": r.ru_utime + r.ru_stime,
-                  "rss_kb": r.ru_maxrss, "stderr": p.stderr.decode(errors="replace")[-2000:]}))
-"""
 
 # only parse the files: the floor any YAML-reading tool pays, with three loaders
 _PARSE_HEAD = "import sys\ntexts = [open(f, encoding='utf-8').read() for f in sys.argv[1:]]\n"
@@ -91,36 +81,7 @@ class Case:
     sweep: str = ""  # nodes | policies | jobs (scaling rows)
 
 
-@dataclass
-class Measured:
-    wall: list[float] = field(default_factory=list)
-    cpu: list[float] = field(default_factory=list)
-    rss_kb: list[int] = field(default_factory=list)
-    digests: set[str] = field(default_factory=set)
-    rcs: set[int] = field(default_factory=set)
-
-    @property
-    def wall_med(self) -> float:
-        return statistics.median(self.wall)
-
-    @property
-    def cpu_med(self) -> float:
-        return statistics.median(self.cpu)
-
-    @property
-    def rss_mb(self) -> float:
-        return max(self.rss_kb) / 1024
-
-
-def _measure(cmd: Sequence[str | Path], stdout: Path) -> dict[str, Any]:
-    out = subprocess.run(
-        [str(PYTHON), "-c", _MEASURE, str(stdout), *map(str, cmd)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(out.stdout)
-    return result
+_measure = measure
 
 
 def tree_digest(root: Path) -> str:
@@ -501,7 +462,12 @@ def _sweep(results: list[dict[str, Any]], sweep: str, step: str, start: float) -
     return exponent([(getattr(r["case"].spec, dim), r[step].wall_med - start) for r in rows])
 
 
-def targets(results: list[dict[str, Any]], kyv: dict[str, Any] | None, start: float) -> list[str]:
+def targets(
+    results: list[dict[str, Any]],
+    kyv: dict[str, Any] | None,
+    start: float,
+    races: list[dict[str, Any]] | None = None,
+) -> list[str]:
     """The issue's targets, each with what was measured and whether it holds."""
     out = ["| target | measured | holds |", "|---|---|---|"]
 
@@ -547,6 +513,8 @@ def targets(results: list[dict[str, Any]], kyv: dict[str, Any] | None, start: fl
             f"({kyv['fleet']} fleet, {kyv['pods']} pods)", kyv["ratio"] <= 1.5)  # fmt: skip
     same = all(len(r["analyze"].digests) == 1 and len(r["render"].digests) == 1 for r in results)
     row("output byte-identical across runs, every size", "yes" if same else "differs", same)
+    for target, measured, holds in race.target_rows(races or []):
+        row(target, measured, holds)
     return out
 
 
@@ -557,6 +525,7 @@ def report(
     runs: int,
     env: list[str],
     seconds: float,
+    races: list[dict[str, Any]] | None = None,
 ) -> str:
     head = (
         "| fleet | nodes | zones | policies | jobs | input | input MB | analyze s "
@@ -605,7 +574,7 @@ def report(
         "",
         "## Targets",
         "",
-        *targets(results, kyv, start),
+        *targets(results, kyv, start, races),
         "",
         "## Fleets",
         "",
@@ -689,6 +658,9 @@ def report(
             "Run together, the CLI validates the pods as the mutating policies left them, "
             "as admission does: the generated set's validations pass.",
         ]
+    lines += ["", *(race.report_lines(races, runs) if races else
+                    ["## Race: `topogen connectivity` and Cyclonus", "",
+                     "Not run (`--skip-race`, or Cyclonus is not built)."])]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -726,6 +698,14 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument(
         "--fleet-only", action="store_true", help="only the fleet measure (its section replaced)"
     )
+    ap.add_argument(
+        "--race-workloads",
+        default="",
+        help="race sizes, e.g. 100,1000 (default 100,1000,5000; --quick: 100)",
+    )
+    ap.add_argument("--skip-race", action="store_true", help="no race with Cyclonus")
+    ap.add_argument("--fresh-peer", action="store_true",
+                    help="re-measure Cyclonus runs kept from an earlier make bench")  # fmt: skip
     args = ap.parse_args(list(argv) if argv is not None else None)
     if args.fleet_only:
         return _fleet(args.out, args.quick)
@@ -764,7 +744,12 @@ def main(argv: Iterable[str] | None = None) -> int:
             kwork.mkdir()
             kyv = run_kyverno(tree, config, args.kyverno_pods, kwork)
             kyv["fleet"] = "small" if args.quick else "large"
-    text = report(results, start, kyv, args.runs, env, time.perf_counter() - began)
+        races = None
+        if not args.skip_race and race.CYCLONUS.exists():
+            sizes = args.race_workloads or ("100" if args.quick else "100,1000,5000")
+            races = race.bench([int(n) for n in sizes.split(",")], 1, args.runs,
+                               work / "race", args.fresh_peer)  # fmt: skip
+    text = report(results, start, kyv, args.runs, env, time.perf_counter() - began, races)
     old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
     if schedbench.BEGIN in old:  # keep the last fleet section until it is measured again
         kept = old.split(schedbench.BEGIN, 1)[1].split(schedbench.END, 1)[0]

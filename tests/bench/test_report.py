@@ -16,6 +16,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 import fleet  # noqa: E402
+import netpolgen  # noqa: E402
+import race  # noqa: E402
 import run  # noqa: E402
 
 LARGE = fleet.SIZES["large"]
@@ -48,6 +50,19 @@ def _fleet(analyze: float, render: float, floor: float, **kw: Any) -> list[dict[
     return out
 
 
+def _races(topogen: float, cyclonus: float, wrong: int = 0) -> list[dict[str, Any]]:
+    """Race results at the three sizes: the same times at each, `wrong` disagreements."""
+    out = []
+    for n in (100, 1000, 5000):
+        a = race.Agreement(n, n * n, 2 * n * n, n, {race.NOTIN_RULE: 3})
+        a.disagreements = [f"x/a -> y/b TCP/80: topogen allows, Cyclonus denies {i}"
+                           for i in range(wrong)]  # fmt: skip
+        out.append({"spec": netpolgen.RaceSpec(n), "namespaces": 5, "policies": n // 2,
+                    "topogen": _measured(topogen), "cyclonus": _measured(cyclonus),
+                    "peer_cached": False, "agreement": a})  # fmt: skip
+    return out
+
+
 def _verdicts(lines: list[str]) -> dict[str, str]:
     rows = [ln.strip("|").split("|") for ln in lines[2:]]
     return {cells[0].strip(): cells[2].strip() for cells in rows}
@@ -62,16 +77,18 @@ def test_exponent_fits_a_power_law() -> None:
 
 def test_targets_hold_when_the_numbers_do() -> None:
     kyv = {"ratio": 1.4, "net_ratio": 1.45, "fleet": "large", "pods": 10_000}
-    got = _verdicts(run.targets(_fleet(2.0, 2.5, 1.5), kyv, start=0.0))
+    got = _verdicts(run.targets(_fleet(2.0, 2.5, 1.5), kyv, start=0.0, races=_races(0.5, 0.6)))
     assert set(got.values()) == {"yes"}, got
-    assert len(got) == 10
+    assert len(got) == 12
 
 
 def test_targets_fail_when_the_numbers_do() -> None:
     kyv = {"ratio": 1.6, "net_ratio": 1.7, "fleet": "large", "pods": 10_000}
     results = _fleet(3.2, 3.5, 1.0, rss_mb=450, digests=2)
     results[1]["analyze"] = _measured(0.1)  # nodes 1,250: far faster, so a steep fit
-    got = _verdicts(run.targets(results, kyv, start=0.0))
+    got = _verdicts(run.targets(results, kyv, start=0.0, races=_races(0.7, 0.6, wrong=2)))
+    assert got["race: `topogen connectivity` no slower than Cyclonus, every size"] == "**no**"
+    assert got["race: the same answers as Cyclonus, every pair and port"] == "**no**"
     assert got["large snapshot: `analyze` median under 3 s"] == "**no**"
     assert got["large snapshot: `render` median under 3 s"] == "**no**"
     assert got["large snapshot: peak memory under 400 MB"] == "**no**"
@@ -88,5 +105,14 @@ def test_a_quick_run_says_what_it_did_not_measure() -> None:
     got = _verdicts(run.targets([small], None, start=0.0))
     assert got["5,000 nodes / 2,000 policies / 1,000 jobs from snapshots"] == "n/a"
     assert got["Kyverno cost at most 1.5x the reference per pod"] == "n/a"
+    assert got["race: `topogen connectivity` no slower than Cyclonus, every size"] == "n/a"
     text = run.report([small], 0.05, None, 3, ["- machine"], 60.0)
     assert "## Targets" in text and "| small | 100 | 3 | 100 | 10 | snapshot |" in text
+    assert "Not run (`--skip-race`" in text
+
+
+def test_the_race_section_lists_sizes_times_and_disagreements() -> None:
+    text = "\n".join(race.report_lines(_races(0.5, 2.0, wrong=1), runs=3))
+    assert "| 5,000 | 5 | 2,500 | 25,000,000 | 50,000,000 | 5,000 | 3 | 1 | 0.50 |" in text
+    assert "| 4.0x | yes |" in text
+    assert "- 100 workloads: x/a -> y/b TCP/80: topogen allows, Cyclonus denies 0" in text

@@ -1,0 +1,167 @@
+"""`topogen connectivity` and the real Cyclonus agree, pair by pair and port by port.
+
+Small seeded clusters (bench/netpolgen.py, 100 workloads) through both engines
+(bench/race.py); every answer must agree except those the named rule explains. The
+comparison is shown to catch a wrong answer, the rule is shown on a case of its own,
+and `cyclonus truth-table` is held to upstream's own `analyze --mode probe` tables.
+The timed race at 100, 1,000 and 5,000 workloads is `make bench` only.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tooling import require_tool
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+import netpolgen  # noqa: E402
+import race  # noqa: E402
+
+pytestmark = pytest.mark.tools
+
+
+@pytest.fixture(scope="module")
+def cyclonus() -> Path:
+    return require_tool("cyclonus")
+
+
+def _cluster(tmp_path: Path, seed: int, workloads: int = 100) -> Path:
+    root = tmp_path / f"cluster-{seed}"
+    netpolgen.write_cluster(netpolgen.RaceSpec(workloads, seed), root)
+    return root
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_same_answers(cyclonus: Path, tmp_path: Path, seed: int) -> None:
+    root = _cluster(tmp_path, seed)
+    a = race.run_both(root, tmp_path / "out")
+    assert a.disagreements == []
+    assert a.workloads == 100
+    singles = 100 - len(race.multi_pod(root))
+    assert a.pairs == 100 * 100 - singles
+    assert a.cells > 2 * a.pairs * 0.9  # about two served ports per workload
+    assert 0 < a.allowed_cells < a.cells  # both answers occur
+    assert a.agreed + sum(a.excluded.values()) == a.cells
+    assert set(a.excluded) <= {race.NOTIN_RULE}
+
+
+def test_the_rule_is_needed_and_narrow(cyclonus: Path, tmp_path: Path) -> None:
+    """Without the rule seed 2 disagrees exactly on the answers the rule excludes."""
+    root = _cluster(tmp_path, 2)
+    out = tmp_path / "out"
+    with_rule = race.run_both(root, out)
+    excluded = with_rule.excluded[race.NOTIN_RULE]
+    assert excluded > 10
+    plain = race.compare(
+        root, race.read_topogen(out / "topogen.csv"), race.read_cyclonus(out / "cyclonus.tsv")
+    )
+    assert len(plain.disagreements) == excluded
+    assert all("topogen allows, Cyclonus denies" in d for d in plain.disagreements)
+
+
+def test_a_wrong_answer_is_caught(cyclonus: Path, tmp_path: Path) -> None:
+    root = _cluster(tmp_path, 1)
+    out = tmp_path / "out"
+    race.run_both(root, out)
+    topogen = race.read_topogen(out / "topogen.csv")
+    cyclonus_answers = race.read_cyclonus(out / "cyclonus.tsv")
+    (src, dst), cells = next(iter(sorted(cyclonus_answers.items())))
+    cyclonus_answers[(src, dst)] = cells - {min(cells)}
+    got = race.compare(root, topogen, cyclonus_answers)
+    proto, port = min(cells)
+    assert f"{src} -> {dst} {proto}/{port}: topogen allows, Cyclonus denies" in got.disagreements
+
+
+def _write(path: Path, doc: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+def test_notin_on_a_namespace_without_the_key(cyclonus: Path, tmp_path: Path) -> None:
+    """The rule's case alone: `env NotIn [dev]` and a namespace with no env label.
+    Kubernetes selects that namespace (topogen allows), Cyclonus does not."""
+    root = tmp_path / "c"
+    ns = [{"apiVersion": "v1", "kind": "Namespace",
+           "metadata": {"name": n, "labels": {"kubernetes.io/metadata.name": n, **extra}}}
+          for n, extra in (("a", {}), ("b", {"env": "prod"}), ("c", {"env": "dev"}))]  # fmt: skip
+    _write(root / "namespaces.yaml", {"apiVersion": "v1", "kind": "List", "items": ns})
+    for n in ("a", "b", "c"):
+        ports = [{"name": "http", "containerPort": 80, "protocol": "TCP"}]
+        _write(root / "workloads" / f"{n}.yaml", {
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": n},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "x", "ports": ports}]}}},
+        })  # fmt: skip
+    policy = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+              "metadata": {"name": "not-dev", "namespace": "b"},
+              "spec": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"from": [
+                  {"namespaceSelector": {"matchExpressions": [
+                      {"key": "env", "operator": "NotIn", "values": ["dev"]}]}}]}]}}  # fmt: skip
+    _write(root / "policies" / "b.yaml",
+           {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicyList", "items": [policy]})  # fmt: skip
+    (root / "probe.json").write_text(json.dumps(netpolgen.probe_model(root)), encoding="utf-8")
+    out = tmp_path / "out"
+    a = race.run_both(root, out)
+    assert a.disagreements == [] and a.excluded == {race.NOTIN_RULE: 1}
+    topogen = race.read_topogen(out / "topogen.csv")
+    assert ("TCP", 80) in topogen[("a/web", "b/web")]  # Kubernetes: a has no env: selected
+    assert ("a/web", "b/web") not in race.read_cyclonus(out / "cyclonus.tsv")
+    assert ("c/web", "b/web") not in topogen  # env=dev: not selected, by both
+    assert ("b/web", "b/web") not in topogen  # one pod: not a pair
+    plain = race.compare(root, topogen, race.read_cyclonus(out / "cyclonus.tsv"))
+    assert plain.disagreements == ["a/web -> b/web TCP/80: topogen allows, Cyclonus denies"]
+
+
+def _probe_tables(text: str) -> list[dict[tuple[str, str], str]]:
+    """Each `Combined:` table of `analyze --mode probe`: (from, to) -> cell."""
+    tables = []
+    for block in text.split("Combined:\n")[1:]:
+        rows = [ln for ln in block.split("\n\n")[0].splitlines() if ln.startswith("|")]
+        head = [c.strip().lower() for c in rows[0].strip("|").split("|")][1:]
+        table = {}
+        for row in rows[1:]:
+            cells = [c.strip() for c in row.strip("|").split("|")]
+            table.update({(cells[0], to): v for to, v in zip(head, cells[1:], strict=True)})
+        tables.append(table)
+    return tables
+
+
+def test_truth_table_is_what_analyze_probe_says(cyclonus: Path, tmp_path: Path) -> None:
+    """upstream's CLI probes one port at a time; on every pair and probed port a receiver
+    serves (and serves on no other protocol: the probe names a port by number only),
+    its Combined table says what truth-table says; elsewhere it says N (not served)."""
+    root = _cluster(tmp_path, 1, workloads=40)
+    cli = subprocess.run(
+        [str(cyclonus), "analyze", "--mode", "probe", "--policy-path", str(root / "policies"),
+         "--probe-path", str(root / "probe.json")],
+        capture_output=True, text=True, check=True, timeout=600,
+    )  # fmt: skip
+    probe = json.loads((root / "probe.json").read_text(encoding="utf-8"))
+    tables = _probe_tables(cli.stdout)
+    assert len(tables) == len(probe["Probes"]) + 1  # and an empty one: no pods from a cluster
+    served = race.served_ports(root)
+    out = tmp_path / "truth.tsv"
+    race.run_to(race.cyclonus_cmd(root), out)
+    truth = race.read_cyclonus(out)
+    checked = 0
+    for p, table in zip(probe["Probes"], tables, strict=False):
+        cell = (p["Protocol"], p["Port"])
+        assert len(table) == len(served) ** 2
+        for (src, dst), got in table.items():
+            numbers = [n for _, n in served[dst]]
+            if cell in served[dst] and numbers.count(p["Port"]) == 1:
+                assert got == ("." if cell in truth.get((src, dst), ()) else "X"), (src, dst, p)
+                checked += 1
+            elif p["Port"] not in numbers:
+                assert got == "N", (src, dst, p)
+    assert checked == sum(len(c) for c in served.values()) * len(served) - sum(
+        1 for d in served for proto, n in served[d] if [m for _, m in served[d]].count(n) > 1
+    ) * len(served)
