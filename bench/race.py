@@ -13,23 +13,22 @@ Cyclonus allows.
 A disagreement is explained only by a named rule, and only when the rule accounts for
 that very answer (RULES). `cyclonus-notin-absent-key`: Cyclonus's label selectors treat
 `NotIn` as false on an object without the key (pkg/kube/labelselector.go), where
-Kubernetes selects it (k8s.io/apimachinery labels.Requirement.Matches: "NotIn ... the
-key is not present" matches; the labels concept page: "... and all resources without a
-label with the environment key"). The rule re-runs topogen on a copy of the policies in
-which every NotIn requirement also requires its key to exist (Cyclonus's reading); an
-answer is excluded when that run gives Cyclonus's answer and the plain run does not.
+Kubernetes selects it (k8s.io/apimachinery labels.Requirement.Matches returns true for
+NotIn when the key is absent; the labels concept page: `tier notin (frontend, backend)`
+selects "all resources with no labels with the tier key" too). The rule re-runs topogen
+on a copy of the policies in which every NotIn requirement also requires its key to
+exist (Cyclonus's reading); an answer is excluded when that run gives Cyclonus's answer
+and the plain run does not.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +41,6 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import netpolgen  # noqa: E402
-from measure import Measured, measure  # noqa: E402
 
 TOPOGEN = ROOT / ".venv" / "bin" / "topogen"
 CYCLONUS = ROOT / ".tools" / "bin" / "cyclonus"
@@ -61,9 +59,16 @@ def topogen_cmd(root: Path, policies: str = "policies") -> list[str]:
             str(root / "namespaces.yaml"), "-o", "csv"]  # fmt: skip
 
 
-def cyclonus_cmd(root: Path) -> list[str]:
+def cyclonus_cmd(root: Path, every: int = 1, offset: int = 0) -> list[str]:
+    """Cyclonus on every sender, or on senders offset, offset + every, ... (sender order)."""
     return [str(CYCLONUS), "truth-table", "--policy-path", str(root / "policies"),
-            "--probe-path", str(root / "probe.json")]  # fmt: skip
+            "--probe-path", str(root / "probe.json"), "--every", str(every),
+            "--offset", str(offset)]  # fmt: skip
+
+
+def sample(ids: Sequence[str], every: int) -> set[str]:
+    """The senders `cyclonus_cmd(root, every)` asks about (ids in sender order)."""
+    return set(sorted(ids)[::every])
 
 
 # --- reading the answers ----------------------------------------------------------------
@@ -168,7 +173,7 @@ def write_notin_variant(root: Path) -> str | None:
 @dataclass
 class Agreement:
     workloads: int
-    pairs: int  # ordered pairs compared
+    pairs: int  # ordered pairs compared (from the sampled senders, when sampled)
     cells: int  # (pair, served port) answers compared
     allowed_cells: int  # of those, allowed by both
     excluded: dict[str, int] = field(default_factory=dict)  # rule -> answers excluded
@@ -184,16 +189,20 @@ def compare(
     topogen: dict[tuple[str, str], Ports],
     cyclonus: dict[tuple[str, str], set[Cell]],
     notin: dict[tuple[str, str], Ports] | None = None,
+    senders: set[str] | None = None,
 ) -> Agreement:
+    """Every answer of `senders` (default: all) to every receiver, port by port."""
     served, multi = served_ports(root), multi_pod(root)
     ids = sorted(served)
-    pairs = len(ids) ** 2 - sum(1 for w in ids if w not in multi)
-    cells = sum(len(served[d]) for d in ids) * len(ids) - sum(
-        len(served[w]) for w in ids if w not in multi
-    )
+    senders = set(ids) if senders is None else senders
+    singles = [w for w in senders if w not in multi]
+    pairs = len(senders) * len(ids) - len(singles)
+    cells = len(senders) * sum(len(served[d]) for d in ids) - sum(len(served[w]) for w in singles)
     result = Agreement(len(ids), pairs, cells, 0)
     none = Ports("")
     for src, dst in sorted(topogen.keys() | cyclonus.keys()):
+        if src not in senders:
+            continue
         if src == dst and src not in multi:
             if (src, dst) in topogen:
                 result.disagreements.append(f"{src} -> itself: topogen pairs a one-pod workload")
@@ -240,186 +249,6 @@ def run_to(cmd: list[str], stdout: Path) -> None:
         p = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, check=False)
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.decode()[-2000:]}")
-
-
-# --- make bench --------------------------------------------------------------------------
-
-FLEETS = HERE / ".fleets"
-PEER_CACHE_AFTER = 600.0  # s: a Cyclonus run longer than this is measured once (see below)
-
-
-def cluster_dir(spec: netpolgen.RaceSpec) -> Path:
-    """Generate the cluster once per generator version (bench/.fleets/<name>-<digest>)."""
-    out = FLEETS / f"{spec.name}-{netpolgen.generator_digest()}"
-    if not (out / "probe.json").exists():
-        FLEETS.mkdir(exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".gen-", dir=FLEETS))
-        netpolgen.write_cluster(spec, tmp)
-        shutil.rmtree(out, ignore_errors=True)
-        tmp.rename(out)
-    return out
-
-
-def _sizes(root: Path) -> dict[str, int]:
-    ns = yaml.safe_load((root / "namespaces.yaml").read_text(encoding="utf-8"))["items"]
-    policies = sum(
-        len(yaml.safe_load(p.read_text(encoding="utf-8"))["items"])
-        for p in (root / "policies").glob("*.yaml")
-    )
-    return {"namespaces": len(ns), "policies": policies}
-
-
-def _timed(cmd: list[str], out: Path, runs: int, what: str) -> Measured:
-    m = Measured()
-    for _ in range(runs):
-        r = measure(cmd, out)
-        if r["rc"] != 0:
-            raise SystemExit(f"race: {what} failed (exit {r['rc']}): {r['stderr']}")
-        m.add(r)
-        m.digests.add(hashlib.sha256(out.read_bytes()).hexdigest())
-    return m
-
-
-def inputs_digest(root: Path) -> str:
-    """What Cyclonus reads: the policy files and the probe file."""
-    h = hashlib.sha256()
-    for p in [*sorted((root / "policies").glob("*.yaml")), root / "probe.json"]:
-        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
-
-
-def _peer(root: Path, runs: int, work: Path, fresh: bool) -> tuple[Measured, Path, bool]:
-    """Cyclonus's runs: (measured, its answers, whether they come from an earlier run).
-
-    A run longer than PEER_CACHE_AFTER is kept in bench/.fleets, keyed by the Cyclonus
-    binary (version and source hash in its name) and the digest of the files it reads,
-    and reused unless `fresh`: the same binary on the same files on this machine,
-    measured once.
-    """
-    key = FLEETS / f"peer-{CYCLONUS.resolve().name}-{inputs_digest(root)}"
-    cached, answers = key.with_suffix(".json"), key.with_suffix(".tsv")
-    if cached.exists() and answers.exists() and not fresh:
-        data = json.loads(cached.read_text(encoding="utf-8"))
-        return Measured(data["wall"], data["cpu"], data["rss_kb"], set(data["digests"]),
-                        {0}), answers, True  # fmt: skip
-    out = work / "cyclonus.tsv"
-    m = _timed(cyclonus_cmd(root), out, 1, "cyclonus")
-    if m.wall[0] <= PEER_CACHE_AFTER:
-        for _ in range(runs - 1):
-            r = measure(cyclonus_cmd(root), out)
-            m.add(r)
-            m.digests.add(hashlib.sha256(out.read_bytes()).hexdigest())
-        return m, out, False
-    FLEETS.mkdir(exist_ok=True)
-    shutil.copy(out, answers)
-    record = {"wall": m.wall, "cpu": m.cpu, "rss_kb": m.rss_kb, "digests": sorted(m.digests)}
-    cached.write_text(json.dumps(record), encoding="utf-8")
-    return m, answers, False
-
-
-def bench(
-    workloads: Sequence[int], seed: int, runs: int, work: Path, fresh_peer: bool = False
-) -> list[dict[str, Any]]:
-    """Per size: the cluster's counts, both engines' runs, and the answers compared."""
-    results = []
-    for n in workloads:
-        spec = netpolgen.RaceSpec(n, seed)
-        root = cluster_dir(spec)
-        print(f"bench: race {n} workloads ...", file=sys.stderr, flush=True)
-        case = work / f"race-{n}"
-        case.mkdir(parents=True, exist_ok=True)
-        topo = _timed(topogen_cmd(root), case / "topogen.csv", runs, "topogen connectivity")
-        peer, answers, cached = _peer(root, runs, case, fresh_peer)
-        notin = None
-        variant = write_notin_variant(root)
-        if variant is not None:
-            run_to(topogen_cmd(root, variant), case / "topogen-notin.csv")
-            notin = read_topogen(case / "topogen-notin.csv")
-        agreement = compare(root, read_topogen(case / "topogen.csv"), read_cyclonus(answers), notin)
-        results.append({"spec": spec, **_sizes(root), "topogen": topo, "cyclonus": peer,
-                        "peer_cached": cached, "agreement": agreement})  # fmt: skip
-        print(f"bench:   topogen {topo.wall_med:.2f}s cyclonus {peer.wall_med:.2f}s, "
-              f"{len(agreement.disagreements)} disagreements", file=sys.stderr, flush=True)  # fmt: skip
-    return results
-
-
-def faster(r: dict[str, Any]) -> bool:
-    """topogen no slower than Cyclonus: median wall time, and median CPU time."""
-    t, c = r["topogen"], r["cyclonus"]
-    return bool(t.wall_med <= c.wall_med and t.cpu_med <= c.cpu_med)
-
-
-def target_rows(results: list[dict[str, Any]]) -> list[tuple[str, str, bool | None]]:
-    """(target, measured, holds) rows for the report's Targets table."""
-    if not results:
-        return [("race: `topogen connectivity` no slower than Cyclonus, every size",
-                 "not run", None),
-                ("race: the same answers as Cyclonus, every pair and port", "not run", None)]  # fmt: skip
-    sizes = ", ".join(
-        f"{r['spec'].workloads}: {r['cyclonus'].wall_med / r['topogen'].wall_med:.1f}x"
-        for r in results
-    )
-    wrong = sum(len(r["agreement"].disagreements) for r in results)
-    excluded = sum(sum(r["agreement"].excluded.values()) for r in results)
-    answers = sum(r["agreement"].cells for r in results)
-    return [
-        ("race: `topogen connectivity` no slower than Cyclonus, every size",
-         f"Cyclonus / topogen wall time, by workloads: {sizes}", all(faster(r) for r in results)),
-        ("race: the same answers as Cyclonus, every pair and port",
-         f"{answers:,} answers, {wrong} disagreements, {excluded:,} excluded by {NOTIN_RULE}",
-         wrong == 0),
-    ]  # fmt: skip
-
-
-def report_lines(results: list[dict[str, Any]], runs: int) -> list[str]:
-    lines = [
-        "## Race: `topogen connectivity` and Cyclonus",
-        "",
-        "Cyclonus v0.5.6 (github.com/mattfenwick/cyclonus, built by `make tools`) computes "
-        "the truth table of Kubernetes NetworkPolicies for every pod pair and port, as "
-        "`cyclonus analyze --mode probe` does (tools/cyclonus/main.go: `truth-table` asks "
-        "its engine one question per pair and served port, one at a time, as its simulated "
-        "probe runner does, without rendering N x N tables per port). Both read the same "
-        "files written by bench/netpolgen.py (seed "
-        f"{results[0]['spec'].seed if results else 1}): topogen the namespaces, workload "
-        "manifests and NetworkPolicyLists (`topogen connectivity --policies --workloads "
-        "--namespaces -o csv`), Cyclonus the same policy files and the probe file made from "
-        "the same manifests. Every ordered pair topogen lists (a one-pod workload is not "
-        "paired with itself) is compared on every port its receiver serves. Times are "
-        f"whole processes, the median of {runs} runs (Cyclonus: one run where a run takes "
-        f"over {PEER_CACHE_AFTER / 60:.0f} minutes, kept in bench/.fleets and reused by later "
-        "`make bench` runs with the same binary; marked *).",
-        "",
-        f"Excluded by rule `{NOTIN_RULE}`: {RULES[NOTIN_RULE]}. Cyclonus's label selector "
-        "(pkg/kube/labelselector.go) returns false for `NotIn` on an object without the "
-        "key; Kubernetes selects it (k8s.io/apimachinery labels.Requirement.Matches; the "
-        'labels concept page: `environment notin (frontend)` selects "all resources without '
-        'a label with the environment key" too). An answer is excluded only when topogen, '
-        "run on a copy of the policies where each NotIn also requires its key, gives "
-        "Cyclonus's answer.",
-        "",
-        "| workloads | namespaces | policies | ordered pairs | answers (pair, port) "
-        "| allowed | excluded by rule | disagreements | topogen s | topogen CPU s "
-        "| topogen MB | Cyclonus s | Cyclonus CPU s | Cyclonus MB | Cyclonus / topogen "
-        "| topogen no slower |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for r in results:
-        a, t, c = r["agreement"], r["topogen"], r["cyclonus"]
-        star = "*" if len(c.wall) == 1 and runs > 1 else ""
-        lines.append(
-            f"| {r['spec'].workloads:,} | {r['namespaces']} | {r['policies']:,} | {a.pairs:,} "
-            f"| {a.cells:,} | {a.allowed_cells:,} | {sum(a.excluded.values()):,} "
-            f"| {len(a.disagreements)} | {t.wall_med:.2f} | {t.cpu_med:.2f} | {t.rss_mb:.0f} "
-            f"| {c.wall_med:.2f}{star} | {c.cpu_med:.2f}{star} | {c.rss_mb:.0f} "
-            f"| {c.wall_med / t.wall_med:.1f}x | {'yes' if faster(r) else '**no**'} |"
-        )
-    for r in results:
-        for d in r["agreement"].disagreements[:20]:
-            lines.append(f"- {r['spec'].workloads} workloads: {d}")
-    same = all(len(r["topogen"].digests) == 1 for r in results)
-    lines += ["", f"topogen's output byte-identical across runs: {'yes' if same else '**no**'}."]
-    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,7 +40,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import fleet as fleetgen  # noqa: E402
-import race  # noqa: E402
+import racebench  # noqa: E402
 import schedbench  # noqa: E402
 from measure import Measured, measure  # noqa: E402
 
@@ -513,7 +513,7 @@ def targets(
             f"({kyv['fleet']} fleet, {kyv['pods']} pods)", kyv["ratio"] <= 1.5)  # fmt: skip
     same = all(len(r["analyze"].digests) == 1 and len(r["render"].digests) == 1 for r in results)
     row("output byte-identical across runs, every size", "yes" if same else "differs", same)
-    for target, measured, holds in race.target_rows(races or []):
+    for target, measured, holds in racebench.target_rows(races or []):
         row(target, measured, holds)
     return out
 
@@ -658,7 +658,7 @@ def report(
             "Run together, the CLI validates the pods as the mutating policies left them, "
             "as admission does: the generated set's validations pass.",
         ]
-    lines += ["", *(race.report_lines(races, runs) if races else
+    lines += ["", *(racebench.report_lines(races, runs) if races else
                     ["## Race: `topogen connectivity` and Cyclonus", "",
                      "Not run (`--skip-race`, or Cyclonus is not built)."])]  # fmt: skip
     return "\n".join(lines) + "\n"
@@ -704,6 +704,8 @@ def main(argv: Iterable[str] | None = None) -> int:
         help="race sizes, e.g. 100,1000 (default 100,1000,5000; --quick: 100)",
     )
     ap.add_argument("--skip-race", action="store_true", help="no race with Cyclonus")
+    ap.add_argument("--race-full", action="store_true",
+                    help="Cyclonus asked about every sender at every size (hours at 5,000)")  # fmt: skip
     ap.add_argument("--fresh-peer", action="store_true",
                     help="re-measure Cyclonus runs kept from an earlier make bench")  # fmt: skip
     args = ap.parse_args(list(argv) if argv is not None else None)
@@ -745,10 +747,12 @@ def main(argv: Iterable[str] | None = None) -> int:
             kyv = run_kyverno(tree, config, args.kyverno_pods, kwork)
             kyv["fleet"] = "small" if args.quick else "large"
         races = None
-        if not args.skip_race and race.CYCLONUS.exists():
+        if not args.skip_race and racebench.race.CYCLONUS.exists():
             sizes = args.race_workloads or ("100" if args.quick else "100,1000,5000")
-            races = race.bench([int(n) for n in sizes.split(",")], 1, args.runs,
-                               work / "race", args.fresh_peer)  # fmt: skip
+            races = racebench.bench(
+                [int(n) for n in sizes.split(",")], 1, args.runs, work / "race",
+                full=args.race_full, fresh_peer=args.fresh_peer,
+            )  # fmt: skip
     text = report(results, start, kyv, args.runs, env, time.perf_counter() - began, races)
     old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
     if schedbench.BEGIN in old:  # keep the last fleet section until it is measured again

@@ -165,3 +165,22 @@ def test_truth_table_is_what_analyze_probe_says(cyclonus: Path, tmp_path: Path) 
     assert checked == sum(len(c) for c in served.values()) * len(served) - sum(
         1 for d in served for proto, n in served[d] if [m for _, m in served[d]].count(n) > 1
     ) * len(served)
+
+
+def test_a_sample_of_senders_is_the_full_run_cut(cyclonus: Path, tmp_path: Path) -> None:
+    """`truth-table --every K` (what make bench runs above 1,000 workloads) answers for
+    exactly the senders race.sample names, as the full run does; a run with no sender
+    answers nothing."""
+    root = _cluster(tmp_path, 1)
+    race.run_to(race.cyclonus_cmd(root), tmp_path / "full.tsv")
+    race.run_to(race.cyclonus_cmd(root, 7), tmp_path / "sample.tsv")
+    race.run_to(race.cyclonus_cmd(root, 1, 100), tmp_path / "none.tsv")
+    full, cut = (
+        race.read_cyclonus(tmp_path / "full.tsv"),
+        race.read_cyclonus(tmp_path / "sample.tsv"),
+    )
+    senders = race.sample(race.served_ports(root), 7)
+    assert len(senders) == 15
+    assert cut == {k: v for k, v in full.items() if k[0] in senders}
+    assert {src for src, _ in cut} <= senders and len({src for src, _ in cut}) > 5
+    assert (tmp_path / "none.tsv").read_text(encoding="utf-8") == ""

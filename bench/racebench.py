@@ -1,0 +1,264 @@
+"""The race in `make bench`: both engines timed on the same clusters, answers compared.
+
+For each size (workloads): the cluster bench/netpolgen.py writes (cached in
+bench/.fleets), `topogen connectivity` timed over --runs whole-process runs, Cyclonus
+(`cyclonus truth-table`) likewise, and the answers compared by bench/race.py.
+
+Cyclonus asks its engine about every (sender, receiver, port) against every policy
+target, so its time grows with workloads squared times policies: about a minute of
+CPU at 1,000 workloads, about four hours at 5,000. Above FULL_UP_TO workloads it is
+therefore asked about a sample of senders (every k-th in sender order, SAMPLE senders;
+every receiver and port): that run's time is a lower bound of the full run's, which is
+what the target is judged on; the full run's time is also projected from it (the
+per-sender part scaled up, the fixed part, a run asking about no sender, added once).
+The answers compared are the sampled senders'. `--race-full` asks about every sender.
+A Cyclonus run longer than CACHE_AFTER is kept in bench/.fleets, keyed by the binary and
+the files it reads, and reused by later runs unless `--fresh-peer`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import netpolgen  # noqa: E402
+import race  # noqa: E402
+from measure import Measured, measure  # noqa: E402
+
+__all__ = ["bench", "faster", "report_lines", "target_rows"]
+
+FLEETS = HERE / ".fleets"
+FULL_UP_TO = 1000  # workloads: Cyclonus asks about every sender up to this size
+SAMPLE = 200  # senders Cyclonus asks about above it
+CACHE_AFTER = 600.0  # s: a Cyclonus run longer than this is measured once
+
+
+def cluster_dir(spec: netpolgen.RaceSpec) -> Path:
+    """Generate the cluster once per generator version (bench/.fleets/<name>-<digest>)."""
+    out = FLEETS / f"{spec.name}-{netpolgen.generator_digest()}"
+    if not (out / "probe.json").exists():
+        FLEETS.mkdir(exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".gen-", dir=FLEETS))
+        netpolgen.write_cluster(spec, tmp)
+        shutil.rmtree(out, ignore_errors=True)
+        tmp.rename(out)
+    return out
+
+
+def _sizes(root: Path) -> dict[str, int]:
+    ns = yaml.safe_load((root / "namespaces.yaml").read_text(encoding="utf-8"))["items"]
+    policies = sum(
+        len(yaml.safe_load(p.read_text(encoding="utf-8"))["items"])
+        for p in (root / "policies").glob("*.yaml")
+    )
+    return {"namespaces": len(ns), "policies": policies}
+
+
+def _timed(cmd: list[str], out: Path, runs: int, what: str) -> Measured:
+    m = Measured()
+    for _ in range(runs):
+        r = measure(cmd, out)
+        if r["rc"] != 0:
+            raise SystemExit(f"race: {what} failed (exit {r['rc']}): {r['stderr']}")
+        m.add(r)
+        m.digests.add(hashlib.sha256(out.read_bytes()).hexdigest())
+    return m
+
+
+def inputs_digest(root: Path) -> str:
+    """What Cyclonus reads: the policy files and the probe file."""
+    h = hashlib.sha256()
+    for p in [*sorted((root / "policies").glob("*.yaml")), root / "probe.json"]:
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _peer(
+    root: Path, cmd: list[str], runs: int, out: Path, fresh: bool
+) -> tuple[Measured, Path, bool]:
+    """Cyclonus's runs of `cmd`: (measured, its answers, whether from an earlier run)."""
+    tag = hashlib.sha256(" ".join(cmd[2:]).encode()).hexdigest()[:8]
+    key = FLEETS / f"peer-{race.CYCLONUS.resolve().name}-{inputs_digest(root)}-{tag}"
+    cached, answers = key.with_suffix(".json"), key.with_suffix(".tsv")
+    if cached.exists() and answers.exists() and not fresh:
+        data = json.loads(cached.read_text(encoding="utf-8"))
+        m = Measured(data["wall"], data["cpu"], data["rss_kb"], set(data["digests"]), {0})
+        return m, answers, True
+    m = _timed(cmd, out, 1, "cyclonus")
+    if m.wall[0] <= CACHE_AFTER:
+        more = _timed(cmd, out, runs - 1, "cyclonus")
+        m.wall += more.wall
+        m.cpu += more.cpu
+        m.rss_kb += more.rss_kb
+        m.digests |= more.digests
+        return m, out, False
+    FLEETS.mkdir(exist_ok=True)
+    shutil.copy(out, answers)
+    record = {"wall": m.wall, "cpu": m.cpu, "rss_kb": m.rss_kb, "digests": sorted(m.digests)}
+    cached.write_text(json.dumps(record), encoding="utf-8")
+    return m, answers, False
+
+
+def _one(spec: netpolgen.RaceSpec, runs: int, case: Path, full: bool, fresh: bool) -> dict:
+    root = cluster_dir(spec)
+    topo = _timed(race.topogen_cmd(root), case / "topogen.csv", runs, "topogen connectivity")
+    every = 1 if full or spec.workloads <= FULL_UP_TO else max(1, spec.workloads // SAMPLE)
+    cmd = race.cyclonus_cmd(root, every)
+    peer, answers, cached = _peer(root, cmd, runs, case / "cyclonus.tsv", fresh)
+    fixed = None
+    if every > 1:  # the same process asking about no sender: reading and building only
+        no_sender = race.cyclonus_cmd(root, 1, spec.workloads)
+        fixed = _timed(no_sender, case / "cyclonus-none.tsv", min(runs, 3), "cyclonus")
+    notin = None
+    variant = race.write_notin_variant(root)
+    if variant is not None:
+        race.run_to(race.topogen_cmd(root, variant), case / "topogen-notin.csv")
+        notin = race.read_topogen(case / "topogen-notin.csv")
+    senders = race.sample(race.served_ports(root), every) if every > 1 else None
+    topogen = race.read_topogen(case / "topogen.csv")
+    agreement = race.compare(root, topogen, race.read_cyclonus(answers), notin, senders)
+    return {"spec": spec, **_sizes(root), "topogen": topo, "cyclonus": peer, "every": every,
+            "fixed": fixed, "peer_cached": cached, "agreement": agreement}  # fmt: skip
+
+
+def bench(
+    workloads: Sequence[int],
+    seed: int,
+    runs: int,
+    work: Path,
+    full: bool = False,
+    fresh_peer: bool = False,
+) -> list[dict[str, Any]]:
+    """Per size: the cluster's counts, both engines' runs, and the answers compared."""
+    results = []
+    for n in workloads:
+        print(f"bench: race {n} workloads ...", file=sys.stderr, flush=True)
+        case = work / f"race-{n}"
+        case.mkdir(parents=True, exist_ok=True)
+        r = _one(netpolgen.RaceSpec(n, seed), runs, case, full, fresh_peer)
+        results.append(r)
+        print(f"bench:   topogen {r['topogen'].wall_med:.2f}s cyclonus "
+              f"{r['cyclonus'].wall_med:.2f}s (1/{r['every']} of the senders), "
+              f"{len(r['agreement'].disagreements)} disagreements", file=sys.stderr, flush=True)  # fmt: skip
+    return results
+
+
+def projected_cpu(r: dict[str, Any]) -> float:
+    """Cyclonus's CPU time for every sender: measured, or projected from the sample."""
+    c, fixed = r["cyclonus"].cpu_med, r["fixed"]
+    if fixed is None:
+        return float(c)
+    senders = -(-r["agreement"].workloads // r["every"])
+    return float(fixed.cpu_med + (c - fixed.cpu_med) * r["agreement"].workloads / senders)
+
+
+def faster(r: dict[str, Any]) -> bool:
+    """topogen no slower than Cyclonus (or than the sample, a lower bound of the full
+    run): median wall time and median CPU time."""
+    t, c = r["topogen"], r["cyclonus"]
+    return bool(t.wall_med <= c.wall_med and t.cpu_med <= c.cpu_med)
+
+
+def target_rows(results: list[dict[str, Any]]) -> list[tuple[str, str, bool | None]]:
+    """(target, measured, holds) rows for the report's Targets table."""
+    speed = "race: `topogen connectivity` no slower than Cyclonus, every size"
+    same = "race: the same answers as Cyclonus, every pair and port compared"
+    if not results:
+        return [(speed, "not run", None), (same, "not run", None)]
+    ratios = ", ".join(
+        f"{r['spec'].workloads:,}: {r['cyclonus'].wall_med / r['topogen'].wall_med:.1f}x"
+        + (" (at least: a sample)" if r["every"] > 1 else "")
+        for r in results
+    )
+    wrong = sum(len(r["agreement"].disagreements) for r in results)
+    excluded = sum(sum(r["agreement"].excluded.values()) for r in results)
+    answers = sum(r["agreement"].cells for r in results)
+    return [
+        (speed, f"Cyclonus / topogen wall time, by workloads: {ratios}",
+         all(faster(r) for r in results)),
+        (same, f"{answers:,} answers, {wrong} disagreements, {excluded:,} excluded by "
+         f"{race.NOTIN_RULE}", wrong == 0),
+    ]  # fmt: skip
+
+
+_INTRO = (
+    "Cyclonus v0.5.6 (github.com/mattfenwick/cyclonus, built by `make tools`) computes the "
+    "truth table of Kubernetes NetworkPolicies for pod pairs and ports, as `cyclonus analyze "
+    "--mode probe` does: tools/cyclonus/main.go's `truth-table` asks its engine one question "
+    "per pair and served port, one at a time, as its simulated probe runner does, without "
+    "rendering N x N tables per port. Both read the same files written by bench/netpolgen.py "
+    "(seed {seed}): topogen the namespaces, workload manifests and NetworkPolicyLists "
+    "(`topogen connectivity --policies --workloads --namespaces -o csv`), Cyclonus the same "
+    "policy files and the probe file made from the same manifests. Every ordered pair "
+    "topogen lists (a one-pod workload is not paired with itself) is compared on every port "
+    "its receiver serves. Times are whole processes, the median of {runs} runs; a Cyclonus "
+    "run over {cache:.0f} minutes is measured once and kept in bench/.fleets for later runs "
+    "(marked *). Above {full:,} workloads Cyclonus is asked about every k-th sender only "
+    "(all receivers and ports; bench/racebench.py): its time there is a lower bound of the "
+    "full run's, and the answers compared are those senders'."
+)
+
+
+def _row(r: dict[str, Any], runs: int) -> str:
+    a, t, c = r["agreement"], r["topogen"], r["cyclonus"]
+    star = "*" if r["peer_cached"] or (len(c.wall) == 1 and runs > 1) else ""
+    at_least = "&ge; " if r["every"] > 1 else ""
+    return (
+        f"| {r['spec'].workloads:,} | {r['namespaces']} | {r['policies']:,} | {a.pairs:,} "
+        f"| {a.cells:,} | {a.allowed_cells:,} | {sum(a.excluded.values()):,} "
+        f"| {len(a.disagreements)} | {t.wall_med:.2f} | {t.cpu_med:.2f} | {t.rss_mb:.0f} "
+        f"| {at_least}{c.wall_med:.2f}{star} | {at_least}{c.cpu_med:.2f}{star} "
+        f"| {projected_cpu(r):,.0f} | {c.rss_mb:.0f} "
+        f"| {at_least}{c.wall_med / t.wall_med:.1f}x | {'yes' if faster(r) else '**no**'} |"
+    )
+
+
+def report_lines(results: list[dict[str, Any]], runs: int) -> list[str]:
+    seed = results[0]["spec"].seed if results else 1
+    intro = _INTRO.format(seed=seed, runs=runs, cache=CACHE_AFTER / 60, full=FULL_UP_TO)
+    lines = [
+        "## Race: `topogen connectivity` and Cyclonus",
+        "",
+        intro,
+        "",
+        f"Excluded by rule `{race.NOTIN_RULE}`: {race.RULES[race.NOTIN_RULE]}. Cyclonus's "
+        "label selector (pkg/kube/labelselector.go) returns false for `NotIn` on an object "
+        "without the key; Kubernetes selects it (k8s.io/apimachinery "
+        "labels.Requirement.Matches; the labels concept page: `tier notin (frontend, "
+        'backend)` selects "all resources with no labels with the tier key" too). An answer '
+        "is excluded only when topogen, run on a copy of the policies where each NotIn also "
+        "requires its key, gives Cyclonus's answer.",
+        "",
+        "| workloads | namespaces | policies | ordered pairs compared | answers (pair, port) "
+        "| allowed | excluded by rule | disagreements | topogen s | topogen CPU s "
+        "| topogen MB | Cyclonus s | Cyclonus CPU s | Cyclonus CPU s, every sender "
+        "| Cyclonus MB | Cyclonus / topogen | topogen no slower |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        *(_row(r, runs) for r in results),
+    ]
+    for r in results:
+        if r["every"] > 1:
+            n, senders = r["agreement"].workloads, -(-r["agreement"].workloads // r["every"])
+            lines.append(
+                f"- {n:,} workloads: Cyclonus asked about {senders} of {n:,} senders (every "
+                f"{r['every']}th), all receivers and ports; reading the files and building "
+                f"its policies alone (a run asking about no sender) takes "
+                f"{r['fixed'].cpu_med:.2f} s of CPU, so every sender would take about "
+                f"{projected_cpu(r):,.0f} s of CPU (projected, not measured)."
+            )
+        for d in r["agreement"].disagreements[:20]:
+            lines.append(f"- {r['spec'].workloads:,} workloads: {d}")
+    same = all(len(r["topogen"].digests) == 1 for r in results)
+    lines += ["", f"topogen's output byte-identical across runs: {'yes' if same else '**no**'}."]
+    return lines
