@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,12 +39,13 @@ import netpolgen  # noqa: E402
 import race  # noqa: E402
 from measure import Measured, measure  # noqa: E402
 
-__all__ = ["bench", "faster", "report_lines", "target_rows"]
+__all__ = ["BEGIN", "END", "bench", "faster", "report_lines", "run", "splice", "target_rows"]
 
 FLEETS = HERE / ".fleets"
 FULL_UP_TO = 1000  # workloads: Cyclonus asks about every sender up to this size
 SAMPLE = 200  # senders Cyclonus asks about above it
 CACHE_AFTER = 600.0  # s: a Cyclonus run longer than this is measured once
+BEGIN, END = "<!-- race: begin -->", "<!-- race: end -->"
 
 
 def cluster_dir(spec: netpolgen.RaceSpec) -> Path:
@@ -84,13 +88,19 @@ def inputs_digest(root: Path) -> str:
     return h.hexdigest()[:16]
 
 
+def peer_cache(root: Path, cmd: Sequence[str]) -> tuple[Path, Path]:
+    """Where a long Cyclonus run is kept: (its times, its answers), named by the binary,
+    the files it reads and its arguments."""
+    tag = hashlib.sha256(" ".join(cmd[2:]).encode()).hexdigest()[:8]
+    key = f"peer-{race.CYCLONUS.resolve().name}-{inputs_digest(root)}-{tag}"
+    return FLEETS / f"{key}.json", FLEETS / f"{key}.tsv"
+
+
 def _peer(
     root: Path, cmd: list[str], runs: int, out: Path, fresh: bool
 ) -> tuple[Measured, Path, bool]:
     """Cyclonus's runs of `cmd`: (measured, its answers, whether from an earlier run)."""
-    tag = hashlib.sha256(" ".join(cmd[2:]).encode()).hexdigest()[:8]
-    key = FLEETS / f"peer-{race.CYCLONUS.resolve().name}-{inputs_digest(root)}-{tag}"
-    cached, answers = key.with_suffix(".json"), key.with_suffix(".tsv")
+    cached, answers = peer_cache(root, cmd)
     if cached.exists() and answers.exists() and not fresh:
         data = json.loads(cached.read_text(encoding="utf-8"))
         m = Measured(data["wall"], data["cpu"], data["rss_kb"], set(data["digests"]), {0})
@@ -230,13 +240,36 @@ def _row(r: dict[str, Any], runs: int) -> str:
     )
 
 
-def report_lines(results: list[dict[str, Any]], runs: int) -> list[str]:
+def targets(results: list[dict[str, Any]]) -> list[str]:
+    """The race's Targets table (Markdown lines)."""
+    marks = {True: "yes", False: "**no**", None: "n/a"}
+    return ["| target | measured | holds |", "|---|---|---|",
+            *(f"| {t} | {m} | {marks[h]} |" for t, m, h in target_rows(results))]  # fmt: skip
+
+
+def _startup_line(topogen: Measured, cyclonus: Measured) -> str:
+    return (
+        "Start-up alone (the same measure on commands that read no input): "
+        f"`topogen connectivity --help` (interpreter and imports) {topogen.wall_med:.2f} s, "
+        f"{topogen.cpu_med:.2f} s of CPU; `cyclonus version` {cyclonus.wall_med:.2f} s, "
+        f"{cyclonus.cpu_med:.2f} s of CPU."
+    )
+
+
+def report_lines(
+    results: list[dict[str, Any]],
+    runs: int,
+    startup: tuple[Measured, Measured] | None = None,
+) -> list[str]:
+    """The race section's lines; `startup`: both engines on a command that reads nothing."""
     seed = results[0]["spec"].seed if results else 1
     intro = _INTRO.format(seed=seed, runs=runs, cache=CACHE_AFTER / 60, full=FULL_UP_TO)
     lines = [
         "## Race: `topogen connectivity` and Cyclonus",
         "",
         intro,
+        "",
+        *targets(results),
         "",
         f"Excluded by rule `{race.NOTIN_RULE}`: {race.RULES[race.NOTIN_RULE]}. Cyclonus's "
         "label selector (pkg/kube/labelselector.go) returns false for `NotIn` on an object "
@@ -267,6 +300,41 @@ def report_lines(results: list[dict[str, Any]], runs: int) -> list[str]:
             )
         for d in r["agreement"].disagreements[:20]:
             lines.append(f"- {r['spec'].workloads:,} workloads: {d}")
+    if startup is not None:
+        lines += ["", _startup_line(*startup)]
     same = all(len(r["topogen"].digests) == 1 for r in results)
     lines += ["", f"topogen's output byte-identical across runs: {'yes' if same else '**no**'}."]
     return lines
+
+
+def splice(text: str, section: str) -> str:
+    """RESULTS.md with the race section replaced (or appended)."""
+    block = f"{BEGIN}\n{section}{END}\n"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        return head + block + rest.split(END, 1)[1].lstrip("\n")
+    return text.rstrip("\n") + "\n\n" + block if text.strip() else block
+
+
+def run(
+    workloads: Sequence[int], runs: int, work: Path, full: bool = False, fresh_peer: bool = False
+) -> str:
+    """The race measured: its RESULTS.md section (Markdown, ending in a newline)."""
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    began = time.monotonic()
+    results = bench(workloads, 1, runs, work, full=full, fresh_peer=fresh_peer)
+    help_cmd = [str(race.TOPOGEN), "connectivity", "--help"]
+    startup = (_timed(help_cmd, work / "help.txt", runs, "topogen connectivity --help"),
+               _timed([str(race.CYCLONUS), "version"], work / "version.txt", runs, "cyclonus"))  # fmt: skip
+    out = (work / "version.txt").read_text(encoding="utf-8")
+    version = re.search(r'"Version": "([^"]*)"', out)
+    lines = [
+        *report_lines(results, runs, startup),
+        "",
+        f"Measured in {(time.monotonic() - began) / 60:.1f} minutes (`cyclonus version`: "
+        f"{version.group(1) if version else '?'}, "
+        f"load average at start {load}; `bench/run.py --race-only` re-measures this section "
+        "alone).",
+        "",
+    ]
+    return "\n".join(lines)

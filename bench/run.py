@@ -462,12 +462,7 @@ def _sweep(results: list[dict[str, Any]], sweep: str, step: str, start: float) -
     return exponent([(getattr(r["case"].spec, dim), r[step].wall_med - start) for r in rows])
 
 
-def targets(
-    results: list[dict[str, Any]],
-    kyv: dict[str, Any] | None,
-    start: float,
-    races: list[dict[str, Any]] | None = None,
-) -> list[str]:
+def targets(results: list[dict[str, Any]], kyv: dict[str, Any] | None, start: float) -> list[str]:
     """The issue's targets, each with what was measured and whether it holds."""
     out = ["| target | measured | holds |", "|---|---|---|"]
 
@@ -513,8 +508,6 @@ def targets(
             f"({kyv['fleet']} fleet, {kyv['pods']} pods)", kyv["ratio"] <= 1.5)  # fmt: skip
     same = all(len(r["analyze"].digests) == 1 and len(r["render"].digests) == 1 for r in results)
     row("output byte-identical across runs, every size", "yes" if same else "differs", same)
-    for target, measured, holds in racebench.target_rows(races or []):
-        row(target, measured, holds)
     return out
 
 
@@ -525,7 +518,6 @@ def report(
     runs: int,
     env: list[str],
     seconds: float,
-    races: list[dict[str, Any]] | None = None,
 ) -> str:
     head = (
         "| fleet | nodes | zones | policies | jobs | input | input MB | analyze s "
@@ -574,7 +566,7 @@ def report(
         "",
         "## Targets",
         "",
-        *targets(results, kyv, start, races),
+        *targets(results, kyv, start),
         "",
         "## Fleets",
         "",
@@ -658,9 +650,6 @@ def report(
             "Run together, the CLI validates the pods as the mutating policies left them, "
             "as admission does: the generated set's validations pass.",
         ]
-    lines += ["", *(racebench.report_lines(races, runs) if races else
-                    ["## Race: `topogen connectivity` and Cyclonus", "",
-                     "Not run (`--skip-race`, or Cyclonus is not built)."])]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -704,6 +693,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         help="race sizes, e.g. 100,1000 (default 100,1000,5000; --quick: 100)",
     )
     ap.add_argument("--skip-race", action="store_true", help="no race with Cyclonus")
+    ap.add_argument("--race-only", action="store_true", help="only the race (its section replaced)")
     ap.add_argument("--race-full", action="store_true",
                     help="Cyclonus asked about every sender at every size (hours at 5,000)")  # fmt: skip
     ap.add_argument("--fresh-peer", action="store_true",
@@ -711,6 +701,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     args = ap.parse_args(list(argv) if argv is not None else None)
     if args.fleet_only:
         return _fleet(args.out, args.quick)
+    if args.race_only:
+        return _race(args)
     began = time.perf_counter()
     # byte-compile topogen as `pip install` does for an installed package (an editable
     # install compiles on first import, unless PYTHONDONTWRITEBYTECODE forbids it)
@@ -746,23 +738,42 @@ def main(argv: Iterable[str] | None = None) -> int:
             kwork.mkdir()
             kyv = run_kyverno(tree, config, args.kyverno_pods, kwork)
             kyv["fleet"] = "small" if args.quick else "large"
-        races = None
-        if not args.skip_race and racebench.race.CYCLONUS.exists():
-            sizes = args.race_workloads or ("100" if args.quick else "100,1000,5000")
-            races = racebench.bench(
-                [int(n) for n in sizes.split(",")], 1, args.runs, work / "race",
-                full=args.race_full, fresh_peer=args.fresh_peer,
-            )  # fmt: skip
-    text = report(results, start, kyv, args.runs, env, time.perf_counter() - began, races)
+    text = report(results, start, kyv, args.runs, env, time.perf_counter() - began)
     old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
-    if schedbench.BEGIN in old:  # keep the last fleet section until it is measured again
-        kept = old.split(schedbench.BEGIN, 1)[1].split(schedbench.END, 1)[0]
-        text = schedbench.splice(text, kept.lstrip("\n"))
-    args.out.write_text(text, encoding="utf-8")
+    args.out.write_text(keep_sections(text, old), encoding="utf-8")
     print(f"bench: wrote {args.out}", file=sys.stderr)
+    if not args.skip_race:
+        _race(args)
     if args.skip_fleet:
         return 0
     return _fleet(args.out, args.quick)
+
+
+def keep_sections(text: str, old: str) -> str:
+    """The new report with the fleet and race sections of the old one, until they are
+    measured again (each by its own step, which replaces its section)."""
+    for begin, end, splice in ((schedbench.BEGIN, schedbench.END, schedbench.splice),
+                               (racebench.BEGIN, racebench.END, racebench.splice)):  # fmt: skip
+        if begin in old and end in old:
+            text = splice(text, old.split(begin, 1)[1].split(end, 1)[0].lstrip("\n"))
+    return text
+
+
+def _race(args: argparse.Namespace) -> int:
+    """The race with Cyclonus (bench/racebench.py): its section written or replaced."""
+    if not racebench.race.CYCLONUS.exists():
+        print(f"bench: no race: {racebench.race.CYCLONUS} is not built (make tools)",
+              file=sys.stderr)  # fmt: skip
+        return 0 if not args.race_only else 2
+    subprocess.run([str(PYTHON), "-m", "compileall", "-q", str(ROOT / "generator")], check=True)
+    sizes = args.race_workloads or ("100" if args.quick else "100,1000,5000")
+    with tempfile.TemporaryDirectory(prefix="topogen-race-", dir=scratch()) as tmp:
+        section = racebench.run([int(n) for n in sizes.split(",")], args.runs, Path(tmp),
+                                full=args.race_full, fresh_peer=args.fresh_peer)  # fmt: skip
+    old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    args.out.write_text(racebench.splice(old, section), encoding="utf-8")
+    print(f"bench: wrote {args.out}", file=sys.stderr)
+    return 0
 
 
 def _fleet(out: Path, quick: bool) -> int:

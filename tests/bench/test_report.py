@@ -20,8 +20,11 @@ import netpolgen  # noqa: E402
 import race  # noqa: E402
 import racebench  # noqa: E402
 import run  # noqa: E402
+import schedbench  # noqa: E402
 
 LARGE = fleet.SIZES["large"]
+SPEED = "race: `topogen connectivity` no slower than Cyclonus, every size"
+SAME = "race: the same answers as Cyclonus, every pair and port compared"
 
 
 def _measured(wall: float, rss_mb: float = 200, digests: int = 1) -> run.Measured:
@@ -78,18 +81,22 @@ def test_exponent_fits_a_power_law() -> None:
 
 def test_targets_hold_when_the_numbers_do() -> None:
     kyv = {"ratio": 1.4, "net_ratio": 1.45, "fleet": "large", "pods": 10_000}
-    got = _verdicts(run.targets(_fleet(2.0, 2.5, 1.5), kyv, start=0.0, races=_races(0.5, 0.6)))
+    got = _verdicts(run.targets(_fleet(2.0, 2.5, 1.5), kyv, start=0.0))
     assert set(got.values()) == {"yes"}, got
-    assert len(got) == 12
+    assert len(got) == 10
+    race_got = _verdicts(racebench.targets(_races(0.5, 0.6)))
+    assert race_got == {SPEED: "yes", SAME: "yes"}
 
 
 def test_targets_fail_when_the_numbers_do() -> None:
     kyv = {"ratio": 1.6, "net_ratio": 1.7, "fleet": "large", "pods": 10_000}
     results = _fleet(3.2, 3.5, 1.0, rss_mb=450, digests=2)
     results[1]["analyze"] = _measured(0.1)  # nodes 1,250: far faster, so a steep fit
-    got = _verdicts(run.targets(results, kyv, start=0.0, races=_races(0.7, 0.6, wrong=2)))
-    assert got["race: `topogen connectivity` no slower than Cyclonus, every size"] == "**no**"
-    assert got["race: the same answers as Cyclonus, every pair and port compared"] == "**no**"
+    got = _verdicts(run.targets(results, kyv, start=0.0))
+    race_got = _verdicts(racebench.targets(_races(0.7, 0.6, wrong=2)))
+    assert race_got == {SPEED: "**no**", SAME: "**no**"}
+    slow_only = _verdicts(racebench.targets(_races(0.7, 0.6)))
+    assert slow_only == {SPEED: "**no**", SAME: "yes"}
     assert got["large snapshot: `analyze` median under 3 s"] == "**no**"
     assert got["large snapshot: `render` median under 3 s"] == "**no**"
     assert got["large snapshot: peak memory under 400 MB"] == "**no**"
@@ -106,10 +113,10 @@ def test_a_quick_run_says_what_it_did_not_measure() -> None:
     got = _verdicts(run.targets([small], None, start=0.0))
     assert got["5,000 nodes / 2,000 policies / 1,000 jobs from snapshots"] == "n/a"
     assert got["Kyverno cost at most 1.5x the reference per pod"] == "n/a"
-    assert got["race: `topogen connectivity` no slower than Cyclonus, every size"] == "n/a"
+    assert _verdicts(racebench.targets([])) == {SPEED: "n/a", SAME: "n/a"}
     text = run.report([small], 0.05, None, 3, ["- machine"], 60.0)
     assert "## Targets" in text and "| small | 100 | 3 | 100 | 10 | snapshot |" in text
-    assert "Not run (`--skip-race`" in text
+    assert "Race" not in text  # its own section, spliced in by the race (racebench.splice)
 
 
 def test_the_race_section_lists_sizes_times_and_disagreements() -> None:
@@ -129,5 +136,52 @@ def test_a_sampled_peer_is_a_lower_bound_and_projected() -> None:
     assert racebench.faster(races[2])
     races[2]["cyclonus"] = _measured(0.4)  # the sample alone beats topogen: not shown faster
     assert not racebench.faster(races[2])
-    got = _verdicts(run.targets([], None, start=0.0, races=races))
-    assert got["race: `topogen connectivity` no slower than Cyclonus, every size"] == "**no**"
+    assert _verdicts(racebench.targets(races))[SPEED] == "**no**"
+
+
+def test_the_race_section_is_spliced_in_and_replaced() -> None:
+    """Its own marked section: appended once, replaced in place, the rest kept."""
+    main = "# topogen benchmark\n\n## Targets\n"
+    fleet_part = schedbench.splice(main, "## Fleet\n\nold fleet\n")
+    once = racebench.splice(fleet_part, "## Race\n\nfirst\n")
+    assert once.startswith(fleet_part.rstrip("\n") + "\n\n" + racebench.BEGIN)
+    twice = racebench.splice(once, "## Race\n\nsecond\n")
+    assert twice == once.replace("first", "second")
+    assert twice.count(racebench.BEGIN) == 1 and "old fleet" in twice
+    assert racebench.splice("", "## Race\n") == f"{racebench.BEGIN}\n## Race\n{racebench.END}\n"
+    lines = racebench.report_lines(_races(0.5, 2.0), runs=3)
+    assert lines[0] == "## Race: `topogen connectivity` and Cyclonus"
+    assert not any("Start-up alone" in ln for ln in lines)
+    startup = racebench.report_lines(_races(0.5, 2.0), 3, (_measured(0.16), _measured(0.01)))
+    assert (
+        "`topogen connectivity --help` (interpreter and imports) 0.16 s, 0.16 s of CPU; "
+        "`cyclonus version` 0.01 s, 0.01 s of CPU." in "\n".join(startup)
+    )
+    assert f"| {SPEED} |" in "\n".join(lines)
+
+
+def test_a_new_report_keeps_the_last_fleet_and_race_sections() -> None:
+    old = racebench.splice(schedbench.splice("# old\n", "fleet numbers\n"), "race numbers\n")
+    new = run.keep_sections("# new\n", old)
+    assert new.startswith("# new\n") and "# old" not in new
+    assert "fleet numbers" in new and "race numbers" in new
+    assert new.index(schedbench.BEGIN) < new.index(racebench.BEGIN)
+    assert run.keep_sections("# new\n", "# old\n") == "# new\n"
+
+
+def test_a_kept_cyclonus_run_is_named_by_binary_inputs_and_arguments(tmp_path: Path) -> None:
+    roots = []
+    for n, probe in enumerate(("{}", '{"x": 1}')):
+        root = tmp_path / str(n)
+        (root / "policies").mkdir(parents=True)
+        (root / "policies" / "a.yaml").write_text("items: []\n", encoding="utf-8")
+        (root / "probe.json").write_text(probe, encoding="utf-8")
+        roots.append(root)
+    every_sender, sampled = race.cyclonus_cmd(roots[0]), race.cyclonus_cmd(roots[0], 25)
+    times, answers = racebench.peer_cache(roots[0], every_sender)
+    binary = race.CYCLONUS.resolve().name
+    assert times.parent == answers.parent == racebench.FLEETS
+    assert times.name.startswith(f"peer-{binary}-") and times.name.endswith(".json")
+    assert answers.name == times.name.removesuffix(".json") + ".tsv"
+    keys = {racebench.peer_cache(roots[0], sampled)[0], racebench.peer_cache(roots[1], sampled)[0]}
+    assert len(keys | {times}) == 3
