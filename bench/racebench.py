@@ -287,10 +287,11 @@ def report_lines(
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
         *(_row(r, runs) for r in results),
     ]
+    notes = []
     for r in results:
         if r["every"] > 1:
             n, senders = r["agreement"].workloads, -(-r["agreement"].workloads // r["every"])
-            lines.append(
+            notes.append(
                 f"- {n:,} workloads: Cyclonus asked about {senders} of {n:,} senders (every "
                 f"{r['every']}th), all receivers and ports; reading the files and building "
                 f"its policies alone (a run asking about no sender) takes "
@@ -298,8 +299,10 @@ def report_lines(
                 f"{projected_cpu(r):,.0f} s of CPU (projected, not measured; "
                 "`--race-full` measures it)."
             )
-        for d in r["agreement"].disagreements[:20]:
-            lines.append(f"- {r['spec'].workloads:,} workloads: {d}")
+        notes += [f"- {r['spec'].workloads:,} workloads: {d}"
+                  for d in r["agreement"].disagreements[:20]]  # fmt: skip
+    if notes:
+        lines += ["", *notes]
     if startup is not None:
         lines += ["", _startup_line(*startup)]
     same = all(len(r["topogen"].digests) == 1 for r in results)

@@ -133,6 +133,7 @@ def test_a_sampled_peer_is_a_lower_bound_and_projected() -> None:
     # per sender (2.0 - 1.0) s over 200 of 5,000 senders: 1 + 1 * 25 = 26 s projected
     assert "| &ge; 2.00 | &ge; 2.00 | 26.00 |" in text
     assert "asked about 200 of 5,000 senders (every 25th)" in text
+    assert "|\n\n- 5,000 workloads: Cyclonus asked" in text  # the notes after the table
     assert racebench.faster(races[2])
     races[2]["cyclonus"] = _measured(0.4)  # the sample alone beats topogen: not shown faster
     assert not racebench.faster(races[2])
