@@ -11,25 +11,35 @@ the destination serves: topogen's allowed ports must hold exactly the served por
 Cyclonus allows.
 
 A disagreement is explained only by a named rule, and only when the rule accounts for
-that very answer (RULES). `cyclonus-notin-absent-key`: Cyclonus's label selectors treat
-`NotIn` as false on an object without the key (pkg/kube/labelselector.go), where
-Kubernetes selects it (k8s.io/apimachinery labels.Requirement.Matches returns true for
-NotIn when the key is absent; the labels concept page: `tier notin (frontend, backend)`
-selects "all resources with no labels with the tier key" too). The rule re-runs topogen
-on a copy of the policies in which every NotIn requirement also requires its key to
-exist (Cyclonus's reading); an answer is excluded when that run gives Cyclonus's answer
-and the plain run does not.
+that very answer (RULES). Each rule re-runs topogen on a copy of the policies rewritten
+so that Kubernetes' reading and the other engine's coincide there (REWRITES); an answer
+is excluded when that run gives Cyclonus's answer and the plain run does not (an answer
+that needs both rewrites is tried on a copy with both, counted under both names joined).
+
+- `cyclonus-notin-absent-key` (Cyclonus departs from Kubernetes): Cyclonus's label
+  selectors treat `NotIn` as false on an object without the key
+  (pkg/kube/labelselector.go), where Kubernetes selects it (k8s.io/apimachinery
+  labels.Requirement.Matches returns true for NotIn when the key is absent; the labels
+  concept page: `tier notin (frontend, backend)` selects "all resources with no labels
+  with the tier key" too). Rewrite: every NotIn requirement also requires its key.
+- `cilium-policytypes` (topogen, modelling Cilium, departs from Kubernetes): Cilium's
+  agent translates every rule a NetworkPolicy writes whatever `policyTypes` says
+  (pkg/k8s ParseNetworkPolicy; tests/cilium/test_mutations.py holds topogen to it with
+  Cilium's own engine), where Kubernetes applies only the directions policyTypes names
+  (NetworkPolicySpec.policyTypes) and Cyclonus follows Kubernetes. Rewrite: a section
+  policyTypes leaves out is removed.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import csv
 import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,9 +55,13 @@ import netpolgen  # noqa: E402
 TOPOGEN = ROOT / ".venv" / "bin" / "topogen"
 CYCLONUS = ROOT / ".tools" / "bin" / "cyclonus"
 NOTIN_RULE = "cyclonus-notin-absent-key"
+POLICYTYPES_RULE = "cilium-policytypes"
 RULES = {
     NOTIN_RULE: "Cyclonus: a NotIn requirement never selects an object without the key "
     "(Kubernetes: it does)",
+    POLICYTYPES_RULE: "topogen, as Cilium: a NetworkPolicy's written rules apply whatever "
+    "policyTypes says (Kubernetes and Cyclonus: a direction policyTypes leaves out does not "
+    "apply)",
 }
 Cell = tuple[str, int]  # (protocol, port)
 Pairs = dict[tuple[str, str], Any]
@@ -126,16 +140,16 @@ def multi_pod(root: Path) -> set[str]:
     return out
 
 
-# --- the NotIn rule -------------------------------------------------------------------
+# --- the rules' rewrites ----------------------------------------------------------------
 
 
-def _notin_as_cyclonus(selector: Any) -> None:
+def _notin_as_cyclonus(selector: Any) -> bool:
     if not isinstance(selector, dict):
-        return
+        return False
     exprs = selector.get("matchExpressions") or []
-    for e in list(exprs):
-        if e.get("operator") == "NotIn":
-            exprs.append({"key": e["key"], "operator": "Exists"})
+    notin = [e for e in exprs if e.get("operator") == "NotIn"]
+    exprs += [{"key": e["key"], "operator": "Exists"} for e in notin]
+    return bool(notin)
 
 
 def _selectors(policy: dict[str, Any]) -> Iterator[Any]:
@@ -148,23 +162,64 @@ def _selectors(policy: dict[str, Any]) -> Iterator[Any]:
                 yield peer.get("namespaceSelector")
 
 
-def write_notin_variant(root: Path) -> str | None:
-    """policies-notin/: the policies with Cyclonus's NotIn reading; None without NotIn."""
-    out = root / "policies-notin"
-    found = False
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir()
-    for path in sorted((root / "policies").glob("*.yaml")):
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        for policy in doc["items"]:
-            for sel in _selectors(policy):
-                if isinstance(sel, dict) and any(
-                    e.get("operator") == "NotIn" for e in sel.get("matchExpressions") or []
-                ):
-                    found = True
-                    _notin_as_cyclonus(sel)
-        (out / path.name).write_text(yaml.safe_dump(doc, sort_keys=True), encoding="utf-8")
-    return out.name if found else None
+def _rewrite_notin(policy: dict[str, Any]) -> bool:
+    """Cyclonus's NotIn: each NotIn also requires its key (True: something changed)."""
+    return any([_notin_as_cyclonus(sel) for sel in _selectors(policy)])
+
+
+def _rewrite_policytypes(policy: dict[str, Any]) -> bool:
+    """Kubernetes' policyTypes: a written section it leaves out is removed."""
+    spec = policy["spec"]
+    types = spec.get("policyTypes")
+    if types is None:
+        return False
+    dropped = [d for d in ("ingress", "egress") if d.capitalize() not in types and spec.get(d)]
+    for d in dropped:
+        del spec[d]
+    return bool(dropped)
+
+
+REWRITES: dict[str, Callable[[dict[str, Any]], bool]] = {
+    NOTIN_RULE: _rewrite_notin,
+    POLICYTYPES_RULE: _rewrite_policytypes,
+}
+
+
+def write_variants(root: Path) -> dict[str, str]:
+    """Per rule that changes some policy, a rewritten copy of the policies (the folder's
+    name under root); and, when two or more do, one copy with all of them (named by
+    the rules joined with " + ")."""
+    docs = {p.name: yaml.safe_load(p.read_text(encoding="utf-8"))
+            for p in sorted((root / "policies").glob("*.yaml"))}  # fmt: skip
+    out: dict[str, str] = {}
+    for rules in [[r] for r in REWRITES] + [list(REWRITES)]:
+        name = " + ".join(rules)
+        if name in out or (len(rules) > 1 and sum(r in out for r in rules) < 2):
+            continue
+        copies = {n: copy.deepcopy(d) for n, d in docs.items()}
+        changed = [REWRITES[r](p) for r in rules for d in copies.values() for p in d["items"]]
+        folder = root / ("policies-" + "-".join(rules))
+        shutil.rmtree(folder, ignore_errors=True)
+        if not any(changed):
+            continue
+        folder.mkdir()
+        for n, d in copies.items():
+            (folder / n).write_text(yaml.safe_dump(d, sort_keys=True), encoding="utf-8")
+        out[name] = folder.name
+    return out
+
+
+def run_variants(
+    root: Path, work: Path, run: Callable[[list[str], Path], None] | None = None
+) -> dict[str, dict[tuple[str, str], Ports]]:
+    """topogen on each rewritten copy: rule (or combination) -> its answers."""
+    run = run or run_to
+    out = {}
+    for name, folder in write_variants(root).items():
+        csv_path = work / f"topogen-{folder}.csv"
+        run(topogen_cmd(root, folder), csv_path)
+        out[name] = read_topogen(csv_path)
+    return out
 
 
 # --- comparing --------------------------------------------------------------------------
@@ -188,10 +243,11 @@ def compare(
     root: Path,
     topogen: dict[tuple[str, str], Ports],
     cyclonus: dict[tuple[str, str], set[Cell]],
-    notin: dict[tuple[str, str], Ports] | None = None,
+    variants: Mapping[str, dict[tuple[str, str], Ports]] | None = None,
     senders: set[str] | None = None,
 ) -> Agreement:
-    """Every answer of `senders` (default: all) to every receiver, port by port."""
+    """Every answer of `senders` (default: all) to every receiver, port by port;
+    `variants`: topogen's answers on each rule's rewritten policies (run_variants)."""
     served, multi = served_ports(root), multi_pod(root)
     ids = sorted(served)
     senders = set(ids) if senders is None else senders
@@ -214,8 +270,10 @@ def compare(
                 result.allowed_cells += 1
             if t == c:
                 continue
-            if notin is not None and (cell in notin.get((src, dst), none)) == c:
-                result.excluded[NOTIN_RULE] = result.excluded.get(NOTIN_RULE, 0) + 1
+            rule = next((name for name, answers in (variants or {}).items()
+                         if (cell in answers.get((src, dst), none)) == c), None)  # fmt: skip
+            if rule is not None:
+                result.excluded[rule] = result.excluded.get(rule, 0) + 1
                 continue
             result.disagreements.append(
                 f"{src} -> {dst} {cell[0]}/{cell[1]}: topogen "
@@ -234,13 +292,9 @@ def run_both(
     work.mkdir(parents=True, exist_ok=True)
     run(topogen_cmd(root), work / "topogen.csv")
     run(cyclonus_cmd(root), work / "cyclonus.tsv")
-    notin = None
-    variant = write_notin_variant(root)
-    if variant is not None:
-        run(topogen_cmd(root, variant), work / "topogen-notin.csv")
-        notin = read_topogen(work / "topogen-notin.csv")
+    variants = run_variants(root, work, run)
     return compare(
-        root, read_topogen(work / "topogen.csv"), read_cyclonus(work / "cyclonus.tsv"), notin
+        root, read_topogen(work / "topogen.csv"), read_cyclonus(work / "cyclonus.tsv"), variants
     )
 
 

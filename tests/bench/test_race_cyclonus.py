@@ -1,9 +1,10 @@
 """`topogen connectivity` and the real Cyclonus agree, pair by pair and port by port.
 
 Small seeded clusters (bench/netpolgen.py, 100 workloads) through both engines
-(bench/race.py); every answer must agree except those the named rule explains. The
-comparison is shown to catch a wrong answer, the rule is shown on a case of its own,
-and `cyclonus truth-table` is held to upstream's own `analyze --mode probe` tables.
+(bench/race.py); every answer must agree except those the named rules explain. The
+comparison is shown to catch a wrong answer, each rule is shown on a case of its own
+and shown needed and narrow, and `cyclonus truth-table` is held to upstream's own
+`analyze --mode probe` tables.
 The timed race at 100, 1,000 and 5,000 workloads is `make bench` only.
 """
 
@@ -48,21 +49,32 @@ def test_same_answers(cyclonus: Path, tmp_path: Path, seed: int) -> None:
     assert a.cells > 2 * a.pairs * 0.9  # about two served ports per workload
     assert 0 < a.allowed_cells < a.cells  # both answers occur
     assert a.agreed + sum(a.excluded.values()) == a.cells
-    assert set(a.excluded) <= {race.NOTIN_RULE}
+    assert set(a.excluded) <= {*race.RULES, f"{race.NOTIN_RULE} + {race.POLICYTYPES_RULE}"}
 
 
-def test_the_rule_is_needed_and_narrow(cyclonus: Path, tmp_path: Path) -> None:
-    """Without the rule seed 2 disagrees exactly on the answers the rule excludes."""
-    root = _cluster(tmp_path, 2)
+def test_each_rule_is_needed_and_narrow(cyclonus: Path, tmp_path: Path) -> None:
+    """Seed 1 has answers for both rules. Without the rules it disagrees exactly on the
+    answers they exclude, each rule's in the direction its reading predicts; with only
+    one rule the other's answers are disagreements again."""
+    root = _cluster(tmp_path, 1)
     out = tmp_path / "out"
-    with_rule = race.run_both(root, out)
-    excluded = with_rule.excluded[race.NOTIN_RULE]
-    assert excluded > 10
-    plain = race.compare(
-        root, race.read_topogen(out / "topogen.csv"), race.read_cyclonus(out / "cyclonus.tsv")
-    )
-    assert len(plain.disagreements) == excluded
-    assert all("topogen allows, Cyclonus denies" in d for d in plain.disagreements)
+    with_rules = race.run_both(root, out)
+    assert with_rules.disagreements == []
+    notin, types = with_rules.excluded[race.NOTIN_RULE], with_rules.excluded[race.POLICYTYPES_RULE]
+    assert notin >= 5 and types > 100
+    topogen, peer = race.read_topogen(out / "topogen.csv"), race.read_cyclonus(out / "cyclonus.tsv")
+    plain = race.compare(root, topogen, peer)
+    assert len(plain.disagreements) == sum(with_rules.excluded.values())
+    variants = race.run_variants(root, out)
+    for rule, count, verdict in (
+        (race.NOTIN_RULE, notin, "topogen allows, Cyclonus denies"),  # Cyclonus selects less
+        (race.POLICYTYPES_RULE, types, "topogen denies, Cyclonus allows"),  # Cilium isolates more
+    ):
+        only = race.compare(root, topogen, peer, {rule: variants[rule]})
+        assert only.excluded == {rule: count}
+        assert len(only.disagreements) == len(plain.disagreements) - count
+        wrong = set(plain.disagreements) - set(only.disagreements)
+        assert len(wrong) == count and all(verdict in d for d in wrong), rule
 
 
 def test_a_wrong_answer_is_caught(cyclonus: Path, tmp_path: Path) -> None:
@@ -184,3 +196,39 @@ def test_a_sample_of_senders_is_the_full_run_cut(cyclonus: Path, tmp_path: Path)
     assert cut == {k: v for k, v in full.items() if k[0] in senders}
     assert {src for src, _ in cut} <= senders and len({src for src, _ in cut}) > 5
     assert (tmp_path / "none.tsv").read_text(encoding="utf-8") == ""
+
+
+def test_a_section_policy_types_leaves_out(cyclonus: Path, tmp_path: Path) -> None:
+    """The policyTypes rule's case alone: `policyTypes: [Ingress]` with a written egress
+    rule to `tier=db` only. Kubernetes (and Cyclonus) ignore the egress rule; Cilium,
+    and topogen with it, apply it: the worker reaches only the db."""
+    root = tmp_path / "c"
+    ns = [{"apiVersion": "v1", "kind": "Namespace",
+           "metadata": {"name": "a", "labels": {"kubernetes.io/metadata.name": "a"}}}]  # fmt: skip
+    _write(root / "namespaces.yaml", {"apiVersion": "v1", "kind": "List", "items": ns})
+    for tier in ("worker", "db", "web"):
+        ports = [{"name": "http", "containerPort": 80, "protocol": "TCP"}]
+        _write(root / "workloads" / f"{tier}.yaml", {
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": tier, "namespace": "a"},
+            "spec": {"selector": {"matchLabels": {"tier": tier}}, "template": {
+                "metadata": {"labels": {"tier": tier}},
+                "spec": {"containers": [{"name": "c", "image": "x", "ports": ports}]}}},
+        })  # fmt: skip
+    policy = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+              "metadata": {"name": "ingress-only", "namespace": "a"},
+              "spec": {"podSelector": {"matchLabels": {"tier": "worker"}},
+                       "policyTypes": ["Ingress"], "ingress": [{}],
+                       "egress": [{"to": [{"podSelector": {"matchLabels": {"tier": "db"}}}]}]}}  # fmt: skip
+    _write(root / "policies" / "a.yaml",
+           {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicyList", "items": [policy]})  # fmt: skip
+    (root / "probe.json").write_text(json.dumps(netpolgen.probe_model(root)), encoding="utf-8")
+    out = tmp_path / "out"
+    a = race.run_both(root, out)
+    assert a.disagreements == [] and a.excluded == {race.POLICYTYPES_RULE: 1}
+    topogen, peer = race.read_topogen(out / "topogen.csv"), race.read_cyclonus(out / "cyclonus.tsv")
+    assert ("TCP", 80) in topogen[("a/worker", "a/db")]
+    assert ("a/worker", "a/web") not in topogen  # Cilium: the written egress rule applies
+    assert ("TCP", 80) in peer[("a/worker", "a/web")]  # Kubernetes: it does not
+    plain = race.compare(root, topogen, peer)
+    assert plain.disagreements == ["a/worker -> a/web TCP/80: topogen denies, Cyclonus allows"]
