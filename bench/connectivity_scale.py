@@ -253,8 +253,8 @@ def main(argv: list[str]) -> int:
             timings[name] = (time.perf_counter() - s, time.process_time() - c)
     print(
         f"{len(inputs.workloads)} workloads, {len(inputs.policies.policies)} policies "
-        f"({len(inputs.policies.rules)} rules), {len(report.pairs)} ordered pairs, "
-        f"{len(report.connected)} connected"
+        f"({len(inputs.policies.rules)} rules), {report.pair_count} ordered pairs, "
+        f"{report.connected_count} connected"
     )
     print("                   wall      cpu")
     print(f"read inputs      {t1 - t0:6.2f} s {c1 - c0:6.2f} s")

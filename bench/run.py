@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import math
 import os
 import platform
@@ -35,7 +34,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,24 +46,15 @@ sys.path.insert(0, str(HERE))
 
 import admission_bench  # noqa: E402
 import fleet as fleetgen  # noqa: E402
+import racebench  # noqa: E402
 import schedbench  # noqa: E402
 from kyverno_pods import group_pods, reference_policy  # noqa: E402
+from measure import Measured, measure  # noqa: E402
 
 TOPOGEN = ROOT / ".venv" / "bin" / "topogen"
 PYTHON = ROOT / ".venv" / "bin" / "python"
 KYVERNO = ROOT / ".tools" / "bin" / "kyverno"
 FLEETS = HERE / ".fleets"
-
-# a process that runs one command and reports its own wall/CPU time and peak RSS
-_MEASURE = r"""
-import json, resource, subprocess, sys, time
-t = time.perf_counter()
-p = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1], "wb"), stderr=subprocess.PIPE)
-wall = time.perf_counter() - t
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"rc": p.returncode, "wall": wall, "cpu": r.ru_utime + r.ru_stime,
-                  "rss_kb": r.ru_maxrss, "stderr": p.stderr.decode(errors="replace")[-2000:]}))
-"""
 
 # only parse the files: the floor any YAML-reading tool pays, with three loaders
 _PARSE_HEAD = "import sys\ntexts = [open(f, encoding='utf-8').read() for f in sys.argv[1:]]\n"
@@ -98,36 +88,7 @@ class Case:
     sweep: str = ""  # nodes | policies | jobs (scaling rows)
 
 
-@dataclass
-class Measured:
-    wall: list[float] = field(default_factory=list)
-    cpu: list[float] = field(default_factory=list)
-    rss_kb: list[int] = field(default_factory=list)
-    digests: set[str] = field(default_factory=set)
-    rcs: set[int] = field(default_factory=set)
-
-    @property
-    def wall_med(self) -> float:
-        return statistics.median(self.wall)
-
-    @property
-    def cpu_med(self) -> float:
-        return statistics.median(self.cpu)
-
-    @property
-    def rss_mb(self) -> float:
-        return max(self.rss_kb) / 1024
-
-
-def _measure(cmd: Sequence[str | Path], stdout: Path) -> dict[str, Any]:
-    out = subprocess.run(
-        [str(PYTHON), "-c", _MEASURE, str(stdout), *map(str, cmd)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(out.stdout)
-    return result
+_measure = measure
 
 
 def tree_digest(root: Path) -> str:
@@ -616,11 +577,24 @@ def main(argv: Iterable[str] | None = None) -> int:
         action="store_true",
         help="only the admission measure (its section and Targets rows replaced)",
     )
+    ap.add_argument(
+        "--race-workloads",
+        default="",
+        help="race sizes, e.g. 100,1000 (default 100,1000,5000; --quick: 100)",
+    )
+    ap.add_argument("--skip-race", action="store_true", help="no race with Cyclonus")
+    ap.add_argument("--race-only", action="store_true", help="only the race (its section replaced)")
+    ap.add_argument("--race-full", action="store_true",
+                    help="Cyclonus asked about every sender at every size (hours at 5,000)")  # fmt: skip
+    ap.add_argument("--fresh-peer", action="store_true",
+                    help="re-measure Cyclonus runs kept from an earlier make bench")  # fmt: skip
     args = ap.parse_args(list(argv) if argv is not None else None)
     if args.fleet_only:
         return _fleet(args.out, args.quick)
     if args.admission_only:
         return _admission_only(args)
+    if args.race_only:
+        return _race(args)
     began = time.perf_counter()
     # byte-compile topogen as `pip install` does for an installed package (an editable
     # install compiles on first import, unless PYTHONDONTWRITEBYTECODE forbids it)
@@ -657,11 +631,10 @@ def main(argv: Iterable[str] | None = None) -> int:
             adm = _admission(tree, config, fleet_name, args, work / "admission")
     text = report(results, start, kyv, args.runs, env, time.perf_counter() - began, adm)
     old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
-    if schedbench.BEGIN in old:  # keep the last fleet section until it is measured again
-        kept = old.split(schedbench.BEGIN, 1)[1].split(schedbench.END, 1)[0]
-        text = schedbench.splice(text, kept.lstrip("\n"))
-    args.out.write_text(text, encoding="utf-8")
+    args.out.write_text(keep_sections(text, old), encoding="utf-8")
     print(f"bench: wrote {args.out}", file=sys.stderr)
+    if not args.skip_race:
+        _race(args)
     if args.skip_fleet:
         return 0
     return _fleet(args.out, args.quick)
@@ -693,6 +666,33 @@ def _admission_only(args: argparse.Namespace) -> int:
         adm = _admission(work / "kyverno-render", config, fleet_name, args, work / "admission")
     old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
     args.out.write_text(admission_bench.splice(old, adm), encoding="utf-8")
+    print(f"bench: wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def keep_sections(text: str, old: str) -> str:
+    """The new report with the fleet and race sections of the old one, until they are
+    measured again (each by its own step, which replaces its section)."""
+    for begin, end, splice in ((schedbench.BEGIN, schedbench.END, schedbench.splice),
+                               (racebench.BEGIN, racebench.END, racebench.splice)):  # fmt: skip
+        if begin in old and end in old:
+            text = splice(text, old.split(begin, 1)[1].split(end, 1)[0].lstrip("\n"))
+    return text
+
+
+def _race(args: argparse.Namespace) -> int:
+    """The race with Cyclonus (bench/racebench.py): its section written or replaced."""
+    if not racebench.race.CYCLONUS.exists():
+        print(f"bench: no race: {racebench.race.CYCLONUS} is not built (make tools)",
+              file=sys.stderr)  # fmt: skip
+        return 0 if not args.race_only else 2
+    subprocess.run([str(PYTHON), "-m", "compileall", "-q", str(ROOT / "generator")], check=True)
+    sizes = args.race_workloads or ("100" if args.quick else "100,1000,5000")
+    with tempfile.TemporaryDirectory(prefix="topogen-race-", dir=scratch()) as tmp:
+        section = racebench.run([int(n) for n in sizes.split(",")], args.runs, Path(tmp),
+                                full=args.race_full, fresh_peer=args.fresh_peer)  # fmt: skip
+    old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    args.out.write_text(racebench.splice(old, section), encoding="utf-8")
     print(f"bench: wrote {args.out}", file=sys.stderr)
     return 0
 

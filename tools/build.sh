@@ -56,6 +56,7 @@ cilium-oracle | github.com/cilium/cilium | topogen.local/tools/cilium-oracle | |
 kyverno-webhooks | github.com/kyverno/kyverno | github.com/kyverno/kyverno/pkg/controllers/webhook |
 kyverno-admission-controller | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/kyverno | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@ | kyverno
 gatekeeper-controller-manager | github.com/open-policy-agent/gatekeeper/v3 | github.com/open-policy-agent/gatekeeper/v3 | -X github.com/open-policy-agent/gatekeeper/v3/pkg/version.Version=@VERSION@ | gatekeeper
+cyclonus | github.com/mattfenwick/cyclonus | topogen.local/tools/cyclonus | -X github.com/mattfenwick/cyclonus/pkg/cli.version=@VERSION@ | cyclonus | src
 '
 
 tmp=

@@ -8,7 +8,7 @@
 TOOLS_DIR   := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 TOOLS_BIN   ?= .tools/bin
 TOOLS_LIST  ?= kyverno promtool etcd kube-apiserver kube-scheduler gator opa cilium-oracle \
-               kyverno-webhooks kyverno-admission-controller gatekeeper-controller-manager
+               kyverno-webhooks kyverno-admission-controller gatekeeper-controller-manager cyclonus
 TOOLS_BUILD := $(TOOLS_DIR)/build.sh
 
 TOOLS_TARGETS := $(addprefix $(TOOLS_BIN)/,$(TOOLS_LIST))
@@ -20,6 +20,7 @@ TOOLS_FROM_GATEKEEPER := $(filter $(addprefix $(TOOLS_BIN)/,gator gatekeeper-con
 TOOLS_GATOR := $(TOOLS_BIN)/gator
 TOOLS_OPA   := $(TOOLS_BIN)/opa
 TOOLS_CILIUM_ORACLE := $(TOOLS_BIN)/cilium-oracle
+TOOLS_CYCLONUS := $(TOOLS_BIN)/cyclonus
 
 .PHONY: tools tools-clean tools-smoke
 
@@ -46,6 +47,9 @@ $(filter $(TOOLS_CILIUM_ORACLE),$(TOOLS_TARGETS)): $(wildcard $(TOOLS_DIR)/ciliu
 
 # kyverno-webhooks is a test binary: its test file is part of the pin.
 $(TOOLS_BIN)/kyverno-webhooks: $(TOOLS_DIR)/kyverno-webhooks/webhooks_test.go
+
+# cyclonus is built from Go code of ours too (tools/cyclonus/main.go): rebuild on an edit.
+$(filter $(TOOLS_CYCLONUS),$(TOOLS_TARGETS)): $(wildcard $(TOOLS_DIR)/cyclonus/*.go)
 
 # Removes the links only; the cache outside the repo is kept.
 tools-clean:

@@ -16,9 +16,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 import fleet  # noqa: E402
+import netpolgen  # noqa: E402
+import race  # noqa: E402
+import racebench  # noqa: E402
 import run  # noqa: E402
+import schedbench  # noqa: E402
 
 LARGE = fleet.SIZES["large"]
+SPEED = "race: `topogen connectivity` no slower than Cyclonus, every size"
+SAME = "race: the same answers as Cyclonus, every pair and port compared"
 
 
 def _measured(wall: float, rss_mb: float = 200, digests: int = 1) -> run.Measured:
@@ -45,6 +51,19 @@ def _fleet(analyze: float, render: float, floor: float, **kw: Any) -> list[dict[
             share = n / getattr(LARGE, sweep)
             out.append(_result(run.Case(f"{sweep} {n}", spec, "snapshot", sweep),
                                analyze * share, render * share, floor * share))  # fmt: skip
+    return out
+
+
+def _races(topogen: float, cyclonus: float, wrong: int = 0) -> list[dict[str, Any]]:
+    """Race results at the three sizes: the same times at each, `wrong` disagreements."""
+    out = []
+    for n in (100, 1000, 5000):
+        a = race.Agreement(n, n * n, 2 * n * n, n, {race.NOTIN_RULE: 3})
+        a.disagreements = [f"x/a -> y/b TCP/80: topogen allows, Cyclonus denies {i}"
+                           for i in range(wrong)]  # fmt: skip
+        out.append({"spec": netpolgen.RaceSpec(n), "namespaces": 5, "policies": n // 2,
+                    "topogen": _measured(topogen), "cyclonus": _measured(cyclonus),
+                    "peer_cached": False, "agreement": a, "every": 1, "fixed": None})  # fmt: skip
     return out
 
 
@@ -77,6 +96,8 @@ def test_targets_hold_when_the_numbers_do() -> None:
     assert "| admission p50, generated / reference: 1.19x (large fleet, 2000 pods) |" in text
     assert "| admission p99, generated / reference: 1.50x (large fleet, 2000 pods) |" in text
     assert "| Gatekeeper admission p50, generated / reference: 1.20x (large fleet" in text
+    race_got = _verdicts(racebench.targets(_races(0.5, 0.6)))
+    assert race_got == {SPEED: "yes", SAME: "yes"}
 
 
 def test_targets_fail_when_the_numbers_do() -> None:
@@ -89,6 +110,10 @@ def test_targets_fail_when_the_numbers_do() -> None:
     assert got["admission p99 at most 1.5x the reference"] == "**no**"
     assert got["Gatekeeper admission p50 at most 1.2x the reference"] == "yes"
     assert got["Gatekeeper admission p99 at most 1.5x the reference"] == "**no**"
+    race_got = _verdicts(racebench.targets(_races(0.7, 0.6, wrong=2)))
+    assert race_got == {SPEED: "**no**", SAME: "**no**"}
+    slow_only = _verdicts(racebench.targets(_races(0.7, 0.6)))
+    assert slow_only == {SPEED: "**no**", SAME: "yes"}
     assert got["large snapshot: `analyze` median under 3 s"] == "**no**"
     assert got["large snapshot: `render` median under 3 s"] == "**no**"
     assert got["large snapshot: peak memory under 400 MB"] == "**no**"
@@ -107,6 +132,7 @@ def test_a_quick_run_says_what_it_did_not_measure() -> None:
     assert got["Kyverno cost at most 1.5x the reference per pod"] == "n/a"
     assert got["admission p50 at most 1.2x the reference"] == "n/a"
     assert got["Gatekeeper admission p99 at most 1.5x the reference"] == "n/a"
+    assert _verdicts(racebench.targets([])) == {SPEED: "n/a", SAME: "n/a"}
     text = run.report([small], 0.05, None, 3, ["- machine"], 60.0)
     assert "## Admission\n\nKyverno: not measured" in text
     assert "### Gatekeeper\n\nNot measured" in text
@@ -199,3 +225,73 @@ def test_admission_only_splices_its_section_and_rows() -> None:
     )
     assert once.index(admission_bench.END) < once.index("<!-- fleet: begin -->")
     assert once.endswith("<!-- fleet: begin -->\nF\n")
+    assert "Race" not in text  # its own section, spliced in by the race (racebench.splice)
+
+
+def test_the_race_section_lists_sizes_times_and_disagreements() -> None:
+    text = "\n".join(racebench.report_lines(_races(0.5, 2.0, wrong=1), runs=3))
+    assert "| 5,000 | 5 | 2,500 | 25,000,000 | 50,000,000 | 5,000 | 3 | 1 | 0.50 |" in text
+    assert "| 4.0x | 4.0x | yes |" in text
+    assert "- 100 workloads: x/a -> y/b TCP/80: topogen allows, Cyclonus denies 0" in text
+
+
+def test_a_sampled_peer_is_a_lower_bound_and_projected() -> None:
+    races = _races(0.5, 2.0)
+    races[2].update(every=25, fixed=_measured(1.0))  # 5,000: 200 senders, 1 s fixed
+    text = "\n".join(racebench.report_lines(races, runs=3))
+    # per sender (2.0 - 1.0) s over 200 of 5,000 senders: 1 + 1 * 25 = 26 s projected
+    assert "| &ge; 2.00 | &ge; 2.00 | 26.00 |" in text
+    assert "asked about 200 of 5,000 senders (every 25th)" in text
+    assert "|\n\n- 5,000 workloads: Cyclonus asked" in text  # the notes after the table
+    assert racebench.faster(races[2])
+    races[2]["cyclonus"] = _measured(0.4)  # the sample alone beats topogen: not shown faster
+    assert not racebench.faster(races[2])
+    assert _verdicts(racebench.targets(races))[SPEED] == "**no**"
+
+
+def test_the_race_section_is_spliced_in_and_replaced() -> None:
+    """Its own marked section: appended once, replaced in place, the rest kept."""
+    main = "# topogen benchmark\n\n## Targets\n"
+    fleet_part = schedbench.splice(main, "## Fleet\n\nold fleet\n")
+    once = racebench.splice(fleet_part, "## Race\n\nfirst\n")
+    assert once.startswith(fleet_part.rstrip("\n") + "\n\n" + racebench.BEGIN)
+    twice = racebench.splice(once, "## Race\n\nsecond\n")
+    assert twice == once.replace("first", "second")
+    assert twice.count(racebench.BEGIN) == 1 and "old fleet" in twice
+    assert racebench.splice("", "## Race\n") == f"{racebench.BEGIN}\n## Race\n{racebench.END}\n"
+    lines = racebench.report_lines(_races(0.5, 2.0), runs=3)
+    assert lines[0] == "## Race: `topogen connectivity` and Cyclonus"
+    assert not any("Start-up alone" in ln for ln in lines)
+    startup = racebench.report_lines(_races(0.5, 2.0), 3, (_measured(0.16), _measured(0.01)))
+    assert (
+        "`topogen connectivity --help` (interpreter and imports) 0.16 s, 0.16 s of CPU; "
+        "`cyclonus version` 0.01 s, 0.01 s of CPU." in "\n".join(startup)
+    )
+    assert f"| {SPEED} |" in "\n".join(lines)
+
+
+def test_a_new_report_keeps_the_last_fleet_and_race_sections() -> None:
+    old = racebench.splice(schedbench.splice("# old\n", "fleet numbers\n"), "race numbers\n")
+    new = run.keep_sections("# new\n", old)
+    assert new.startswith("# new\n") and "# old" not in new
+    assert "fleet numbers" in new and "race numbers" in new
+    assert new.index(schedbench.BEGIN) < new.index(racebench.BEGIN)
+    assert run.keep_sections("# new\n", "# old\n") == "# new\n"
+
+
+def test_a_kept_cyclonus_run_is_named_by_binary_inputs_and_arguments(tmp_path: Path) -> None:
+    roots = []
+    for n, probe in enumerate(("{}", '{"x": 1}')):
+        root = tmp_path / str(n)
+        (root / "policies").mkdir(parents=True)
+        (root / "policies" / "a.yaml").write_text("items: []\n", encoding="utf-8")
+        (root / "probe.json").write_text(probe, encoding="utf-8")
+        roots.append(root)
+    every_sender, sampled = race.cyclonus_cmd(roots[0]), race.cyclonus_cmd(roots[0], 25)
+    times, answers = racebench.peer_cache(roots[0], every_sender)
+    binary = race.CYCLONUS.resolve().name
+    assert times.parent == answers.parent == racebench.FLEETS
+    assert times.name.startswith(f"peer-{binary}-") and times.name.endswith(".json")
+    assert answers.name == times.name.removesuffix(".json") + ".tsv"
+    keys = {racebench.peer_cache(roots[0], sampled)[0], racebench.peer_cache(roots[1], sampled)[0]}
+    assert len(keys | {times}) == 3

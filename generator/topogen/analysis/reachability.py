@@ -49,6 +49,7 @@ __all__ = [
     "RuleMatch",
     "SideTrace",
     "host_endpoint",
+    "may_match_namespace",
     "pod_endpoint",
 ]
 
@@ -263,6 +264,49 @@ class PolicyIndex:
             hit = self._cache[(src_key, dst_key, same_node)] = PathVerdict(egress, ingress, allowed)
         return hit
 
+    def subject_rules(
+        self, subject: Endpoint, direction: str
+    ) -> tuple[tuple[Isolation, ...], list[PolicyRule]]:
+        """What isolates the pod `subject` in `direction` and the rules selecting it there,
+        under the agent's options (what verdict() reads for that side)."""
+        isolations, rules, _ = self._selection(subject, self._key(subject), direction)
+        return isolations, rules
+
+    def side_open(self, subject: Endpoint, direction: str) -> bool:
+        """Whether the pod `subject`'s side allows everything to every peer, with no note:
+        nothing isolates or selects it there and the agent does not enforce always."""
+        isolations, rules, notes = self._selection(subject, self._key(subject), direction)
+        return not (isolations or rules or notes or self._always(subject))
+
+    def peer_matches(self, peer: Peer, other: Endpoint) -> bool:
+        """Whether `peer` matches the pod `other` (as verdict() matches it)."""
+        hit_key = (id(peer), self._key(other), False)
+        hit = self._peer_hits.get(hit_key)
+        if hit is None:
+            hit = self._peer_hits[hit_key] = self._peer_matches(peer, self.identity(other))
+        return hit
+
+    def side_trace(
+        self,
+        subject: Endpoint,
+        direction: str,
+        matched: Sequence[tuple[PolicyRule, Peer]],
+        dst: Endpoint,
+    ) -> SideTrace:
+        """The pod `subject`'s side of a path to or from the pod `dst` on which exactly
+        `matched` (each rule with its first matching peer, in rule order) match: the trace
+        verdict() gives that side."""
+        subject_key = self._key(subject)
+        isolations, _, open_notes = self._selection(subject, subject_key, direction)
+        signature = tuple(x for r, p in matched for x in (id(r), id(p)))
+        key = (subject_key, direction, signature, dst.ports if matched else ())
+        hit = self._sides.get(key)
+        if hit is None:
+            hit = self._sides[key] = self._trace(
+                direction, isolations, list(matched), dst, self._always(subject), open_notes
+            )
+        return hit
+
     def identity_key(self, ep: Endpoint) -> int:
         """A small int naming what the policies can see of an endpoint: equal keys, equal
         verdicts (for hosts, together with whether both ends are the same node)."""
@@ -325,7 +369,7 @@ class PolicyIndex:
             candidates = self._candidates[cand_key] = [
                 (r, ps)
                 for r in rules
-                if (ps := [p for p in r.peers if _may_match_namespace(p, namespace)])
+                if (ps := [p for p in r.peers if may_match_namespace(p, namespace)])
             ]
         return candidates
 
@@ -508,7 +552,7 @@ def _raw_node_view(view: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]
     return out
 
 
-def _may_match_namespace(peer: Peer, namespace: str) -> bool:
+def may_match_namespace(peer: Peer, namespace: str) -> bool:
     """False when the peer can only match pods of other namespaces (hosts have namespace "")."""
     if peer.kind != "endpoints":
         return True

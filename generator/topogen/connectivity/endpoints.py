@@ -10,7 +10,6 @@ which needs the cluster's nodes (out of scope here).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -140,6 +139,8 @@ def resolve(ref: str, endpoints: Sequence[WorkloadEndpoint], *, what: str) -> Wo
         names = ", ".join(ep.id for ep in hits)
         raise InputError(f"{what} {ref} is ambiguous: it names {names}", hint="use one of these")
     ids = [ep.id for ep in endpoints]
+    import difflib  # only for the error's hint
+
     close = difflib.get_close_matches(ref, ids, n=3, cutoff=0.5)
     hint = f"did you mean {' or '.join(close)}?" if close else "names are NAMESPACE/NAME"
     raise InputError(f"{what}: no workload {ref}", hint=hint)

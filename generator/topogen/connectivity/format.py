@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from topogen.analysis.reachability import RuleMatch, SideTrace
@@ -16,20 +16,25 @@ from topogen.connectivity.explain import Explanation, isolation_name, rule_name
 __all__ = ["connectivity_csv", "connectivity_json", "connectivity_table", "explanation_text"]
 
 
-def _allowed(ports: Sequence[str]) -> str:
-    return ", ".join(ports)
-
-
 def _table(rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     return "\n".join(lines) + "\n"
 
 
+def _described(report: ConnectivityReport, sep: str) -> Iterator[tuple[str, str, str]]:
+    """(from, to, allowed) of the connected pairs; each distinct port set described once."""
+    text: dict[int, str] = {}
+    for src, dst, ports in report.connected_ports():
+        shown = text.get(id(ports))
+        if shown is None:
+            shown = text[id(ports)] = sep.join(ports.describe())
+        yield src.id, dst.id, shown
+
+
 def connectivity_table(report: ConnectivityReport) -> str:
-    rows = [("FROM", "TO", "ALLOWED")]
-    rows += [(p.src.id, p.dst.id, _allowed(p.allowed.describe())) for p in report.connected]
-    total, connected = len(report.pairs), len(report.connected)
+    rows = [("FROM", "TO", "ALLOWED"), *_described(report, ", ")]
+    total, connected = report.pair_count, report.connected_count
     out = _table(rows) if connected else "no allowed connections\n"
     out += (
         f"\n{connected} of {total} ordered pairs of {len(report.endpoints)} workloads have an "
@@ -47,8 +52,7 @@ def connectivity_csv(report: ConnectivityReport) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["from", "to", "allowed"])
-    for p in report.connected:
-        writer.writerow([p.src.id, p.dst.id, " ".join(p.allowed.describe())])
+    writer.writerows(_described(report, " "))
     return buf.getvalue()
 
 

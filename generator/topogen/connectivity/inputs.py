@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from topogen.config import load_config
 from topogen.errors import InputError
 from topogen.model import Namespace, PolicySet, Workload
 from topogen.sources.loader import load_cluster_inputs, load_workload_inputs, read_objects
@@ -68,6 +67,8 @@ def load_inputs(spec: InputSpec) -> ConnectivityInputs:
 
 
 def _from_config(path: str, cluster_name: str | None, allow_outside: bool) -> ConnectivityInputs:
+    from topogen.config import load_config  # pydantic: only when a config is read
+
     cfg = load_config(path, allow_outside=allow_outside)
     cluster = cfg.cluster(cluster_name) if cluster_name else cfg.clusters[0]
     loaded = load_workload_inputs(cfg)

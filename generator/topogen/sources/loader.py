@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from topogen.config import ClusterConfig, TopogenConfig
 from topogen.errors import InputError
 from topogen.manifest import KubeObject
 from topogen.model import NO_ZONE_PREFIX, Namespace, PolicySet, Service, Topology, Workload
@@ -15,6 +15,9 @@ from topogen.sources.objects import flatten
 from topogen.sources.policies import read_policies, read_services
 from topogen.sources.workloads import read_namespaces, read_workloads
 from topogen.sources.yamlio import display_path, expand_paths, iter_documents
+
+if TYPE_CHECKING:  # the config model (pydantic) is not needed to read files
+    from topogen.config import ClusterConfig, TopogenConfig
 
 __all__ = [
     "ClusterInputs",

@@ -1,0 +1,65 @@
+"""Whole-process measurements for the benchmark: wall and CPU time, peak RSS."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Measured", "measure"]
+
+PYTHON = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "python"
+
+# a process that runs one command and reports its own wall/CPU time and peak RSS
+_MEASURE = r"""
+import json, resource, subprocess, sys, time
+t = time.perf_counter()
+p = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1], "wb"), stderr=subprocess.PIPE)
+wall = time.perf_counter() - t
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"rc": p.returncode, "wall": wall, "cpu": r.ru_utime + r.ru_stime,
+                  "rss_kb": r.ru_maxrss, "stderr": p.stderr.decode(errors="replace")[-2000:]}))
+"""
+
+
+@dataclass
+class Measured:
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    rss_kb: list[int] = field(default_factory=list)
+    digests: set[str] = field(default_factory=set)
+    rcs: set[int] = field(default_factory=set)
+
+    @property
+    def wall_med(self) -> float:
+        return statistics.median(self.wall)
+
+    @property
+    def cpu_med(self) -> float:
+        return statistics.median(self.cpu)
+
+    @property
+    def rss_mb(self) -> float:
+        return max(self.rss_kb) / 1024
+
+    def add(self, r: dict[str, Any]) -> None:
+        self.wall.append(r["wall"])
+        self.cpu.append(r["cpu"])
+        self.rss_kb.append(r["rss_kb"])
+        self.rcs.add(r["rc"])
+
+
+def measure(cmd: Sequence[str | Path], stdout: Path) -> dict[str, Any]:
+    """Run `cmd` (stdout to the file) in a measuring process; its rc, wall, cpu, rss_kb."""
+    out = subprocess.run(
+        [str(PYTHON), "-c", _MEASURE, str(stdout), *map(str, cmd)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
