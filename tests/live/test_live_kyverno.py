@@ -544,17 +544,18 @@ def test_kyverno_admission_controller_behaves_as_the_cli(
         cp.ensure_namespace(ns)
     objs = [o for f in kyverno_policies(suite.intent) for o in f.objects]
     mutating = [o for o in objs if o["kind"] == "MutatingPolicy"]
-    (validating,) = [o for o in objs if o["kind"] == "ValidatingPolicy"]
+    # the group's ValidatingPolicy, and one per detached selector (its own webhook)
     checks, check_of = [], {}
-    for n, (v, check) in enumerate(
-        zip(validating["spec"]["validations"], check_ids(suite.intent), strict=True)
-    ):
-        one = copy.deepcopy(validating)
-        one["metadata"]["name"] = f"{validating['metadata']['name']}-check-{n}"
-        one["spec"]["validations"] = [v]
-        one["spec"]["validationActions"] = ["Warn"]
-        checks.append(one)
-        check_of[one["metadata"]["name"]] = check
+    for validating in (o for o in objs if o["kind"] == "ValidatingPolicy"):
+        for n, (v, check) in enumerate(
+            zip(validating["spec"]["validations"], check_ids(suite.intent), strict=True)
+        ):
+            one = copy.deepcopy(validating)
+            one["metadata"]["name"] = f"{validating['metadata']['name']}-check-{n}"
+            one["spec"]["validations"] = [v]
+            one["spec"]["validationActions"] = ["Warn"]
+            checks.append(one)
+            check_of[one["metadata"]["name"]] = check
     only = [c for c in suite.cases if not c.admission]
     admission = [c for c in suite.cases if c.admission]
     wrong = []
