@@ -69,8 +69,8 @@ def reference_mutator(name: str = REFERENCE) -> dict[str, Any]:
 
 def render_gatekeeper(topogen: Path, config: Path, out: Path) -> Path:
     """Render the fleet with the gatekeeper engine (a copy of its config, outside the
-    fleet's folder, naming the fleet's inputs by absolute path); the cluster's gatekeeper
-    policy folder."""
+    fleet's folder, naming the fleet's inputs by absolute path; --partial, as run.py
+    renders it); the cluster's gatekeeper policy folder."""
     raw = yaml.safe_load(config.read_text(encoding="utf-8"))
     base = config.parent
     for cluster in raw["clusters"]:
@@ -82,8 +82,9 @@ def render_gatekeeper(topogen: Path, config: Path, out: Path) -> Path:
     copy = out / "topogen.yaml"
     copy.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
     tree = out / "render"
+    argv = [str(topogen), "render", "-c", str(copy), "--out", str(tree), "--partial"]
     done = subprocess.run(
-        [str(topogen), "render", "-c", str(copy), "--out", str(tree), "--allow-outside-paths"],
+        [*argv, "--allow-outside-paths"],
         capture_output=True,
         text=True,
         check=False,
