@@ -28,7 +28,6 @@ it, case by case, by tests/engines):
 from __future__ import annotations
 
 import hashlib
-import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from topogen.render.intent import (
     named_jobs,
     policy_metadata,
 )
+from topogen.render.requirements import Req, disjunctive, expressions, requirements
 
 __all__ = [
     "DIFFERENCES",
@@ -120,75 +120,13 @@ def location_key(key: str) -> str:
 
 # --- which pods --------------------------------------------------------------------------
 
-Req = dict[str, Any]  # a label selector requirement, as written in a selector
-
-
-def _expressions(sel: LabelSelector) -> list[Req]:
-    out = []
-    for r in sel.match_expressions:
-        req: Req = {"key": r.key, "operator": r.operator}
-        if r.operator in ("In", "NotIn"):
-            req["values"] = list(r.values)
-        out.append(req)
-    return out
-
-
-def _requirements(sel: LabelSelector) -> list[Req]:
-    """Every requirement of a selector, matchLabels as `In` of one value."""
-    labels: list[Req] = [{"key": k, "operator": "In", "values": [v]} for k, v in sel.match_labels]
-    return labels + _expressions(sel)
-
-
-_NEGATION = {"In": "NotIn", "NotIn": "In", "Exists": "DoesNotExist", "DoesNotExist": "Exists"}
-
-
-def _negate(r: Req) -> Req:
-    return {**r, "operator": _NEGATION[r["operator"]]}
-
-
-def _implied(reqs: Sequence[Req], r: Req) -> bool | None:
-    """Does an `In` requirement of reqs decide r? True: implied, False: contradicted."""
-    for s in reqs:
-        if s["key"] != r["key"] or s["operator"] != "In":
-            continue
-        have, other = set(s["values"]), set(r.get("values", ()))
-        if r["operator"] == "Exists":
-            return True
-        if r["operator"] == "DoesNotExist":
-            return False
-        inside = have <= other
-        disjoint = not have & other
-        if r["operator"] == "In":
-            return True if inside else (False if disjoint else None)
-        return True if disjoint else (False if inside else None)
-    return None
-
-
-def _disjunctive(base: list[Req], negated_selectors: Sequence[LabelSelector]) -> list[list[Req]]:
-    """`base` AND none of `negated_selectors`, in disjunctive form (a label selector cannot
-    negate a selector of several requirements)."""
-    out: list[list[Req]] = []
-    negated = [[_negate(r) for r in _requirements(c)] for c in negated_selectors]
-    for choice in itertools.product(*negated):
-        reqs = list(base)
-        for r in choice:
-            verdict = _implied(reqs, r)
-            if verdict is False:
-                break
-            if verdict is None and r not in reqs:
-                reqs.append(r)
-        else:
-            if reqs not in out:
-                out.append(reqs)
-    return out
-
 
 def _worker_variants(intent: AdmissionIntent) -> list[tuple[list[list[Req]], LabelSelector]]:
     """Per worker selector: the workers it decides (it, and no coordinator selector nor an
     earlier worker selector), in disjunctive form, with the anchor of its term."""
     variants = intent.worker_anchors
     return [
-        (_disjunctive(_requirements(w), [*intent.coordinator, *(v for v, _ in variants[:i])]), a)
+        (disjunctive(requirements(w), [*intent.coordinator, *(v for v, _ in variants[:i])]), a)
         for i, (w, a) in enumerate(variants)
     ]
 
@@ -251,8 +189,8 @@ def _why(text: str) -> dict[str, str]:
 
 def _coordinator_selectors(intent: AdmissionIntent) -> list[tuple[str, list[Req], bool]]:
     """(name, requirements, detached) of each coordinator selector, then each detached one."""
-    out = [(f"coordinator-{n}", _requirements(c), False) for n, c in enumerate(intent.coordinator)]
-    out += [(f"detached-{n}", _requirements(d), True) for n, d in enumerate(intent.detached)]
+    out = [(f"coordinator-{n}", requirements(c), False) for n, c in enumerate(intent.coordinator)]
+    out += [(f"detached-{n}", requirements(d), True) for n, d in enumerate(intent.detached)]
     return out
 
 
@@ -383,7 +321,7 @@ def _mutators(intent: AdmissionIntent) -> list[_Mutator]:
     """Coordinators: tolerations; workers: pod affinity; every role: pinning (a pod of
     both a coordinator and a worker selector is a coordinator, and pinned either way)."""
     roles = _coordinator_selectors(intent)
-    roles += [(f"worker-{n}", _requirements(s), False) for n, s in enumerate(intent.worker)]
+    roles += [(f"worker-{n}", requirements(s), False) for n, s in enumerate(intent.worker)]
     out = _tolerations(intent) + _pod_affinity(intent)
     for role, reqs, detached in roles:
         out += _pinning(intent, role, reqs, detached)
@@ -395,7 +333,7 @@ def _mutators(intent: AdmissionIntent) -> list[_Mutator]:
 
 def parameters(intent: AdmissionIntent) -> dict[str, Any]:
     def selector(s: LabelSelector) -> dict[str, Any]:
-        return {"matchLabels": dict(s.match_labels), "matchExpressions": _expressions(s)}
+        return {"matchLabels": dict(s.match_labels), "matchExpressions": expressions(s)}
 
     return {
         "group": intent.group,
