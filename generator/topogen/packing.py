@@ -4,16 +4,27 @@ Each job needs its GPUs inside one of its domains (the allowed domains that can 
 alone). `assign` packs the jobs so that as many of their GPUs as possible run at once:
 largest and most constrained jobs first, each into the domain it fits most tightly (best
 fit), then a repair pass that moves a packed job to another of its domains when that
-makes room for a job left over. The jobs that still do not fit at once queue where the
-queued GPUs are the smallest share of the domain's GPUs, so every domain's queue drains
-at about the same pace. Deterministic: ties are broken by name.
+makes room for a job left over. Deterministic: ties are broken by name.
+
+The jobs that still do not fit at once queue, each in a slot of one of its domains: a set
+of packed jobs of that domain whose GPUs (with the domain's room left over) hold the
+queued job. A slot's alternatives (the packed jobs, then each group of queued jobs that
+fit it together) never share the domain: each queued job excludes the jobs of the slot's
+other alternatives (required pod anti-affinity on the domain, which the scheduler also
+applies the other way round), so whichever alternative starts first runs whole and the
+others wait, and no set of jobs that may run together needs more GPUs than the domain
+has. A queued job goes where the fewest GPUs would idle if it started first: an
+alternative it fills further, else the slot closest to its size, else a new slot of the
+packed jobs closest above its size; among equals, the slot with the fewest alternatives
+(the queues drain side by side). One that no slot can hold runs alone in its domain
+(it excludes every other known job there).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 __all__ = ["Assignment", "JobNeed", "assign"]
@@ -33,6 +44,8 @@ class Assignment:
     domain: dict[str, str]  # job -> domain
     runs_at_once: frozenset[str]  # the jobs packed to run together; the others queue
     free: dict[str, Fraction]  # domain -> GPUs left when the packed jobs run
+    # queued job -> the jobs of its domain it never runs beside (both ways round)
+    excludes: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def assign(jobs: Sequence[JobNeed], capacity: Mapping[str, Fraction]) -> Assignment:
@@ -48,20 +61,10 @@ def assign(jobs: Sequence[JobNeed], capacity: Mapping[str, Fraction]) -> Assignm
     where, room = max(tries, key=lambda t: sum(j.gpus for j in order if j.key in t[0]))
     where, room = dict(where), dict(room)
     left = _repair([j for j in order if j.key not in where], order, where, room)
-    packed = frozenset(where)
-    queued = dict.fromkeys(cap, 0)
-    for j in left:
-        d = min(
-            j.domains,
-            key=lambda d: (
-                (queued.get(d, 0) + j.gpus) / max(cap.get(d, 0), 1),
-                j.domains.index(d),
-                d,
-            ),
-        )
-        queued[d] = queued.get(d, 0) + j.gpus
-        where[j.key] = d
-    return Assignment(where, packed, {d: Fraction(r, scale) for d, r in room.items()})
+    packed = set(where)
+    free = {d: Fraction(r, scale) for d, r in room.items()}
+    excludes = _queue(left, order, where, room, packed)
+    return Assignment(where, frozenset(packed), free, excludes)
 
 
 @dataclass(frozen=True)
@@ -164,3 +167,110 @@ def _repair(
         if not placed:
             still.append(j)
     return still
+
+
+@dataclass
+class _Slot:
+    domain: str
+    width: int  # the GPUs its alternatives may use at once
+    alternatives: list[list[_Job]]  # [0]: the packed jobs it is made of
+
+
+def _queue(
+    left: Sequence[_Job],
+    order: Sequence[_Job],
+    where: dict[str, str],
+    room: dict[str, int],
+    packed: set[str],
+) -> dict[str, tuple[str, ...]]:
+    """Each job left over into a slot (see the module docstring); `where` gets their
+    domains, `room` loses the room slots take. Returns what each queued job excludes."""
+    by_key = {j.key: j for j in order}
+    loose: dict[str, list[_Job]] = {}  # domain -> packed jobs in no slot yet
+    for k in sorted(where):
+        loose.setdefault(where[k], []).append(by_key[k])
+    slots: list[_Slot] = []
+    alone: list[_Job] = []
+    for j in left:
+        best: tuple[tuple[int, ...], _Slot | None, int, str] | None = None
+        for rank, d in enumerate(j.domains):
+            for n, s in enumerate(slots):
+                if s.domain != d or s.width < j.gpus:
+                    continue
+                for i, alt in enumerate(s.alternatives[1:], 1):  # join a queued alternative
+                    idle = s.width - sum(m.gpus for m in alt) - j.gpus
+                    if idle >= 0:
+                        best = _better(best, ((idle, len(s.alternatives), 0, rank, n), s, i, d))
+                idle = s.width - j.gpus  # a new alternative: one more to wait its turn
+                best = _better(best, ((idle, len(s.alternatives) + 1, 1, rank, n), s, 0, d))
+            need = j.gpus - room.get(d, 0)
+            took = _closest_above(loose.get(d, []), need)
+            if took is not None:
+                idle = max(0, sum(m.gpus for m in took) - j.gpus)
+                best = _better(best, ((idle, 2, 2, rank, len(slots)), None, 0, d))
+        if best is None:
+            alone.append(j)
+            continue
+        _, slot, i, d = best
+        where[j.key] = d
+        if slot is None:
+            if j.gpus <= room.get(d, 0):  # room enough after all: it runs with the packed
+                room[d] -= j.gpus
+                packed.add(j.key)
+                continue
+            took = _closest_above(loose[d], j.gpus - room.get(d, 0)) or []
+            held = sum(m.gpus for m in took)
+            room[d] -= max(0, j.gpus - held)
+            loose[d] = [m for m in loose[d] if m not in took]
+            slots.append(_Slot(d, max(held, j.gpus), [list(took), [j]]))
+        elif i:
+            slot.alternatives[i].append(j)
+        else:
+            slot.alternatives.append([j])
+    return _exclusions(slots, alone, where)
+
+
+def _better(
+    best: tuple[tuple[int, ...], _Slot | None, int, str] | None,
+    option: tuple[tuple[int, ...], _Slot | None, int, str],
+) -> tuple[tuple[int, ...], _Slot | None, int, str]:
+    return option if best is None or option[0] < best[0] else best
+
+
+def _closest_above(jobs: Sequence[_Job], need: int) -> list[_Job] | None:
+    """The subset of `jobs` whose GPUs are the fewest at or above `need` (subset sum over
+    whole GPUs, as bit sets; [] when need <= 0), None when even all of them fall short."""
+    if need <= 0:
+        return []
+    reach = [1]
+    for j in jobs:
+        reach.append(reach[-1] | reach[-1] << j.gpus)
+    above = reach[-1] >> need
+    if not above:
+        return None
+    s = need + (above & -above).bit_length() - 1
+    took = []
+    for k in range(len(jobs), 0, -1):
+        if not reach[k - 1] >> s & 1:
+            took.append(jobs[k - 1])
+            s -= jobs[k - 1].gpus
+    return sorted(took, key=lambda m: m.key)
+
+
+def _exclusions(
+    slots: Sequence[_Slot], alone: Sequence[_Job], where: dict[str, str]
+) -> dict[str, tuple[str, ...]]:
+    """A slot's queued job excludes the jobs of its other alternatives; a job that runs
+    alone (in its first domain with the fewest known jobs) excludes every job there."""
+    out: dict[str, set[str]] = {}
+    for s in slots:
+        for i, alt in enumerate(s.alternatives[1:], 1):
+            others = {m.key for n, a in enumerate(s.alternatives) if n != i for m in a}
+            for j in alt:
+                out.setdefault(j.key, set()).update(others)
+    for j in alone:
+        count = {d: sum(1 for v in where.values() if v == d) for d in j.domains}
+        where[j.key] = min(j.domains, key=lambda d: (count[d], j.domains.index(d)))
+    for j in alone:
+        out[j.key] = {k for k, d in where.items() if d == where[j.key] and k != j.key}
+    return {k: tuple(sorted(v)) for k, v in sorted(out.items())}

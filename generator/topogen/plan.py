@@ -38,6 +38,9 @@ class JobDomain:
     domain: str
     zones: tuple[str, ...]
     reason: str
+    # queued: the known jobs it never shares its domain with, (namespace, job label,
+    # value): required pod anti-affinity on the domain (the scheduler applies it both ways)
+    excludes: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,13 @@ class GroupPlan:
     def job_placement(self) -> list[dict[str, object]]:
         """Per job: its domain or set, and why (analyze's plans[].jobPlacements)."""
         return [
-            {"job": j.job, "domain": j.domain, "zones": list(j.zones), "reason": j.reason}
+            {
+                "job": j.job,
+                "domain": j.domain,
+                "zones": list(j.zones),
+                "reason": j.reason,
+                "excludes": [f"{ns}/{name}" for ns, _, name in j.excludes],
+            }
             for j in self.job_domains
         ]
 
@@ -305,7 +314,8 @@ def _plan_spread(
         ),
     )
     capacity = {_unit(plan.topology_key, n): check[n].gpus_free for n in used}
-    return _with_jobs(plan, planned, assign(_needs(plan, planned), capacity))
+    a = assign(_needs(plan, planned), capacity)
+    return _with_jobs(plan, planned, a, _job_names([(plan, planned)]))
 
 
 def _needs(plan: GroupPlan, planned: Sequence[JobAnalysis]) -> list[JobNeed]:
@@ -318,23 +328,55 @@ def _needs(plan: GroupPlan, planned: Sequence[JobAnalysis]) -> list[JobNeed]:
     return out
 
 
-def _with_jobs(plan: GroupPlan, planned: Sequence[JobAnalysis], a: Assignment) -> GroupPlan:
+JobName = tuple[str, str, str]  # namespace, job label, the label's value
+
+
+def _job_names(groups: Sequence[tuple[GroupPlan, Sequence[JobAnalysis]]]) -> dict[str, JobName]:
+    """The packing's job keys -> how an anti-affinity term selects each job's pods."""
+    return {
+        f"{p.group.name}\0{j.job.key}": (j.job.namespace, p.profile.job_label, j.job.job)
+        for p, js in groups
+        for j in js
+    }
+
+
+def _with_jobs(
+    plan: GroupPlan,
+    planned: Sequence[JobAnalysis],
+    a: Assignment,
+    names: dict[str, JobName],
+) -> GroupPlan:
     zones = dict(plan.domains)
+    waits: dict[str, list[str]] = {}  # a packed job -> the queued jobs that wait for it
+    for q, ks in a.excludes.items():
+        for k in ks:
+            waits.setdefault(k, []).append(q)
     out = []
     for j in planned:
         key = f"{plan.group.name}\0{j.job.key}"
         name = a.domain[key].partition("\0")[2]
         need = _count(j.domains[0].gpus_needed)
         free = _count(a.free.get(_unit(plan.topology_key, name), Fraction(0)))
-        reason = (
-            f"packed: its {need} GPUs run at once with the cluster's other packed jobs "
-            f"({free} GPUs of {name} left over)"
-            if key in a.runs_at_once
-            else f"queued: the known jobs need more GPUs than their domains have at once; "
-            f"{name} has the smallest queue for its GPUs"
-        )
+        excludes = tuple(sorted(names[k] for k in a.excludes.get(key, ())))
+        if key not in a.runs_at_once:
+            reason = (
+                f"queued: the known jobs need more GPUs than their domains have at once; "
+                f"it never shares {name} with {_jobs_text(excludes)} (required pod "
+                "anti-affinity, both ways): whichever starts first runs whole, the other "
+                "waits"
+            )
+        else:
+            reason = (
+                f"packed: its {need} GPUs run at once with the cluster's other packed jobs "
+                f"({free} GPUs of {name} left over)"
+            )
+            if key in waits:
+                later = tuple(sorted(names[q] for q in waits[key]))
+                reason += f"; {_jobs_text(later)} queued behind it"
         out.append(
-            JobDomain(f"{j.job.namespace}/{j.job.job}", j.job.job, name, zones[name], reason)
+            JobDomain(
+                f"{j.job.namespace}/{j.job.job}", j.job.job, name, zones[name], reason, excludes
+            )
         )
     note = ""
     queued = [j for j in planned if f"{plan.group.name}\0{j.job.key}" not in a.runs_at_once]
@@ -350,6 +392,12 @@ def _with_jobs(plan: GroupPlan, planned: Sequence[JobAnalysis], a: Assignment) -
         )
     note = "; ".join(n for n in (worker_anchors(plan.profile, planned)[1], note) if n)
     return replace(plan, job_domains=tuple(sorted(out, key=lambda d: d.job)), note=note)
+
+
+def _jobs_text(jobs: Sequence[JobName], most: int = 3) -> str:
+    names = [f"{ns}/{name}" for ns, _, name in jobs]
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
 
 
 def plan_cluster(
@@ -378,9 +426,10 @@ def plan_cluster(
     if not spread:
         return list(plans)
     a = assign([n for _, p, js in spread for n in _needs(p, js)], capacity)
+    names = _job_names([(p, js) for _, p, js in spread])
     out = list(plans)
     for g, p, js in spread:
-        out[g] = _with_jobs(p, js, a)
+        out[g] = _with_jobs(p, js, a, names)
     return out
 
 

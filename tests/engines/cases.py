@@ -28,7 +28,14 @@ from topogen.model import LabelSelector, Requirement, Toleration
 from topogen.pipeline import analyze
 from topogen.render.cel import toleration_dicts
 from topogen.render.gatekeeper_tests import check_messages, reference_checks
-from topogen.render.intent import AdmissionIntent, intent_for, zones_for
+from topogen.render.intent import (
+    AdmissionIntent,
+    Exclusion,
+    anti_affinity_term,
+    excludes_for,
+    intent_for,
+    zones_for,
+)
 from topogen.render.reference import mutate
 
 ENGINES = ("kyverno", "kyverno-legacy", "gatekeeper", "native")
@@ -477,6 +484,8 @@ def _cases(
                 True,
             ),
         ]
+    if i.job_excludes:
+        out += _queued_cases(i, coord, worker)
     # validation only: every admission case as the reference admits it, and hand-broken pods
     out += [
         Case(
@@ -515,6 +524,42 @@ def _cases(
     return tuple(out)
 
 
+def _queued_cases(
+    i: AdmissionIntent, coord: dict[str, str], worker: dict[str, str]
+) -> list[Case]:
+    """A queued job's pods: anti-affinity to the jobs it never shares its domain with,
+    beside a term of the pod's own, once when one of them is already there."""
+    (ns, job), excludes = i.job_excludes[0]
+    queued_coord, queued_worker = {**coord, i.job_label: job}, {**worker, i.job_label: job}
+    first = anti_affinity_term(i, excludes[0])
+    assert excludes_for(i, ns, job) == excludes and len(excludes) > 1
+    anti = {"requiredDuringSchedulingIgnoredDuringExecution": [CACHE_TERM]}
+    worker_term = ("coordinator-term-match-label-keys",)
+    return [
+        Case("coordinator-queued", pod("coordinator-queued", ns, queued_coord), True),
+        Case("worker-queued", pod("worker-queued", ns, queued_worker), True, _gk(*worker_term)),
+        Case(
+            "coordinator-queued-own-anti-affinity",
+            pod("coordinator-queued-own-anti-affinity", ns, queued_coord,
+                affinity={"podAntiAffinity": anti}),  # fmt: skip
+            True,
+        ),
+        Case(
+            "worker-queued-one-term-there",
+            pod("worker-queued-one-term-there", ns, queued_worker,
+                affinity={"podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [first]}}),  # fmt: skip
+            True,
+            _gk(*worker_term),
+        ),
+        Case(
+            "coordinator-queued-already-mutated",
+            mutate(pod("coordinator-queued-already-mutated", ns, queued_coord), i),
+            True,
+        ),
+    ]
+
+
 def _judging_only(differences: Mapping[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
     """The differences of the checks alone (those of mutation stay with the admission)."""
     out = {
@@ -537,8 +582,10 @@ def _renamed(p: Pod, name: str) -> Pod:
 
 def spread_intent(static: bool) -> AdmissionIntent:
     """Spread over two domains: job run-1 packed into zone-b in the second namespace and
-    zone-a in the first; a job the render did not know gets zone-a (static identity: the label names
-    the job's zone) or any zone of the set (identity stamped at binding or none)."""
+    zone-a in the first, run-3 of the first into zone-b, run-2 of the second queued in
+    zone-b behind run-1 and run-3; a job the render did not know gets zone-a (static
+    identity: the label names the job's zone) or any zone of the set (identity stamped at
+    binding or none)."""
     syn = synthetic_intent()
     a, b = ("spread-a", "spread-b") if static else ("set-a", "set-b")  # suites apart
     return dataclasses.replace(
@@ -549,10 +596,19 @@ def spread_intent(static: bool) -> AdmissionIntent:
         topology_key=ZONE,
         identity_label="net.example.com/zone" if static else None,
         denied_zone_pairs=(),
-        job_zones=(((a, "run-1"), ("zone-a",)), ((b, "run-1"), ("zone-b",))),
+        job_zones=(
+            ((a, "run-1"), ("zone-a",)),
+            ((a, "run-3"), ("zone-b",)),
+            ((b, "run-1"), ("zone-b",)),
+            ((b, "run-2"), ("zone-b",)),
+        ),
         fallback_zones=("zone-a",) if static else ("zone-a", "zone-b"),
         job_identity=static,
         validation_action="Audit",
+        # run-2 is queued in zone-b: never beside run-1 of its namespace or run-3 of the other
+        job_excludes=(
+            ((b, "run-2"), (Exclusion(a, JOB, ("run-3",)), Exclusion(b, JOB, ("run-1",)))),
+        ),
     )
 
 

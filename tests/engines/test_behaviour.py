@@ -138,6 +138,7 @@ def test_the_suites_cover_the_shapes() -> None:
             *(["coordinator-spoofed-identity"] if i.identity_label else []),
             *(["coordinator-spans-0"] if i.denied_zone_pairs else []),
             *(["coordinator-unknown-job", "coordinator-job-elsewhere"] if i.per_job else []),
+            *(["coordinator-queued", "worker-queued"] if i.job_excludes else []),
         ):
             assert needed in names, (suite.key, needed)
         verdicts = {bool(expected(c, "kyverno", suite.intent).checks) for c in suite.cases}
@@ -145,3 +146,6 @@ def test_the_suites_cover_the_shapes() -> None:
     assert len(SUITES[1].intent.zones) == 2 and len(SUITES[1].intent.tolerations) > 2
     # the spread suites: one with the identity label per job, one without identity
     assert [s.intent.job_identity for s in SUITES if s.intent.per_job] == [True, False]
+    # and a queued job in each, excluding jobs of its own namespace and of another
+    assert all(len({e.namespace for _, ex in s.intent.job_excludes for e in ex}) == 2
+               for s in SUITES if s.intent.per_job)  # fmt: skip

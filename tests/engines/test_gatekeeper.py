@@ -79,8 +79,9 @@ def test_mutators_are_narrow_and_run_on_create() -> None:
         intent = suite.intent
         for m in _objects(intent)[2:]:
             match = m["spec"]["match"]
-            if intent.per_job and m["kind"] in ("Assign", "AssignMetadata"):
-                # zones per job: each bucket's pinning in its namespace
+            per_bucket = m["kind"] in ("Assign", "AssignMetadata") or m["spec"]["location"] == ANTI
+            if intent.per_job and per_bucket:
+                # zones and exclusions per job: each bucket's in its namespace
                 assert set(match["namespaces"]) <= set(intent.namespaces)
             else:
                 assert match["namespaces"] == list(intent.namespaces)
@@ -94,6 +95,22 @@ def test_mutators_are_narrow_and_run_on_create() -> None:
                 assert m["spec"]["applyTo"] == [
                     {"groups": [""], "kinds": ["Pod"], "versions": ["v1"], "operations": ["CREATE"]}
                 ]
+
+
+ANTI = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def test_a_queued_jobs_exclusions_are_one_modify_set_per_role_for_its_jobs_alone() -> None:
+    for suite in SUITES:
+        intent = suite.intent
+        found = [m for m in _objects(intent)[2:] if m["spec"]["location"] == ANTI]
+        roles = len(intent.coordinator) + len(intent.worker)  # one per role selector
+        assert len(found) == (roles if intent.job_excludes else 0)
+        for m in found:
+            assert m["kind"] == "ModifySet" and m["spec"]["parameters"]["operation"] == "merge"
+            exprs = m["spec"]["match"]["labelSelector"]["matchExpressions"]
+            assert {"key": intent.job_label, "operator": "In", "values": ["run-2"]} in exprs
+            assert m["spec"]["match"]["namespaces"] == [intent.job_excludes[0][0][0]]
 
 
 def test_workers_exclude_every_coordinator_selector() -> None:

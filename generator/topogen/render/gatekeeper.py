@@ -39,6 +39,8 @@ from topogen.render.base import RenderedFile, render_documents
 from topogen.render.cel import toleration_dicts
 from topogen.render.intent import (
     AdmissionIntent,
+    Exclusion,
+    anti_affinity_term,
     buckets,
     description,
     intent_summary,
@@ -60,6 +62,7 @@ __all__ = [
 MIN_KUBERNETES = (1, 31)  # matchLabelKeys in pod affinity: beta and on by default
 NODE_REQ = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 POD_REQ = "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+ANTI_REQ = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 
 DIFFERENCES: dict[str, str] = {
     "covered-toleration-added": (
@@ -254,9 +257,34 @@ def _pinning(
             if named
             else []
         )
-        out += _pin(intent, f"{role}-{k + 1}", _label_selector(intent, [*reqs, *job]),
-                    b.zones, b.identity, (b.namespace,))  # fmt: skip
+        selector = _label_selector(intent, [*reqs, *job])
+        out += _pin(intent, f"{role}-{k + 1}", selector, b.zones, b.identity, (b.namespace,))
+        out += _exclude(intent, f"{role}-{k + 1}", selector, b.excludes, (b.namespace,))
     return out
+
+
+def _exclude(
+    intent: AdmissionIntent,
+    role: str,
+    selector: dict[str, Any],
+    excludes: Sequence[Exclusion],
+    namespaces: tuple[str, ...],
+) -> list[_Mutator]:
+    """A queued job: its anti-affinity terms, each added unless an identical one is there."""
+    if not excludes:
+        return []
+    terms = [anti_affinity_term(intent, e) for e in excludes]
+    return [
+        _Mutator(
+            "ModifySet",
+            _name(intent, f"{role}-exclusions"),
+            selector,
+            ANTI_REQ,
+            {"operation": "merge", "values": {"fromList": terms}},
+            _why("a queued job never shares its domain with the jobs it would take GPUs from"),
+            namespaces,
+        )
+    ]
 
 
 def _pin(

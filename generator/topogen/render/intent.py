@@ -11,7 +11,10 @@ from topogen.plan import GroupPlan
 __all__ = [
     "AdmissionIntent",
     "Bucket",
+    "Exclusion",
+    "anti_affinity_term",
     "buckets",
+    "excludes_for",
     "identity_for",
     "intent_for",
     "intent_summary",
@@ -19,6 +22,16 @@ __all__ = [
     "policy_metadata",
     "zones_for",
 ]
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """Pods of these jobs (`key` In `values`, in `namespace`): a queued job's pods never
+    share their domain with them (required pod anti-affinity on the topology key)."""
+
+    namespace: str
+    key: str
+    values: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -55,6 +68,9 @@ class AdmissionIntent:
     # pods without the job label that belong to a job (KubeRay's submitter): pinned
     # like the coordinator, matched by these selectors (ORed)
     detached: tuple[LabelSelector, ...] = ()
+    # spread: the jobs each queued job never shares its domain with ((namespace, job) ->
+    # exclusions); a job not listed gets none
+    job_excludes: tuple[tuple[tuple[str, str], tuple[Exclusion, ...]], ...] = ()
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -80,6 +96,23 @@ class Bucket:
     jobs: tuple[str, ...] | None
     zones: tuple[str, ...]
     identity: tuple[str, str] | None
+    excludes: tuple[Exclusion, ...] = ()
+
+
+def excludes_for(intent: AdmissionIntent, namespace: str, job: str) -> tuple[Exclusion, ...]:
+    """The exclusions the mutation gives a pod of this job."""
+    return dict(intent.job_excludes).get((namespace, job), ())
+
+
+def anti_affinity_term(intent: AdmissionIntent, e: Exclusion) -> dict[str, Any]:
+    """The required pod anti-affinity term of one exclusion."""
+    return {
+        "labelSelector": {
+            "matchExpressions": [{"key": e.key, "operator": "In", "values": list(e.values)}]
+        },
+        "namespaces": [e.namespace],
+        "topologyKey": intent.topology_key,
+    }
 
 
 def zones_for(intent: AdmissionIntent, namespace: str, job: str) -> tuple[str, ...]:
@@ -101,16 +134,24 @@ def buckets(intent: AdmissionIntent) -> list[Bucket]:
     for engines that match pods by label selectors instead of looking the job up."""
     if not intent.per_job:
         return [Bucket(ns, None, intent.zones, intent.identity) for ns in intent.namespaces]
-    grouped: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    excludes = dict(intent.job_excludes)
+    grouped: dict[tuple[str, tuple[str, ...], tuple[Exclusion, ...]], list[str]] = {}
     for (ns, job), zones in intent.job_zones:
-        grouped.setdefault((ns, zones), []).append(job)
+        grouped.setdefault((ns, zones, excludes.get((ns, job), ())), []).append(job)
     out = [
-        Bucket(ns, tuple(sorted(jobs)), zones, identity_for(intent, zones))
-        for (ns, zones), jobs in sorted(grouped.items())
+        Bucket(ns, tuple(sorted(jobs)), zones, identity_for(intent, zones), ex)
+        for (ns, zones, ex), jobs in sorted(grouped.items(), key=_bucket_order)
     ]
     rest = intent.fallback_zones
     out += [Bucket(ns, None, rest, identity_for(intent, rest)) for ns in intent.namespaces]
     return out
+
+
+def _bucket_order(
+    item: tuple[tuple[str, tuple[str, ...], tuple[Exclusion, ...]], list[str]],
+) -> tuple[str, tuple[str, ...], tuple[tuple[str, str, tuple[str, ...]], ...]]:
+    (ns, zones, ex), _ = item
+    return ns, zones, tuple((e.namespace, e.key, e.values) for e in ex)
 
 
 def named_jobs(intent: AdmissionIntent, namespace: str) -> tuple[str, ...]:
@@ -122,10 +163,18 @@ def intent_for(plan: GroupPlan, validation_action: str) -> AdmissionIntent:
     assert plan.domain is not None, "only enforceable plans have an intent"
     p = plan.profile
     job_zones: tuple[tuple[tuple[str, str], tuple[str, ...]], ...] = ()
+    job_excludes: tuple[tuple[tuple[str, str], tuple[Exclusion, ...]], ...] = ()
     fallback: tuple[str, ...] = ()
     if plan.spread and len(plan.domains) > 1:
         job_zones = tuple(
             sorted(((j.job.partition("/")[0], j.name), j.zones) for j in plan.job_domains)
+        )
+        job_excludes = tuple(
+            sorted(
+                ((j.job.partition("/")[0], j.name), _exclusions(j.excludes))
+                for j in plan.job_domains
+                if j.excludes
+            )
         )
         fallback = (
             plan.zones if plan.identity_source != "static" else dict(plan.domains)[plan.domain]
@@ -155,7 +204,16 @@ def intent_for(plan: GroupPlan, validation_action: str) -> AdmissionIntent:
         job_zones=job_zones,
         fallback_zones=fallback,
         job_identity=bool(job_zones) and plan.identity_source == "static",
+        job_excludes=job_excludes,
     )
+
+
+def _exclusions(jobs: tuple[tuple[str, str, str], ...]) -> tuple[Exclusion, ...]:
+    """(namespace, job label, value) triples as one exclusion per namespace and label."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for ns, key, value in jobs:
+        grouped.setdefault((ns, key), []).append(value)
+    return tuple(Exclusion(ns, key, tuple(sorted(v))) for (ns, key), v in sorted(grouped.items()))
 
 
 def description(intent: AdmissionIntent, engine_note: str = "") -> str:

@@ -96,6 +96,8 @@ def mutating_policy(
         ]
         patches.append(cel.mutation_pod_affinity_patch())
     patches.append(cel.mutation_node_affinity_patch(intent))
+    if intent.job_excludes:
+        patches.append(cel.mutation_anti_affinity_patch())
     if cel.has_identity(intent):
         patches.append(cel.mutation_identity_patch(intent))
     name = name or f"{intent.name}-{role}"

@@ -39,6 +39,7 @@ from topogen.render.base import RenderedFile, render_documents
 from topogen.render.intent import (
     AdmissionIntent,
     Bucket,
+    anti_affinity_term,
     buckets,
     description,
     named_jobs,
@@ -51,8 +52,10 @@ OBJ = "request.object"
 NODE_REQ = f"{OBJ}.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 NODE_TERMS = f"{NODE_REQ}.nodeSelectorTerms"
 POD_REQ = f"{OBJ}.spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+ANTI_REQ = f"{OBJ}.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 NODE_REQ_PATH = "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution"
 POD_REQ_PATH = "/spec/affinity/podAffinity/requiredDuringSchedulingIgnoredDuringExecution"
+ANTI_REQ_PATH = "/spec/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution"
 AUTOGEN = "pod-policies.kyverno.io/autogen-controllers"
 _KYVERNO_VAR = re.compile(r"\{\{.*?\}\}")
 
@@ -149,6 +152,20 @@ def has_coordinator_term(intent: AdmissionIntent) -> str:
         f".labelSelector.matchLabels.{ident(job)} || `[]`)"
     )
     return f"contains({values}, {label(job)})"
+
+
+def missing_exclusions(intent: AdmissionIntent, bucket: Bucket) -> str:
+    """A foreach list: each of the bucket's anti-affinity terms, or null (skipped) when an
+    existing term already says it (reference.same_exclusion)."""
+    items = []
+    for e in bucket.excludes:
+        t = anti_affinity_term(intent, e)
+        same = (
+            f"topologyKey == {lit(t['topologyKey'])} && namespaces == {lit(t['namespaces'])} "
+            f"&& labelSelector.matchExpressions == {lit(t['labelSelector']['matchExpressions'])}"
+        )
+        items.append(f"(length({ANTI_REQ}[?{same}] || `[]`) == `0` && {lit(t)}) || `null`")
+    return "[" + ", ".join(items) + "]"
 
 
 def _pod_name() -> str:
@@ -298,6 +315,7 @@ def _pinning(intent: AdmissionIntent, role: str) -> list[dict[str, Any]]:
                 "zone_requirement": req,
                 "required": {"nodeSelectorTerms": [{"matchExpressions": [req]}]},
                 "identity": dict([identity]) if identity else None,
+                "exclusions": missing_exclusions(intent, b) if b and b.excludes else None,
             }
         )
     return out
@@ -344,6 +362,7 @@ def mutate_policy(intent: AdmissionIntent) -> RenderedFile:
         terms_list=NODE_TERMS,
         tolerations_path="/spec/tolerations",
         pod_req_path=POD_REQ_PATH,
+        anti_req_path=ANTI_REQ_PATH,
         node_req_path=NODE_REQ_PATH,
         term_path=NODE_REQ_PATH + "/nodeSelectorTerms/{{elementIndex}}/matchExpressions/-",
     )

@@ -12,7 +12,13 @@ from typing import Any
 from topogen.model import LabelSelector
 from topogen.plaindata import copy_plain
 from topogen.render.cel import toleration_dicts
-from topogen.render.intent import AdmissionIntent, identity_for, zones_for
+from topogen.render.intent import (
+    AdmissionIntent,
+    anti_affinity_term,
+    excludes_for,
+    identity_for,
+    zones_for,
+)
 
 __all__ = ["anchor_of", "coordinator_term", "mutate", "role_of", "sample_pods", "violations"]
 
@@ -107,6 +113,27 @@ def _has_coordinator_term(pod: Pod, intent: AdmissionIntent) -> bool:
     )
 
 
+def same_exclusion(have: dict[str, Any], want: dict[str, Any]) -> bool:
+    """Does an existing anti-affinity term already say what `want` (an exclusion's term)
+    says: the topology key, the namespaces, and the one requirement on the job label?"""
+    sel = have.get("labelSelector") or {}
+    return (
+        have.get("topologyKey") == want["topologyKey"]
+        and have.get("namespaces") == want["namespaces"]
+        and sel.get("matchExpressions") == want["labelSelector"]["matchExpressions"]
+    )
+
+
+def _exclude(spec: dict[str, Any], intent: AdmissionIntent, namespace: str, job: str) -> None:
+    wanted = [anti_affinity_term(intent, e) for e in excludes_for(intent, namespace, job)]
+    if not wanted:
+        return
+    anti = spec.setdefault("affinity", {}).setdefault("podAntiAffinity", {})
+    terms = anti.setdefault("requiredDuringSchedulingIgnoredDuringExecution", [])
+    have = list(terms)
+    terms += [w for w in wanted if not any(same_exclusion(t, w) for t in have)]
+
+
 def mutate(pod: Pod, intent: AdmissionIntent) -> Pod:
     """The pod as topogen's mutating policies leave it (unchanged if they do not match)."""
     role = role_of(pod, intent)
@@ -132,6 +159,7 @@ def mutate(pod: Pod, intent: AdmissionIntent) -> Pod:
     job = _labels(out).get(intent.job_label)  # None: a detached pod (never per job)
     zones = intent.zones if job is None else zones_for(intent, namespace, job)
     _pin_node_affinity(spec, intent, zones)
+    _exclude(spec, intent, namespace, _labels(out)[intent.job_label])
     identity = identity_for(intent, zones)
     if identity is not None:
         out["metadata"].setdefault("labels", {})[identity[0]] = identity[1]
