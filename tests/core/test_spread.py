@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import random
 from fractions import Fraction
 from pathlib import Path
 
@@ -12,7 +14,7 @@ from helpers import GPU_TAINT, GPU_TOLERATION, config_doc, deployment, node_doc,
 from topogen.cilium.labelfilter import LabelFilter
 from topogen.config import load_config
 from topogen.identity import identity_source
-from topogen.packing import JobNeed, assign
+from topogen.packing import Assignment, JobNeed, assign
 from topogen.pipeline import analyze
 from topogen.render.intent import buckets, intent_for, zones_for
 from topogen.render.reference import mutate
@@ -47,6 +49,69 @@ def test_packing_is_deterministic_and_every_job_gets_one_of_its_domains() -> Non
     first, second = assign(jobs, cap), assign(list(reversed(jobs)), cap)
     assert first == second
     assert all(first.domain[j.key] in j.domains for j in jobs)
+
+
+def _runs_together_at_most(got: Assignment, jobs: list[JobNeed], domain: str) -> Fraction:
+    """The most GPUs a set of the domain's jobs that exclude none of each other needs."""
+    mine = [j for j in jobs if got.domain.get(j.key) == domain]
+    apart = {(a, b) for a, bs in got.excludes.items() for b in bs}
+    most = Fraction(0)
+    for n in range(1, len(mine) + 1):
+        for combo in itertools.combinations(mine, n):
+            keys = [j.key for j in combo]
+            if not any(
+                (a, b) in apart or (b, a) in apart for a, b in itertools.combinations(keys, 2)
+            ):
+                most = max(most, sum((j.gpus for j in combo), Fraction(0)))
+    return most
+
+
+def test_queued_jobs_exclude_the_packed_jobs_whose_gpus_they_would_take() -> None:
+    """The issue's example: each queued 6-GPU job shares its slot (the packed job of its
+    zone) with the packed job and the other queued one; whichever starts first runs."""
+    jobs = [JobNeed(f"j{i}", F(6), ("a", "b")) for i in range(6)]
+    got = assign(jobs, {"a": F(8), "b": F(8), "c": F(2)})
+    assert got.excludes == {"j2": ("j0", "j4"), "j3": ("j1", "j5"),
+                            "j4": ("j0", "j2"), "j5": ("j1", "j3")}  # fmt: skip
+    assert not set(got.excludes) & got.runs_at_once
+    # a small queued job takes the smallest packed job(s) at or above its size as its slot
+    jobs = [JobNeed("p9", F(9), ("z",)), JobNeed("p2", F(2), ("z",)), JobNeed("p1", F(1), ("z",)),
+            JobNeed("q2", F(2), ("z",))]  # fmt: skip
+    got = assign(jobs, {"z": F(12)})
+    assert got.runs_at_once == {"p9", "p2", "p1"} and got.excludes == {"q2": ("p2",)}
+    # queued jobs that fit a slot together run together: one alternative
+    jobs = [JobNeed("p1", F(8), ("z",)), JobNeed("p2", F(8), ("z",)), JobNeed("q9", F(9), ("z",)),
+            JobNeed("q3a", F(3), ("z",)), JobNeed("q3b", F(3), ("z",))]  # fmt: skip
+    got = assign(jobs, {"z": F(16)})
+    assert got.runs_at_once == {"p1", "p2"}
+    assert got.excludes == {"q9": ("p1", "p2"), "q3a": ("p1", "p2"), "q3b": ("p1", "p2")}
+    # a job no slot can hold (its domain's GPUs, less a pinned group's, are too few for
+    # it) runs alone there: it excludes every other job of the domain
+    got = assign([JobNeed("p", F(4), ("z",)), JobNeed("big", F(10), ("z",))], {"z": F(8)})
+    assert got.domain["big"] == "z" and got.excludes == {"big": ("p",)}
+
+
+def test_no_jobs_that_may_run_together_need_more_gpus_than_their_domain_has() -> None:
+    """Random fleets: in every domain, every set of jobs none of which excludes another
+    fits the domain's GPUs at once (so no job is ever left partly bound by known jobs)."""
+    rng = random.Random(7)
+    queued = 0
+    for _ in range(60):
+        cap = {d: F(rng.choice((0, 2, 4, 8, 8, 12, 16))) for d in "abcd"}
+        jobs = []
+        for i in range(rng.randint(3, 11)):
+            gpus = F(rng.randint(1, 12))
+            doms = tuple(d for d in "abcd" if cap[d] >= gpus and rng.random() < 0.7)
+            jobs.append(JobNeed(f"j{i:02d}", gpus, doms))
+        got = assign(jobs, cap)
+        for d in cap:
+            assert _runs_together_at_most(got, jobs, d) <= cap[d], (jobs, cap, d)
+        for q, ks in got.excludes.items():
+            assert all(got.domain[k] == got.domain[q] for k in ks)
+        assert all(got.domain[j.key] in j.domains for j in jobs if j.domains)
+        assert set(got.excludes) == {j.key for j in jobs if j.domains} - got.runs_at_once
+        queued += len(got.excludes)
+    assert queued > 60  # the fleets do queue
 
 
 def test_identity_follows_placement_only_where_stamped_and_kept() -> None:
@@ -114,6 +179,22 @@ def test_six_jobs_spread_over_both_zones_that_hold_them(tmp_path: Path) -> None:
     ]
     assert terms["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["zone-b"]
     assert [b.jobs is None for b in buckets(intent)][-1]
+    # the queued jobs: each never beside its zone's packed job or the other one queued there
+    queued = [j for j in plan.job_domains if j.reason.startswith("queued")]
+    assert len(queued) == 4 and all(len(j.excludes) == 2 for j in queued)
+    q = queued[0]
+    behind = {f"ml/{n}" for _, _, n in q.excludes}
+    assert next(j for j in packed if j.domain == q.domain).job in behind
+    assert "required pod anti-affinity" in q.reason
+    row = next(r for r in doc["jobPlacements"] if r["job"] == q.job)
+    assert set(row["excludes"]) == behind
+    pod["metadata"]["labels"]["app"] = q.name
+    terms = mutate(pod, intent)["spec"]["affinity"]["podAntiAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert terms == [{"labelSelector": {"matchExpressions": [
+        {"key": "app", "operator": "In", "values": sorted(n for _, _, n in q.excludes)}]},
+        "namespaces": ["ml"], "topologyKey": "topology.kubernetes.io/zone"}]  # fmt: skip
     # pin: today's behaviour, one domain for all six
     pin = analyze(load_config(_three_zones(tmp_path / "p", jobs, [{"identityLabel": "zone",
                                                                   "placement": "pin"}])))  # fmt: skip

@@ -524,9 +524,7 @@ def _cases(
     return tuple(out)
 
 
-def _queued_cases(
-    i: AdmissionIntent, coord: dict[str, str], worker: dict[str, str]
-) -> list[Case]:
+def _queued_cases(i: AdmissionIntent, coord: dict[str, str], worker: dict[str, str]) -> list[Case]:
     """A queued job's pods: anti-affinity to the jobs it never shares its domain with,
     beside a term of the pod's own, once when one of them is already there."""
     (ns, job), excludes = i.job_excludes[0]
@@ -540,15 +538,24 @@ def _queued_cases(
         Case("worker-queued", pod("worker-queued", ns, queued_worker), True, _gk(*worker_term)),
         Case(
             "coordinator-queued-own-anti-affinity",
-            pod("coordinator-queued-own-anti-affinity", ns, queued_coord,
-                affinity={"podAntiAffinity": anti}),  # fmt: skip
+            pod(
+                "coordinator-queued-own-anti-affinity",
+                ns,
+                queued_coord,
+                affinity={"podAntiAffinity": anti},
+            ),
             True,
         ),
         Case(
             "worker-queued-one-term-there",
-            pod("worker-queued-one-term-there", ns, queued_worker,
-                affinity={"podAntiAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": [first]}}),  # fmt: skip
+            pod(
+                "worker-queued-one-term-there",
+                ns,
+                queued_worker,
+                affinity={
+                    "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [first]}
+                },
+            ),
             True,
             _gk(*worker_term),
         ),

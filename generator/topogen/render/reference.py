@@ -117,7 +117,7 @@ def same_exclusion(have: dict[str, Any], want: dict[str, Any]) -> bool:
     """Does an existing anti-affinity term already say what `want` (an exclusion's term)
     says: the topology key, the namespaces, and the one requirement on the job label?"""
     sel = have.get("labelSelector") or {}
-    return (
+    return bool(
         have.get("topologyKey") == want["topologyKey"]
         and have.get("namespaces") == want["namespaces"]
         and sel.get("matchExpressions") == want["labelSelector"]["matchExpressions"]
