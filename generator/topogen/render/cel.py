@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from topogen.model import LabelSelector, Toleration
-from topogen.render.intent import AdmissionIntent, anti_affinity_term
+from topogen.render.intent import AdmissionIntent
 
 __all__ = [
     "LABELS",
@@ -20,7 +20,6 @@ __all__ = [
     "lit",
     "match_role",
     "mutation_affinity_patch",
-    "mutation_anti_affinity_patch",
     "mutation_identity_patch",
     "mutation_tolerations_patch",
     "toleration_dicts",
@@ -35,8 +34,6 @@ NODE_REQ = "object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDur
 POD_REQ = "object.spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 NODE_REQ_PATH = "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution"
 POD_REQ_PATH = "/spec/affinity/podAffinity/requiredDuringSchedulingIgnoredDuringExecution"
-ANTI_REQ = "object.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-ANTI_REQ_PATH = "/spec/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution"
 
 
 def lit(value: Any) -> str:
@@ -181,79 +178,6 @@ def mutation_tolerations_patch() -> str:
         "variables.missingTolerations.map(w, JSONPatch{op: 'add', path: "
         "'/spec/tolerations/-', value: w}) : [JSONPatch{op: 'add', path: "
         "'/spec/tolerations', value: variables.missingTolerations}]"
-    )
-
-
-def job_zone_table(intent: AdmissionIntent) -> str:
-    """Spread: namespace/job -> zones of every known job."""
-    return lit({f"{ns}/{job}": list(zones) for (ns, job), zones in intent.job_zones})
-
-
-def job_zones(intent: AdmissionIntent) -> str:
-    """Spread: the zones of the pod's job (looked up in jobZoneTable), else the fallback."""
-    key = f"{NAMESPACE} + '/' + object.metadata.labels[{lit(intent.job_label)}]"
-    table = "variables.jobZoneTable"
-    return f"dyn({key} in {table} ? {table}[{key}] : {lit(list(intent.fallback_zones))})"
-
-
-def job_exclude_table(intent: AdmissionIntent) -> str:
-    """Spread: namespace/job -> the anti-affinity terms of every queued job."""
-    return lit(
-        {
-            f"{ns}/{job}": [anti_affinity_term(intent, e) for e in excludes]
-            for (ns, job), excludes in intent.job_excludes
-        }
-    )
-
-
-def missing_exclusions() -> str:
-    """The pod's job's anti-affinity terms that no existing term already says
-    (reference.same_exclusion)."""
-    e = "e.labelSelector.matchExpressions"
-    w = "w.labelSelector.matchExpressions[0]"
-    same = (
-        f"e.topologyKey == w.topologyKey && has(e.namespaces) && e.namespaces == w.namespaces "
-        f"&& has(e.labelSelector) && has({e}) && size({e}) == 1 && {e}[0].key == {w}.key && "
-        f"{e}[0].operator == {w}.operator && has({e}[0].values) && {e}[0].values == {w}.values"
-    )
-    return (
-        f"variables.jobExcludes.filter(w, !(has(object.spec.affinity) && "
-        f"has(object.spec.affinity.podAntiAffinity) && has({ANTI_REQ}) && "
-        f"{ANTI_REQ}.exists(e, {same})))"
-    )
-
-
-def mutation_variables(intent: AdmissionIntent) -> list[dict[str, str]]:
-    """jobZoneTable and jobZones (spread, per job), then zoneRequirement; where some job
-    is queued, jobExcludeTable, jobExcludes and missingExclusions."""
-    out = []
-    if intent.per_job:
-        out.append({"name": "jobZoneTable", "expression": job_zone_table(intent)})
-        out.append({"name": "jobZones", "expression": job_zones(intent)})
-    out.append({"name": "zoneRequirement", "expression": zone_requirement(intent)})
-    if intent.job_excludes:
-        key = f"{NAMESPACE} + '/' + object.metadata.labels[{lit(intent.job_label)}]"
-        table = "variables.jobExcludeTable"
-        out += [
-            {"name": "jobExcludeTable", "expression": job_exclude_table(intent)},
-            {"name": "jobExcludes", "expression": f"dyn({key} in {table} ? {table}[{key}] : [])"},
-            {"name": "missingExclusions", "expression": missing_exclusions()},
-        ]
-    return out
-
-
-def mutation_anti_affinity_patch() -> str:
-    """Add the missing anti-affinity terms (variables.missingExclusions, named once: the
-    native policies inline variables, and the table is the largest of them)."""
-    return (
-        "[variables.missingExclusions].map(m, size(m) == 0 ? [] : "
-        "!has(object.spec.affinity) ? [JSONPatch{op: 'add', path: '/spec/affinity', value: "
-        "{'podAntiAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': m}}}] : "
-        "!has(object.spec.affinity.podAntiAffinity) ? [JSONPatch{op: 'add', path: "
-        "'/spec/affinity/podAntiAffinity', value: "
-        "{'requiredDuringSchedulingIgnoredDuringExecution': m}}] : "
-        f"!has({ANTI_REQ}) ? [JSONPatch{{op: 'add', path: '{ANTI_REQ_PATH}', value: m}}] : "
-        f"m.map(t, JSONPatch{{op: 'add', path: '{ANTI_REQ_PATH}/-', value: t}}))[0]"
     )
 
 

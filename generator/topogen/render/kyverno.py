@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from topogen.model import LabelSelector
-from topogen.render import cel
+from topogen.render import cel, cel_spread
 from topogen.render.base import RenderedFile, render_documents
 from topogen.render.intent import AdmissionIntent, description, policy_metadata
 
@@ -79,7 +79,7 @@ def policy_names(intent: AdmissionIntent) -> list[tuple[str, str, LabelSelector 
 def mutating_policy(
     intent: AdmissionIntent, role: str, name: str = "", detached: LabelSelector | None = None
 ) -> RenderedFile:
-    variables = cel.mutation_variables(intent)
+    variables = cel_spread.mutation_variables(intent)
     patches = []
     if role == "coordinator":
         variables.append(
@@ -97,7 +97,7 @@ def mutating_policy(
         patches.append(cel.mutation_pod_affinity_patch())
     patches.append(cel.mutation_node_affinity_patch(intent))
     if intent.job_excludes:
-        patches.append(cel.mutation_anti_affinity_patch())
+        patches.append(cel_spread.mutation_anti_affinity_patch())
     if cel.has_identity(intent):
         patches.append(cel.mutation_identity_patch(intent))
     name = name or f"{intent.name}-{role}"
