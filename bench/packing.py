@@ -13,7 +13,10 @@ time t, the work (GPU x time) of the jobs arriving at t or later that may only u
 domains of S needs at least that work / S's usable GPUs after t (a domain's usable GPUs:
 the most that whole jobs allowed there can occupy at once); and no job ends before its
 arrival plus its duration. Preemption and splitting are allowed in the relaxation, so no
-real schedule beats it.
+real schedule beats it. `fifo_makespan` is what an idealised gang scheduler reaches online
+(no knowledge of later arrivals): whole jobs only, first come first served with backfill,
+each into the allowed domain with the most GPUs free at its start; a reference, not a
+bound (an offline schedule may beat it, the relaxation never falls short of it).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Packing", "Demand", "best_packing", "flow_bound", "makespan_bound"]
+__all__ = ["Demand", "Packing", "best_packing", "fifo_makespan", "flow_bound", "makespan_bound"]
 
 
 @dataclass(frozen=True)
@@ -210,3 +213,36 @@ def _reachable(capacity: int, sizes: set[int]) -> int:
     for n in range(1, capacity + 1):
         can[n] = any(g <= n and can[n - g] for g in sizes)
     return max(n for n in range(capacity + 1) if can[n])
+
+
+def fifo_makespan(
+    jobs: Sequence[tuple[float, float, int, tuple[str, ...]]], capacity: Mapping[str, int]
+) -> float:
+    """The makespan of the idealised online gang scheduler of the module docstring: jobs
+    as (arrival, duration, gpus, domains), each started whole when it fits, in arrival
+    order with backfill."""
+    free = dict(capacity)
+    arrivals = sorted(range(len(jobs)), key=lambda i: (jobs[i][0], i))
+    waiting: list[int] = []
+    running: list[tuple[float, int, str]] = []  # (end, job, domain)
+    clock = end = 0.0
+    while arrivals or waiting or running:
+        nxt = [e for e, _, _ in running] + [jobs[i][0] for i in arrivals[:1]]
+        if not nxt:
+            return float("inf")  # a job no domain can ever hold
+        clock = min(nxt)
+        for r in [r for r in running if r[0] <= clock]:
+            running.remove(r)
+            free[r[2]] += jobs[r[1]][2]
+        while arrivals and jobs[arrivals[0]][0] <= clock:
+            waiting.append(arrivals.pop(0))
+        for i in list(waiting):
+            _, duration, gpus, domains = jobs[i]
+            fits = [d for d in domains if free.get(d, 0) >= gpus]
+            if fits:
+                d = max(fits, key=lambda d: (free[d], d))
+                free[d] -= gpus
+                running.append((clock + duration, i, d))
+                waiting.remove(i)
+                end = max(end, clock + duration)
+    return end

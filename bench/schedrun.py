@@ -429,11 +429,18 @@ def static_bound(sc: sf.Scenario) -> packing.Packing:
     return packing.best_packing(demands(sc), sc.zone_gpus())
 
 
+def _timed_jobs(sc: sf.Scenario) -> list[tuple[float, float, int, tuple[str, ...]]]:
+    pairs = zip(sc.jobs, demands(sc), strict=True)
+    return [(j.arrival, j.duration, d.gpus, d.domains) for j, d in pairs]
+
+
 def makespan_bound(sc: sf.Scenario) -> float:
-    return packing.makespan_bound(
-        [(j.arrival, j.duration, d.gpus, d.domains) for j, d in zip(sc.jobs, demands(sc), strict=True)],
-        sc.zone_gpus(),
-    )
+    return packing.makespan_bound(_timed_jobs(sc), sc.zone_gpus())
+
+
+def fifo_makespan(sc: sf.Scenario) -> float:
+    """The idealised online gang scheduler's makespan (bench/packing.py), for reference."""
+    return packing.fifo_makespan(_timed_jobs(sc), sc.zone_gpus())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,17 +7,19 @@ fit), then a repair pass that moves a packed job to another of its domains when 
 makes room for a job left over. Deterministic: ties are broken by name.
 
 The jobs that still do not fit at once queue, each in a slot of one of its domains: a set
-of packed jobs of that domain whose GPUs (with the domain's room left over) hold the
-queued job. A slot's alternatives (the packed jobs, then each group of queued jobs that
+of packed jobs of that domain and of the job's kind whose GPUs (with the domain's room
+left over) hold the queued job (one kind: the engines select a slot's jobs with one
+anti-affinity term, since the scheduler retries a pod that anti-affinity holds back when
+a deleted pod matches all of its terms). A slot's alternatives (the packed jobs, then each group of queued jobs that
 fit it together) never share the domain: each queued job excludes the jobs of the slot's
 other alternatives (required pod anti-affinity on the domain, which the scheduler also
 applies the other way round), so whichever alternative starts first runs whole and the
 others wait, and no set of jobs that may run together needs more GPUs than the domain
-has. A queued job goes where the fewest GPUs would idle if it started first: an
-alternative it fills further, else the slot closest to its size, else a new slot of the
-packed jobs closest above its size; among equals, the slot with the fewest alternatives
-(the queues drain side by side). One that no slot can hold runs alone in its domain
-(it excludes every other known job there).
+has. A queued job goes where it waits behind the fewest alternatives (joining an
+alternative it fits beside adds none; the queues drain side by side), then where the
+fewest GPUs would idle if it started first: an alternative it fills further, a slot close
+to its size, or a new slot of the packed jobs closest above its size. One that no slot
+can hold runs alone in its domain (it excludes every other known job there).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class JobNeed:
     key: str
     gpus: Fraction
     domains: tuple[str, ...]  # in preference order
+    kind: str = ""  # jobs share a slot only with jobs of their kind (one selector for all)
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ def assign(jobs: Sequence[JobNeed], capacity: Mapping[str, Fraction]) -> Assignm
                      *(Fraction(c).denominator for c in capacity.values()))  # fmt: skip
     cap = {d: int(Fraction(c) * scale) for d, c in capacity.items()}
     order = sorted(
-        (_Job(j.key, int(j.gpus * scale), j.domains) for j in jobs if j.domains),
+        (_Job(j.key, int(j.gpus * scale), j.domains, j.kind) for j in jobs if j.domains),
         key=lambda j: (-j.gpus, len(j.domains), j.key),
     )
     tries = [_best_fit(order, cap), _domain_fill(order, cap, True), _domain_fill(order, cap, False)]
@@ -72,6 +75,7 @@ class _Job:
     key: str
     gpus: int  # scaled to whole units
     domains: tuple[str, ...]
+    kind: str = ""
 
 
 def _best_fit(
@@ -172,6 +176,7 @@ def _repair(
 @dataclass
 class _Slot:
     domain: str
+    kind: str
     width: int  # the GPUs its alternatives may use at once
     alternatives: list[list[_Job]]  # [0]: the packed jobs it is made of
 
@@ -186,28 +191,28 @@ def _queue(
     """Each job left over into a slot (see the module docstring); `where` gets their
     domains, `room` loses the room slots take. Returns what each queued job excludes."""
     by_key = {j.key: j for j in order}
-    loose: dict[str, list[_Job]] = {}  # domain -> packed jobs in no slot yet
+    loose: dict[tuple[str, str], list[_Job]] = {}  # (domain, kind) -> packed, in no slot
     for k in sorted(where):
-        loose.setdefault(where[k], []).append(by_key[k])
+        loose.setdefault((where[k], by_key[k].kind), []).append(by_key[k])
     slots: list[_Slot] = []
     alone: list[_Job] = []
     for j in left:
         best: tuple[tuple[int, ...], _Slot | None, int, str] | None = None
         for rank, d in enumerate(j.domains):
             for n, s in enumerate(slots):
-                if s.domain != d or s.width < j.gpus:
+                if s.domain != d or s.kind != j.kind or s.width < j.gpus:
                     continue
                 for i, alt in enumerate(s.alternatives[1:], 1):  # join a queued alternative
                     idle = s.width - sum(m.gpus for m in alt) - j.gpus
                     if idle >= 0:
-                        best = _better(best, ((idle, len(s.alternatives), 0, rank, n), s, i, d))
+                        best = _better(best, ((len(s.alternatives), idle, 0, rank, n), s, i, d))
                 idle = s.width - j.gpus  # a new alternative: one more to wait its turn
-                best = _better(best, ((idle, len(s.alternatives) + 1, 1, rank, n), s, 0, d))
+                best = _better(best, ((len(s.alternatives) + 1, idle, 1, rank, n), s, 0, d))
             need = j.gpus - room.get(d, 0)
-            took = _closest_above(loose.get(d, []), need)
+            took = _closest_above(loose.get((d, j.kind), []), need)
             if took is not None:
                 idle = max(0, sum(m.gpus for m in took) - j.gpus)
-                best = _better(best, ((idle, 2, 2, rank, len(slots)), None, 0, d))
+                best = _better(best, ((2, idle, 2, rank, len(slots)), None, 0, d))
         if best is None:
             alone.append(j)
             continue
@@ -218,11 +223,12 @@ def _queue(
                 room[d] -= j.gpus
                 packed.add(j.key)
                 continue
-            took = _closest_above(loose[d], j.gpus - room.get(d, 0)) or []
+            mine = loose.get((d, j.kind), [])
+            took = _closest_above(mine, j.gpus - room.get(d, 0)) or []
             held = sum(m.gpus for m in took)
             room[d] -= max(0, j.gpus - held)
-            loose[d] = [m for m in loose[d] if m not in took]
-            slots.append(_Slot(d, max(held, j.gpus), [list(took), [j]]))
+            loose[(d, j.kind)] = [m for m in mine if m not in took]
+            slots.append(_Slot(d, j.kind, max(held, j.gpus), [list(took), [j]]))
         elif i:
             slot.alternatives[i].append(j)
         else:

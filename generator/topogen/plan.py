@@ -324,7 +324,8 @@ def _needs(plan: GroupPlan, planned: Sequence[JobAnalysis]) -> list[JobNeed]:
     for j in planned:
         ix = _domain_index(j)
         mine = tuple(_unit(plan.topology_key, n) for n in order if n in ix and ix[n].ok)
-        out.append(JobNeed(f"{plan.group.name}\0{j.job.key}", j.domains[0].gpus_needed, mine))
+        key = f"{plan.group.name}\0{j.job.key}"
+        out.append(JobNeed(key, j.domains[0].gpus_needed, mine, plan.profile.job_label))
     return out
 
 

@@ -93,7 +93,8 @@ def test_queued_jobs_exclude_the_packed_jobs_whose_gpus_they_would_take() -> Non
 
 def test_no_jobs_that_may_run_together_need_more_gpus_than_their_domain_has() -> None:
     """Random fleets: in every domain, every set of jobs none of which excludes another
-    fits the domain's GPUs at once (so no job is ever left partly bound by known jobs)."""
+    fits the domain's GPUs at once (so no job is ever left partly bound by known jobs); a
+    queued job excludes jobs of its own kind only, unless it runs alone."""
     rng = random.Random(7)
     queued = 0
     for _ in range(60):
@@ -102,12 +103,16 @@ def test_no_jobs_that_may_run_together_need_more_gpus_than_their_domain_has() ->
         for i in range(rng.randint(3, 11)):
             gpus = F(rng.randint(1, 12))
             doms = tuple(d for d in "abcd" if cap[d] >= gpus and rng.random() < 0.7)
-            jobs.append(JobNeed(f"j{i:02d}", gpus, doms))
+            jobs.append(JobNeed(f"j{i:02d}", gpus, doms, rng.choice(("x", "x", "y"))))
         got = assign(jobs, cap)
+        kind = {j.key: j.kind for j in jobs}
         for d in cap:
             assert _runs_together_at_most(got, jobs, d) <= cap[d], (jobs, cap, d)
         for q, ks in got.excludes.items():
             assert all(got.domain[k] == got.domain[q] for k in ks)
+            # a slot holds jobs of one kind; a job alone in its domain excludes all there
+            alone = set(ks) == {k for k, d in got.domain.items() if d == got.domain[q]} - {q}
+            assert alone or {kind[k] for k in ks} == {kind[q]}
         assert all(got.domain[j.key] in j.domains for j in jobs if j.domains)
         assert set(got.excludes) == {j.key for j in jobs if j.domains} - got.runs_at_once
         queued += len(got.excludes)

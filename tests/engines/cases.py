@@ -54,6 +54,7 @@ def example_intent() -> AdmissionIntent:
 
 
 JOB, ROLE, RANK = "example.com/job-name", "example.com/role", "example.com/rank"
+BATCH = "batch.example.com/name"  # another kind of job's label
 
 
 def synthetic_intent() -> AdmissionIntent:
@@ -590,7 +591,7 @@ def _renamed(p: Pod, name: str) -> Pod:
 def spread_intent(static: bool) -> AdmissionIntent:
     """Spread over two domains: job run-1 packed into zone-b in the second namespace and
     zone-a in the first, run-3 of the first into zone-b, run-2 of the second queued in
-    zone-b behind run-1 and run-3; a job the render did not know gets zone-a (static
+    zone-b behind run-1, run-3 and a job of another kind; a job the render did not know gets zone-a (static
     identity: the label names the job's zone) or any zone of the set (identity stamped at
     binding or none)."""
     syn = synthetic_intent()
@@ -612,9 +613,13 @@ def spread_intent(static: bool) -> AdmissionIntent:
         fallback_zones=("zone-a",) if static else ("zone-a", "zone-b"),
         job_identity=static,
         validation_action="Audit",
-        # run-2 is queued in zone-b: never beside run-1 of its namespace or run-3 of the other
+        # run-2 is queued in zone-b: never beside run-1 of its namespace or run-3 of the
+        # other (one term), nor beside batch-7 of the first (a job of another kind)
         job_excludes=(
-            ((b, "run-2"), (Exclusion(a, JOB, ("run-3",)), Exclusion(b, JOB, ("run-1",)))),
+            (
+                (b, "run-2"),
+                (Exclusion((a, b), JOB, ("run-1", "run-3")), Exclusion((a,), BATCH, ("batch-7",))),
+            ),
         ),
     )
 

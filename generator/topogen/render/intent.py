@@ -26,10 +26,14 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Exclusion:
-    """Pods of these jobs (`key` In `values`, in `namespace`): a queued job's pods never
-    share their domain with them (required pod anti-affinity on the topology key)."""
+    """Pods of these jobs (`key` In `values`, in any of `namespaces`): a queued job's pods
+    never share their domain with them (required pod anti-affinity on the topology key).
+    One term for all of a job's exclusions that share the job label: the scheduler
+    requeues a pod blocked by anti-affinity when a deleted pod matches all of its terms
+    (kube-scheduler interpodaffinity isSchedulableAfterPodChange), so a job name of one
+    namespace also excludes a job of that name in another of them (never fewer)."""
 
-    namespace: str
+    namespaces: tuple[str, ...]
     key: str
     values: tuple[str, ...]
 
@@ -110,7 +114,7 @@ def anti_affinity_term(intent: AdmissionIntent, e: Exclusion) -> dict[str, Any]:
         "labelSelector": {
             "matchExpressions": [{"key": e.key, "operator": "In", "values": list(e.values)}]
         },
-        "namespaces": [e.namespace],
+        "namespaces": list(e.namespaces),
         "topologyKey": intent.topology_key,
     }
 
@@ -149,9 +153,9 @@ def buckets(intent: AdmissionIntent) -> list[Bucket]:
 
 def _bucket_order(
     item: tuple[tuple[str, tuple[str, ...], tuple[Exclusion, ...]], list[str]],
-) -> tuple[str, tuple[str, ...], tuple[tuple[str, str, tuple[str, ...]], ...]]:
+) -> tuple[str, tuple[str, ...], tuple[tuple[tuple[str, ...], str, tuple[str, ...]], ...]]:
     (ns, zones, ex), _ = item
-    return ns, zones, tuple((e.namespace, e.key, e.values) for e in ex)
+    return ns, zones, tuple((e.namespaces, e.key, e.values) for e in ex)
 
 
 def named_jobs(intent: AdmissionIntent, namespace: str) -> tuple[str, ...]:
@@ -209,11 +213,16 @@ def intent_for(plan: GroupPlan, validation_action: str) -> AdmissionIntent:
 
 
 def _exclusions(jobs: tuple[tuple[str, str, str], ...]) -> tuple[Exclusion, ...]:
-    """(namespace, job label, value) triples as one exclusion per namespace and label."""
-    grouped: dict[tuple[str, str], list[str]] = {}
+    """(namespace, job label, value) triples as one exclusion per job label."""
+    grouped: dict[str, tuple[set[str], set[str]]] = {}
     for ns, key, value in jobs:
-        grouped.setdefault((ns, key), []).append(value)
-    return tuple(Exclusion(ns, key, tuple(sorted(v))) for (ns, key), v in sorted(grouped.items()))
+        namespaces, values = grouped.setdefault(key, (set(), set()))
+        namespaces.add(ns)
+        values.add(value)
+    return tuple(
+        Exclusion(tuple(sorted(ns)), key, tuple(sorted(v)))
+        for key, (ns, v) in sorted(grouped.items())
+    )
 
 
 def description(intent: AdmissionIntent, engine_note: str = "") -> str:
