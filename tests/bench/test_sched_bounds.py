@@ -10,10 +10,10 @@ import pytest
 from tooling import REPO
 
 sys.path.insert(0, str(REPO / "bench"))
-import packing  # noqa: E402
-import schedbench as sb  # noqa: E402
-import schedfleet as sf  # noqa: E402
-import schedrun as sr  # noqa: E402
+import packing
+import schedbench as sb
+import schedfleet as sf
+import schedrun as sr
 
 
 def test_whole_jobs_queue_first_come_first_served_with_backfill() -> None:
