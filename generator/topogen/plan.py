@@ -363,8 +363,8 @@ def _with_jobs(
             reason = (
                 f"queued: the known jobs need more GPUs than their domains have at once; "
                 f"it never shares {name} with {_jobs_text(excludes)} (required pod "
-                "anti-affinity, both ways): whichever starts first runs whole, the other "
-                "waits"
+                "anti-affinity, both ways): whichever starts first runs whole, the others "
+                "wait"
             )
         else:
             reason = (
