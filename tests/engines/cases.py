@@ -561,6 +561,23 @@ def _queued_cases(i: AdmissionIntent, coord: dict[str, str], worker: dict[str, s
             _gk(*worker_term),
         ),
         Case(
+            "worker-queued-preferred-anti-affinity",
+            pod(
+                "worker-queued-preferred-anti-affinity",
+                ns,
+                queued_worker,
+                affinity={
+                    "podAntiAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {"weight": 10, "podAffinityTerm": CACHE_TERM}
+                        ]
+                    }
+                },
+            ),
+            True,
+            _gk(*worker_term),
+        ),
+        Case(
             "coordinator-queued-already-mutated",
             mutate(pod("coordinator-queued-already-mutated", ns, queued_coord), i),
             True,
