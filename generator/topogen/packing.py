@@ -245,9 +245,15 @@ def _better(
 
 def _closest_above(jobs: Sequence[_Job], need: int) -> list[_Job] | None:
     """The subset of `jobs` whose GPUs are the fewest at or above `need` (subset sum over
-    whole GPUs, as bit sets; [] when need <= 0), None when even all of them fall short."""
+    whole GPUs, as bit sets; [] when need <= 0; all of them when the sums are too large for
+    bit sets), None when even all of them fall short."""
     if need <= 0:
         return []
+    total = sum(j.gpus for j in jobs)
+    if total < need:
+        return None
+    if total * (len(jobs) + 1) > _MAX_BITS:  # too large to hold as bit sets: all of them
+        return sorted(jobs, key=lambda m: m.key)
     reach = [1]
     for j in jobs:
         reach.append(reach[-1] | reach[-1] << j.gpus)
