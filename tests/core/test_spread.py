@@ -89,6 +89,11 @@ def test_queued_jobs_exclude_the_packed_jobs_whose_gpus_they_would_take() -> Non
     # it) runs alone there: it excludes every other job of the domain
     got = assign([JobNeed("p", F(4), ("z",)), JobNeed("big", F(10), ("z",))], {"z": F(8)})
     assert got.domain["big"] == "z" and got.excludes == {"big": ("p",)}
+    # sums too large for bit sets (a node reporting 2^40 GPUs): the slot is every packed job
+    huge = F(2**40)
+    jobs = [JobNeed("a", huge, ("z",)), JobNeed("b", huge / 2, ("z",)), JobNeed("q", huge, ("z",))]
+    got = assign(jobs, {"z": huge + huge / 2})
+    assert got.runs_at_once == {"a", "b"} and got.excludes == {"q": ("a", "b")}
 
 
 def test_no_jobs_that_may_run_together_need_more_gpus_than_their_domain_has() -> None:
