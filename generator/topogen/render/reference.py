@@ -159,7 +159,8 @@ def mutate(pod: Pod, intent: AdmissionIntent) -> Pod:
     job = _labels(out).get(intent.job_label)  # None: a detached pod (never per job)
     zones = intent.zones if job is None else zones_for(intent, namespace, job)
     _pin_node_affinity(spec, intent, zones)
-    _exclude(spec, intent, namespace, _labels(out)[intent.job_label])
+    if job is not None:
+        _exclude(spec, intent, namespace, job)
     identity = identity_for(intent, zones)
     if identity is not None:
         out["metadata"].setdefault("labels", {})[identity[0]] = identity[1]
