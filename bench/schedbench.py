@@ -20,6 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import packing  # noqa: E402
 import schedfleet as sf  # noqa: E402
 import schedrun as sr  # noqa: E402
 from fleet_kit import Client, PodWatch  # noqa: E402
@@ -47,6 +48,12 @@ class Row:
     runs: dict[str, sr.PlanRun]
     makespan_bound: float = 0.0
     fifo_makespan: float = 0.0  # the idealised online gang scheduler's (simulated)
+    bound_how: str = ""  # which makespan bound (bench/packing.py's min_makespan)
+
+
+def _how(span: packing.Makespan) -> str:
+    exact = "exact" if span.exact else "lower bound"
+    return f"{exact}, {span.how}"
 
 
 def _pct(a: float, b: float) -> str:
@@ -73,9 +80,11 @@ def measure(specs: Sequence[sf.SchedSpec], timed: bool, work: Path) -> list[Row]
                           f"{r.gpus('useful')} GPUs / bound {bound.gpus}, partial "
                           f"{r.count('partial')}, violations {len(r.violations)} "
                           f"({time.monotonic() - began:.0f}s)", file=sys.stderr, flush=True)  # fmt: skip
+                span = sr.min_makespan(sc) if timed else None
                 rows.append(Row(sc, bound.gpus, bound.exact, runs,
-                                sr.makespan_bound(sc) if timed else 0.0,
-                                sr.fifo_makespan(sc) if timed else 0.0))  # fmt: skip
+                                span.bound if span else 0.0,
+                                sr.fifo_makespan(sc) if timed else 0.0,
+                                _how(span) if span else ""))  # fmt: skip
     finally:
         cp.stop()
     return rows
@@ -109,7 +118,7 @@ def timed_table(rows: Sequence[Row]) -> list[str]:
         best = work / r.makespan_bound if r.makespan_bound else 0.0
         unknown = sum(1 for j in r.sc.jobs if not j.known)
         cells = [r.sc.spec.name, str(len(r.sc.zones)), str(r.sc.gpus),
-                 f"{len(r.sc.jobs)} ({unknown})", f"{r.makespan_bound:.1f}",
+                 f"{len(r.sc.jobs)} ({unknown})", f"{r.makespan_bound:.1f} ({r.bound_how})",
                  f"{r.fifo_makespan:.1f} ({_pct(r.makespan_bound, r.fifo_makespan)})"]  # fmt: skip
         for p in sr.PLANS:
             run = r.runs[p]

@@ -438,6 +438,11 @@ def makespan_bound(sc: sf.Scenario) -> float:
     return packing.makespan_bound(_timed_jobs(sc), sc.zone_gpus())
 
 
+def min_makespan(sc: sf.Scenario) -> packing.Makespan:
+    """The tightest makespan bound bench/packing.py states for the scenario, and which."""
+    return packing.min_makespan(_timed_jobs(sc), sc.zone_gpus())
+
+
 def fifo_makespan(sc: sf.Scenario) -> float:
     """The idealised online gang scheduler's makespan (bench/packing.py), for reference."""
     return packing.fifo_makespan(_timed_jobs(sc), sc.zone_gpus())
