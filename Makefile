@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 help:
 	@echo "make demo   analyze and render the bundled examples"
 	@echo "make test   run the whole test suite (builds the real tools when missing)"
-	@echo "make lint   ruff and mypy"
+	@echo "make lint   ruff and mypy (generator, tests, bench)"
 	@echo "make tools  build the pinned Go tools into ~/.cache/topogen (cached)"
 	@echo "make bench  time topogen on synthetic fleets; writes bench/RESULTS.md (~45 min)"
 
@@ -38,15 +38,17 @@ bench: $(STAMP) tools
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
+# bench/ too: its scripts import the live test harnesses (tests/live), checked there
 lint: $(STAMP)
-	$(BIN)/ruff check generator tests
-	$(BIN)/ruff format --check generator tests
+	$(BIN)/ruff check generator tests bench
+	$(BIN)/ruff format --check generator tests bench
 	$(BIN)/mypy
+	MYPYPATH=generator:bench:tests/live:tests $(BIN)/mypy --explicit-package-bases bench/*.py
 	@out=$$(gofmt -l tools/cilium-oracle tools/kyverno-webhooks); if [ -n "$$out" ]; then echo "gofmt: $$out" >&2; exit 1; fi
 
 fmt: $(STAMP)
-	$(BIN)/ruff format generator tests
-	$(BIN)/ruff check --fix generator tests
+	$(BIN)/ruff format generator tests bench
+	$(BIN)/ruff check --fix generator tests bench
 
 clean:
 	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache

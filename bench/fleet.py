@@ -1010,11 +1010,18 @@ def _config(fleet: Fleet, nodes: list[str], policies: list[str], namespaces: lis
             "hostFirewall": True,
             "nodeSelectorLabels": True,
             "identityLabels": [
-                f"k8s:{ZONE}", "k8s:app.kubernetes.io", "k8s:jobset.sigs.k8s.io",
-                "k8s:k8s-app", "k8s:ml.example.com", "k8s:node-pool", "k8s:team", "k8s:tier",
-                "k8s:training.kubeflow.org", "k8s:volcano.sh",
+                f"k8s:{ZONE}",
+                "k8s:app.kubernetes.io",
+                "k8s:jobset.sigs.k8s.io",
+                "k8s:k8s-app",
+                "k8s:ml.example.com",
+                "k8s:node-pool",
+                "k8s:team",
+                "k8s:tier",
+                "k8s:training.kubeflow.org",
+                "k8s:volcano.sh",
             ],
-        },  # fmt: skip
+        },
     }
     cfg = {
         "apiVersion": "topogen.io/v1alpha1",

@@ -338,7 +338,9 @@ def _namespace_policies(
         out.append(_np(ns, "unversioned-same-ring", sel, ["Ingress"],
                        ingress=[{"from": [{"namespaceSelector": _sel(ring=labels.get("ring", "0"))}],
                                  "ports": [{"protocol": "UDP"}, {"protocol": "SCTP"}]}]))  # fmt: skip
-    if rng.random() < 0.1:  # written egress policyTypes leaves out: Kubernetes ignores it, Cilium not
+    if (
+        rng.random() < 0.1
+    ):  # written egress policyTypes leaves out: Kubernetes ignores it, Cilium not
         out.append(_np(ns, "ingress-only-written-egress", _sel(tier="worker"), ["Ingress"],
                        ingress=[{}], egress=[{"to": [{"podSelector": _sel(tier="db")}]}]))  # fmt: skip
     if rng.random() < 0.1:  # and the reverse

@@ -95,7 +95,7 @@ def flow_bound(demands: Sequence[Demand], capacity: Mapping[str, int]) -> int:
             return flow
         it = [0] * (sink + 1)
 
-        def push(v: int, f: int) -> int:
+        def push(v: int, f: int, level: list[int] = level, it: list[int] = it) -> int:
             if v == sink:
                 return f
             while it[v] < len(graph[v]):
@@ -135,7 +135,7 @@ def _mip(demands: Sequence[Demand], capacity: Mapping[str, int], seconds: float 
     bound on every packing), or the flow bound when that is lower."""
     import highspy
 
-    h = highspy.Highs()
+    h = highspy.Highs()  # type: ignore[no-untyped-call]
     h.silent()
     h.setOptionValue("time_limit", seconds)
     x = {(d.key, dom): h.addBinary() for d in demands for dom in d.domains}
@@ -205,17 +205,13 @@ def _search(demands: Sequence[Demand], capacity: Mapping[str, int], budget: int)
     return Packing(found if exact else bound, exact, found, assignment)
 
 
-def makespan_bound(
-    jobs: Sequence[TimedJob], capacity: Mapping[str, int]
-) -> float:
+def makespan_bound(jobs: Sequence[TimedJob], capacity: Mapping[str, int]) -> float:
     """Lower bound on the makespan from time 0: jobs as (arrival, duration, gpus, domains)."""
     room = {d: _reachable(capacity[d], {g for _, _, g, ds in jobs if d in ds}) for d in capacity}
     domains = sorted(d for d in room if room[d] > 0)
     bit = {d: 1 << i for i, d in enumerate(domains)}
     out = max((a + d for a, d, _, _ in jobs), default=0.0)
-    masked = sorted(
-        (a, d * g, sum(bit[x] for x in ds if x in bit)) for a, d, g, ds in jobs if ds
-    )
+    masked = sorted((a, d * g, sum(bit[x] for x in ds if x in bit)) for a, d, g, ds in jobs if ds)
     for subset in range(1, 1 << len(domains)):
         cap = sum(room[d] for d in domains if bit[d] & subset)
         work = 0.0
@@ -234,9 +230,7 @@ def _reachable(capacity: int, sizes: set[int]) -> int:
     return max(n for n in range(capacity + 1) if can[n])
 
 
-def fifo_makespan(
-    jobs: Sequence[TimedJob], capacity: Mapping[str, int]
-) -> float:
+def fifo_makespan(jobs: Sequence[TimedJob], capacity: Mapping[str, int]) -> float:
     """The makespan of the idealised online gang scheduler of the module docstring: jobs
     as (arrival, duration, gpus, domains), each started whole when it fits, in arrival
     order with backfill."""
@@ -310,7 +304,7 @@ def _makespan_mip(
     Reusser 2003). `horizon` is a schedule's makespan, so the minimum is at most that."""
     import highspy
 
-    h = highspy.Highs()
+    h = highspy.Highs()  # type: ignore[no-untyped-call]
     h.silent()
     h.setOptionValue("time_limit", seconds)
     h.setOptionValue("mip_rel_gap", 1e-6)

@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import netpolgen  # noqa: E402
-import race  # noqa: E402
+import race as race  # noqa: E402  (re-exported: run.py reads race.CYCLONUS)
 from measure import Measured, measure  # noqa: E402
 
 __all__ = ["BEGIN", "END", "bench", "faster", "report_lines", "run", "splice", "target_rows"]
@@ -120,7 +120,9 @@ def _peer(
     return m, answers, False
 
 
-def _one(spec: netpolgen.RaceSpec, runs: int, case: Path, full: bool, fresh: bool) -> dict:
+def _one(
+    spec: netpolgen.RaceSpec, runs: int, case: Path, full: bool, fresh: bool
+) -> dict[str, Any]:
     root = cluster_dir(spec)
     topo = _timed(race.topogen_cmd(root), case / "topogen.csv", runs, "topogen connectivity")
     every = 1 if full or spec.workloads <= FULL_UP_TO else max(1, spec.workloads // SAMPLE)
@@ -131,7 +133,7 @@ def _one(spec: netpolgen.RaceSpec, runs: int, case: Path, full: bool, fresh: boo
         no_sender = race.cyclonus_cmd(root, 1, spec.workloads)
         fixed = _timed(no_sender, case / "cyclonus-none.tsv", min(runs, 3), "cyclonus")
     variants = race.run_variants(root, case)
-    senders = race.sample(race.served_ports(root), every) if every > 1 else None
+    senders = race.sample(list(race.served_ports(root)), every) if every > 1 else None
     topogen = race.read_topogen(case / "topogen.csv")
     agreement = race.compare(root, topogen, race.read_cyclonus(answers), variants, senders)
     return {"spec": spec, **_sizes(root), "topogen": topo, "cyclonus": peer, "every": every,
@@ -282,8 +284,8 @@ def report_lines(
         f"- `{race.NOTIN_RULE}`, Cyclonus departs from Kubernetes: its label selector "
         "(pkg/kube/labelselector.go) returns false for `NotIn` on an object without the key; "
         "Kubernetes selects it (k8s.io/apimachinery labels.Requirement.Matches; the labels "
-        "concept page: `tier notin (frontend, backend)` selects \"all resources with no labels "
-        "with the tier key\" too). Rewrite: each NotIn also requires its key.",
+        'concept page: `tier notin (frontend, backend)` selects "all resources with no labels '
+        'with the tier key" too). Rewrite: each NotIn also requires its key.',
         f"- `{race.POLICYTYPES_RULE}`, topogen departs from Kubernetes, as the Cilium agent "
         "it models does: Cilium translates every rule a NetworkPolicy writes whatever "
         "`policyTypes` says (pkg/k8s ParseNetworkPolicy; tests/cilium/test_mutations.py "

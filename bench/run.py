@@ -325,7 +325,7 @@ NLOGN, LINEAR, SLACK = 1.13, 1.0, 0.1
 
 
 def _is_large_snapshot(r: dict[str, Any]) -> bool:
-    return r["case"].label == "large" and r["case"].variant == "snapshot"
+    return bool(r["case"].label == "large" and r["case"].variant == "snapshot")
 
 
 def _sweep(results: list[dict[str, Any]], sweep: str, step: str, start: float) -> float | None:
@@ -376,9 +376,9 @@ def targets(
         if ea is None or er is None:
             row(f"scaling in {sweep} no worse than {what}", "not run (--quick)", None)
             continue
-        worst = max(ea, er)
+        steepest = max(ea, er)
         row(f"scaling in {sweep} no worse than {what} (exponent {limit:.2f})",
-            f"analyze {ea:.2f}, render {er:.2f}", worst <= limit + SLACK)  # fmt: skip
+            f"analyze {ea:.2f}, render {er:.2f}", steepest <= limit + SLACK)  # fmt: skip
     if kyv is None:
         row("Kyverno cost at most 1.5x the reference per pod", "not measured", None)
     else:

@@ -152,7 +152,9 @@ class Scenario:
     def manifests(self, jobs: list[Job]) -> list[dict[str, Any]]:
         return [m for j in jobs for m in _manifests(j)]
 
-    def config(self, placement: str | None, nodes: str, policies: str, workloads: str) -> dict[str, Any]:
+    def config(
+        self, placement: str | None, nodes: str, policies: str, workloads: str
+    ) -> dict[str, Any]:
         """topogen.yaml: native engine for Kubernetes 1.36, every group with `placement`."""
         return {
             "apiVersion": "topogen.io/v1alpha1",
@@ -430,7 +432,9 @@ def pods_of(job: Job) -> list[dict[str, Any]]:
         worker_labels = [{**base, KF_ROLE: "worker", KF_INDEX: str(i)} for i in range(job.workers)]
     else:  # training-operator v1.9: replica type and index; job-role on the master
         lead_labels = {**base, KF_REPLICA: "master", KF_INDEX: "0", KF_ROLE: "master"}
-        worker_labels = [{**base, KF_REPLICA: "worker", KF_INDEX: str(i)} for i in range(job.workers)]
+        worker_labels = [
+            {**base, KF_REPLICA: "worker", KF_INDEX: str(i)} for i in range(job.workers)
+        ]
     coord = [_pod(f"{name}-{lead}-0", ns, lead_labels, g.gpu_coordinator)]
     workers = [_pod(f"{name}-worker-{i}", ns, lab, True) for i, lab in enumerate(worker_labels)]
     return workers + coord if mpi else coord + workers

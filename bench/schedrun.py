@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,7 +129,7 @@ def render(sc: sf.Scenario, plan: str, jobs: Sequence[sf.Job], work: Path) -> Re
 
 
 def _plural(obj: dict[str, Any]) -> str:
-    kind = obj["kind"].lower()
+    kind = str(obj["kind"]).lower()
     return kind[:-1] + "ies" if kind.endswith("policy") else kind + "s"
 
 
@@ -150,9 +150,7 @@ def _probes(sc: sf.Scenario, groups: Iterable[str]) -> list[dict[str, Any]]:
 
 def _dry_run(client: Client, pod: dict[str, Any]) -> dict[str, Any]:
     ns = pod["metadata"]["namespace"]
-    got: dict[str, Any] = client.request(
-        "POST", f"/api/v1/namespaces/{ns}/pods", pod, dryRun="All"
-    )
+    got: dict[str, Any] = client.request("POST", f"/api/v1/namespaces/{ns}/pods", pod, dryRun="All")
     return got
 
 
@@ -379,9 +377,9 @@ def timed_run(
                                    for j in done for p in sf.pods_of(j))  # fmt: skip
                 gone = {(j.group.namespace, p["metadata"]["name"]) for j in done
                         for p in sf.pods_of(j)}  # fmt: skip
-                watch.wait("finished pods deleted", lambda pods: not gone & pods.keys(), 120)
+                watch.wait("finished pods deleted", _none_of(gone), 120)
             new = [j for j in arrivals if j.arrival <= clock]
-            arrivals = arrivals[len(new):]
+            arrivals = arrivals[len(new) :]
             client.create_pods([sf.pods_of(j) for j in new])
             run.pods += sum(len(sf.pods_of(j)) for j in new)
             waiting += new
@@ -410,6 +408,10 @@ def timed_run(
         uninstall(client, sc, rendered)
     run.violations = sorted(set(run.violations))
     return run
+
+
+def _none_of(keys: set[tuple[str, str]]) -> Callable[[dict[tuple[str, str], PodState]], bool]:
+    return lambda pods: not keys & pods.keys()
 
 
 def running_jobs(running: dict[str, tuple[float, sf.Job]]) -> list[sf.Job]:

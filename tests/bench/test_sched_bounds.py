@@ -36,7 +36,9 @@ def test_the_bound_never_exceeds_the_online_gang_schedule(spec: sf.SchedSpec) ->
     assert sr.makespan_bound(sc) <= sr.fifo_makespan(sc) + 1e-9
 
 
-def _earliest(at: float, d: float, g: int, cap: int, placed: list[tuple[float, float, int]]) -> float:
+def _earliest(
+    at: float, d: float, g: int, cap: int, placed: list[tuple[float, float, int]]
+) -> float:
     """The first start at or after `at` where g more GPUs fit beside `placed` for d."""
     for t in sorted({at, *(e for _, e, _ in placed if e > at)}):
         edges = [t, *(s for s, _, _ in placed if t < s < t + d)]
