@@ -67,11 +67,37 @@ SCHEDULER_CONFIG = {
 __all__ = ["PLANS", "Outcome", "PlanRun", "Rendered", "start", "static_run", "timed_run"]
 
 
-def start(work: Path) -> ControlPlane:
+# the same, scoring nodes by their free GPUs too (NodeResourcesFit's default scoring
+# counts CPU and memory only): a coordinator then goes where the most GPUs are free
+GPU_SCORING = {
+    **SCHEDULER_CONFIG,
+    "profiles": [
+        {
+            "schedulerName": "default-scheduler",
+            "pluginConfig": [
+                {
+                    "name": "NodeResourcesFit",
+                    "args": {
+                        "scoringStrategy": {
+                            "type": "LeastAllocated",
+                            "resources": [
+                                {"name": "cpu", "weight": 1},
+                                {"name": "memory", "weight": 1},
+                                {"name": "nvidia.com/gpu", "weight": 5},
+                            ],
+                        }
+                    },
+                }
+            ],
+        }
+    ],
+}
+
+
+def start(work: Path, scheduler_config: dict[str, Any] | None = None) -> ControlPlane:
     bin_dir = ROOT / ".tools" / "bin"
-    return start_control_plane(
-        bin_dir, work, admission_policies=True, scheduler_config=SCHEDULER_CONFIG
-    )
+    config = SCHEDULER_CONFIG if scheduler_config is None else scheduler_config
+    return start_control_plane(bin_dir, work, admission_policies=True, scheduler_config=config)
 
 
 # --- topogen -----------------------------------------------------------------------------
@@ -85,6 +111,15 @@ class Rendered:
     refused: tuple[str, ...]
     zones: dict[str, tuple[str, ...]]  # group -> the zones topogen's plan gives it
     seconds: float
+    # job key -> the zones topogen gives that job (spread: its domain, or the static
+    # fallback's for a job it did not know; otherwise the group's)
+    job_zones: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    fallback: dict[str, tuple[str, ...]] = field(default_factory=dict)  # group -> unknown jobs'
+
+    def zones_of(self, job: sf.Job) -> tuple[str, ...]:
+        """The zones this plan lets the job use (every allowed zone under `none`)."""
+        got = self.job_zones.get(job.key) or self.fallback.get(job.group.name)
+        return got or self.zones.get(job.group.name) or job.group.allowed
 
 
 def _write(path: Path, docs: Iterable[Any]) -> None:
@@ -121,8 +156,15 @@ def render(sc: sf.Scenario, plan: str, jobs: Sequence[sf.Job], work: Path) -> Re
                         capture_output=True, text=True, timeout=600)  # fmt: skip
     if an.returncode not in (0, 1):
         raise RuntimeError(f"topogen analyze ({plan}): {an.stderr[-2000:]}")
-    zones = {p["group"]: tuple(p["zones"]) for p in json.loads(an.stdout)["plans"]}
-    return Rendered(plan, config, objects, refused, zones, seconds)
+    plans = json.loads(an.stdout)["plans"]
+    zones = {p["group"]: tuple(p["zones"]) for p in plans}
+    per_job = {j["job"]: tuple(j["zones"]) for p in plans for j in p.get("jobPlacements") or []}
+    # the static fallback pins a job the render did not know to the plan's domain (a zone
+    # here); a placement-identity one may use every zone of the plan
+    fallback: dict[str, tuple[str, ...]] = {p["group"]: (p["domain"],) for p in plans
+                if p.get("placement") == "spread" and p.get("identitySource") == "static"
+                and p.get("domain")}  # fmt: skip
+    return Rendered(plan, config, objects, refused, zones, seconds, per_job, fallback)
 
 
 # --- the API server --------------------------------------------------------------------------
@@ -299,6 +341,9 @@ class PlanRun:
     useful_work: float = 0.0  # GPU x time units of useful jobs
     stuck: int = 0  # jobs that never ran
     held_work: float = 0.0  # GPU x time held by partly bound jobs (the gang caveat)
+    # GPU x time of jobs waiting, by what held them back (see `_waits`)
+    waits: dict[str, float] = field(default_factory=dict)
+    starts: dict[str, float] = field(default_factory=dict)  # job key -> when it ran wholly bound
 
     def count(self, state: str) -> int:
         return sum(1 for o in self.outcomes if o.state == state)
@@ -361,6 +406,7 @@ def timed_run(
         final: dict[str, Outcome] = {}
         clock = 0.0
         held = 0  # GPUs partly bound jobs hold since the last event
+        reasons: dict[str, int] = {}  # the waiting jobs' GPUs by reason, since then
         while arrivals or waiting or running:
             ends = [end for end, _ in running.values()]
             nxt = min([*ends, *(j.arrival for j in arrivals[:1])], default=None)
@@ -368,6 +414,8 @@ def timed_run(
                 run.stuck = len(waiting)
                 break
             run.held_work += held * (nxt - clock)
+            for why, gpus in reasons.items():
+                run.waits[why] = run.waits.get(why, 0.0) + gpus * (nxt - clock)
             clock = nxt
             done = [j for end, j in running.values() if end <= clock]
             for j in done:
@@ -390,6 +438,7 @@ def timed_run(
                 o = outcome(j, pods, zone_of)
                 if o.state in ("useful", "split"):
                     running[j.name] = (clock + j.duration, j)
+                    run.starts[j.key] = clock
                     final[j.name] = o
                     if o.state == "useful":
                         run.useful_work += j.gpus * j.duration
@@ -397,6 +446,7 @@ def timed_run(
                     still.append(j)
             waiting = still
             held = sum(outcome(j, pods, zone_of).bound_gpus for j in waiting)
+            reasons = _waits(sc, rendered, waiting, [*waiting, *running_jobs(running)], pods)
             if plan != "none":
                 present = [outcome(j, pods, zone_of) for j in [*waiting, *running_jobs(running)]]
                 run.violations += violations(sc, rendered, present, pods, zone_of)
@@ -408,6 +458,48 @@ def timed_run(
         uninstall(client, sc, rendered)
     run.violations = sorted(set(run.violations))
     return run
+
+
+WAIT_REASONS = {
+    "home": "room in its own zones",
+    "elsewhere": "room only in another allowed zone",
+    "none": "no room in any allowed zone",
+    "held-known": "known jobs",
+    "held-unknown": "jobs the render did not know",
+}
+
+
+def _waits(
+    sc: sf.Scenario,
+    rendered: Rendered,
+    waiting: Sequence[sf.Job],
+    present: Sequence[sf.Job],
+    pods: dict[tuple[str, str], PodState],
+) -> dict[str, int]:
+    """What holds each waiting job back, in its GPUs: its plan's zones have room for it
+    (the GPUs it holds there counted as its own: exclusions or its pods' order hold it),
+    only another zone its policies allow has, or none has; and the GPUs partly bound jobs
+    hold, known to the render or not."""
+    zone_of = _zone_of(sc)
+    free = dict(sc.zone_gpus())
+    mine: dict[str, dict[str, int]] = {}
+    for j in present:
+        at = mine.setdefault(j.key, {})
+        for p in sf.pods_of(j):
+            s = pods.get((j.group.namespace, p["metadata"]["name"]))
+            if s is not None and s.node and sf.GPU in str(p["spec"]["containers"][0]["resources"]):
+                z = zone_of[s.node]
+                at[z] = at.get(z, 0) + 1
+                free[z] -= 1
+    out: dict[str, int] = {}
+    for j in waiting:
+        fits = {z for z in j.group.allowed if free[z] + mine[j.key].get(z, 0) >= j.gpus}
+        why = "home" if fits & set(rendered.zones_of(j)) else "elsewhere" if fits else "none"
+        out[why] = out.get(why, 0) + j.gpus
+        if mine[j.key]:
+            key = "held-known" if j.known else "held-unknown"
+            out[key] = out.get(key, 0) + sum(mine[j.key].values())
+    return out
 
 
 def _none_of(keys: set[tuple[str, str]]) -> Callable[[dict[tuple[str, str], PodState]], bool]:

@@ -103,4 +103,9 @@ def test_over_time_every_job_runs_known_or_not(fleet_plane: ControlPlane, tmp_pa
     assert {o.state for o in run.outcomes} == {"useful"}
     work = sum(j.gpus * j.duration for j in sc.jobs)
     assert run.useful_work == pytest.approx(work)
-    assert run.makespan >= sr.makespan_bound(sc)
+    assert run.makespan >= sr.min_makespan(sc).bound >= sr.makespan_bound(sc)
+    # what held the waiting jobs back covers every job's wait, GPUs x time, once
+    waited = sum(j.gpus * (run.starts[j.key] - j.arrival) for j in sc.jobs)
+    reasons = sum(run.waits.get(k, 0.0) for k in ("home", "elsewhere", "none"))
+    assert reasons == pytest.approx(waited, abs=1e-6)
+    assert set(run.waits) <= set(sr.WAIT_REASONS)
