@@ -8,7 +8,9 @@ controllers would, bound by the real kube-scheduler:
   whole (anti-affinity to the packed jobs they would take GPUs from): none is partly bound;
 - pin and spread never leave a job split across zones, bound outside its allowed zones
   or topogen's, with an identity label naming another zone, or denied between its pods;
-- over time (jobs arriving and leaving, some unknown to the render), every job runs.
+- over time (jobs arriving and leaving, some unknown to the render), every job runs, no
+  sooner than the exact minimum makespan allows, and what held the waiting jobs back
+  accounts for every job's wait.
 """
 
 from __future__ import annotations
