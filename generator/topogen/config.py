@@ -19,6 +19,7 @@ from pydantic import (
 from topogen.cilium.labelfilter import LabelPrefixError, parse_prefix
 from topogen.errors import InputError
 from topogen.model import CiliumSettings
+from topogen.names import dns_label_problem
 from topogen.operators.registry import PROFILES, operator
 from topogen.sources.yamlio import display_path, load_yaml_text
 
@@ -32,6 +33,7 @@ __all__ = [
     "MonitoringMetrics",
     "TopogenConfig",
     "load_config",
+    "with_default_namespace",
 ]
 
 API_VERSION = "topogen.io/v1alpha1"
@@ -240,6 +242,8 @@ class TopogenConfig(_Strict):
     groups: list[GroupConfig] = Field(min_length=1)
     engines: list[Engine] = Field(default_factory=lambda: list[Engine](["kyverno"]))
     validation_action: Literal["Audit", "Enforce"] = Field("Audit", alias="validationAction")
+    # where namespaced inputs without metadata.namespace apply, as `kubectl apply -n`
+    default_namespace: Name = Field("default", alias="defaultNamespace")
     monitoring: MonitoringConfig = Field(
         default_factory=lambda: MonitoringConfig.model_validate({})
     )
@@ -284,6 +288,16 @@ class TopogenConfig(_Strict):
 
     def validation_action_for(self, cluster: ClusterConfig) -> str:
         return cluster.validation_action or self.validation_action
+
+
+def with_default_namespace(cfg: TopogenConfig, namespace: str | None) -> TopogenConfig:
+    """`cfg` with namespaced inputs that name no namespace put in `namespace` (-n)."""
+    if not namespace:
+        return cfg
+    problem = dns_label_problem(namespace)
+    if problem:
+        raise InputError(f"--namespace: {problem}")
+    return cfg.model_copy(update={"default_namespace": namespace})
 
 
 def load_config(path: str | Path, *, allow_outside: bool = False) -> TopogenConfig:

@@ -34,10 +34,18 @@ class KubeObject:
     name: str
     body: Mapping[str, Any]
     path: str
+    # where a namespaced object without metadata.namespace applies: the namespace kubectl
+    # would use (`default`, or topogen.yaml's defaultNamespace / --namespace)
+    default_namespace: str = "default"
 
     @property
     def group(self) -> str:
         return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
+
+    @property
+    def applied_namespace(self) -> str:
+        """The namespace a namespaced object applies in: its own, else the default."""
+        return self.namespace or self.default_namespace
 
     def where(self) -> str:
         ns = f"{self.namespace}/" if self.namespace else ""

@@ -22,6 +22,7 @@ from conn_kit import (
 )
 
 from topogen.config import load_config
+from topogen.connectivity.endpoints import HOST_NETWORK_RULE
 from topogen.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,7 +84,7 @@ def test_json_marks_unconnected_pairs(small: list[str]) -> None:
     result = run(["connectivity", *small, "-o", "json"])
     assert result.exit_code == 0
     data = json.loads(result.output)
-    assert sorted(data) == ["excluded", "pairs", "policies", "workloads"]
+    assert sorted(data) == ["excluded", "notes", "pairs", "policies", "workloads"]
     assert [w["id"] for w in data["workloads"]] == ["a/db", "a/web", "b/job"]
     assert data["workloads"][0]["namedPorts"] == ["pg=5432/TCP"]
     assert data["policies"] == ["netpol a/db"]
@@ -258,6 +259,7 @@ def test_every_workload_kind_is_an_endpoint(tmp_path: Path) -> None:
         "a/agent",
         "a/cron",
         "a/db",
+        "a/hostagent",
         "a/job",
         "a/pod",
         "a/rs",
@@ -265,7 +267,10 @@ def test_every_workload_kind_is_an_endpoint(tmp_path: Path) -> None:
         "a/train[Worker]",
         "a/web",
     ]
-    assert data["excluded"] == [{"id": "a/hostagent", "reason": "hostNetwork"}]
+    assert data["excluded"] == []
+    hosts = [w["id"] for w in data["workloads"] if w["hostNetwork"]]
+    assert hosts == ["a/hostagent"]
+    assert data["notes"] == [f"hostNetwork: {HOST_NETWORK_RULE}"]
     got = connectivity_map(args)
     assert got[("a/train[Master]", "a/train[Worker]")] == "TCP/29500"
     assert got[("a/train[Worker]", "a/train[Worker]")] == "TCP/29500"  # 3 replicas
@@ -273,8 +278,17 @@ def test_every_workload_kind_is_an_endpoint(tmp_path: Path) -> None:
     assert ("a/pod", "a/pod") not in got  # one pod: no pair with itself
     assert got[("a/web", "a/train[Master]")] is None
     assert got[("a/train[Master]", "a/web")] == "all"
+    # the hostNetwork DaemonSet is its node: pods reach it where their egress is open, it
+    # reaches pods whose ingress is open; the training pods' ingress admits only pods
+    assert got[("a/web", "a/hostagent")] == "all"
+    assert got[("a/hostagent", "a/web")] == "all"
+    assert got[("a/hostagent", "a/train[Worker]")] is None
+    assert got[("a/hostagent", "a/hostagent")] == "all"  # two nodes, no host firewall
     table = run(["connectivity", *args]).output
-    assert table.endswith("left out (hostNetwork, out of scope): a/hostagent\n")
+    assert table.endswith(
+        f"note: hostNetwork workloads, listed as their node: a/hostagent: {HOST_NETWORK_RULE}\n"
+    )
+    assert "host-network traffic is the node's" in table
 
 
 def test_explain_names_and_ambiguity(tmp_path: Path) -> None:
@@ -284,9 +298,12 @@ def test_explain_names_and_ambiguity(tmp_path: Path) -> None:
     amb = run_error(["explain", "--from", "a/train", "--to", "a/web", *args])
     assert amb.exit_code == 2
     assert "--from a/train is ambiguous: it names a/train[Master], a/train[Worker]" in amb.stderr
-    host = run_error(["explain", "--from", "a/hostagent", "--to", "a/web", *args])
-    assert host.exit_code == 2
-    assert "uses hostNetwork" in host.stderr
+    host = run(["explain", "--from", "a/hostagent", "--to", "a/train[Worker]", *args])
+    assert host.exit_code == 1, host.output  # the job's ingress admits its own pods only
+    assert "from a/hostagent" in host.output
+    assert f"note: a/hostagent uses hostNetwork, listed as its node: {HOST_NETWORK_RULE}" in (
+        host.output
+    )
 
 
 # --- -c topogen.yaml --------------------------------------------------------------------

@@ -36,7 +36,9 @@ def pairwise(inputs: ConnectivityInputs) -> list[tuple[str, str, Answer]]:
         for dst in endpoints:
             if src is dst and not src.self_pair:
                 continue
-            v = index.verdict(src.endpoint, dst.endpoint)
+            # a hostNetwork workload's second pod is on another node (its own endpoint)
+            peer = dst.peer_of_itself() if src is dst else dst.endpoint
+            v = index.verdict(src.endpoint, peer)
             out.append((src.id, dst.id, (v.allowed, v.notes)))
     return out
 

@@ -6,6 +6,7 @@ import atexit
 import gc
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -20,6 +21,7 @@ __all__ = [
     "cluster_option",
     "config_option",
     "main",
+    "namespace_option",
     "run",
     "verbose_option",
 ]
@@ -152,6 +154,24 @@ def allow_outside_option(f: F) -> F:
         is_flag=True,
         help="read input paths of topogen.yaml outside its folder (interactive use; the "
         "Argo CD plugin never passes it)",
+    )(f)
+
+
+def _namespace(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", value):
+        raise click.BadParameter(f"{value!r} is not a namespace name", ctx, param)
+    return value
+
+
+def namespace_option(f: F) -> F:
+    return click.option(
+        "-n",
+        "--namespace",
+        "namespace",
+        metavar="NS",
+        callback=_namespace,
+        help="where inputs that name no namespace apply, as `kubectl apply -n` "
+        "(default: topogen.yaml's defaultNamespace, else default)",
     )(f)
 
 

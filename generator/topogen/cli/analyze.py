@@ -6,8 +6,15 @@ import sys
 
 import click
 
-from topogen.cli import allow_outside_option, cluster_option, config_option, main, verbose_option
-from topogen.config import load_config
+from topogen.cli import (
+    allow_outside_option,
+    cluster_option,
+    config_option,
+    main,
+    namespace_option,
+    verbose_option,
+)
+from topogen.config import load_config, with_default_namespace
 from topogen.pipeline import analyze
 from topogen.report import analysis_json, analysis_table
 
@@ -19,16 +26,22 @@ from topogen.report import analysis_json, analysis_table
     "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
 @allow_outside_option
+@namespace_option
 @verbose_option
 def analyze_command(
-    config_path: str, clusters: tuple[str, ...], output: str, allow_outside: bool, verbose: bool
+    config_path: str,
+    clusters: tuple[str, ...],
+    output: str,
+    allow_outside: bool,
+    namespace: str | None,
+    verbose: bool,
 ) -> None:
     """Find training groups whose placement can break their own traffic.
 
     Exit 0: no problem; 1: a HARD_BLOCK, CROSS_ZONE, UNSCHEDULABLE or
     IDENTITY_MISMATCH finding; 2: usage or input error.
     """
-    cfg = load_config(config_path, allow_outside=allow_outside)
+    cfg = with_default_namespace(load_config(config_path, allow_outside=allow_outside), namespace)
     report = analyze(cfg, list(clusters) or None)
     for w in report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from topogen.cli import allow_outside_option, config_option, main, verbose_option
+from topogen.cli import allow_outside_option, config_option, main, namespace_option, verbose_option
 from topogen.connectivity import (
     InputSpec,
     LabelOverride,
@@ -62,6 +62,7 @@ def input_options(f: F) -> F:
             help="give a workload's pods a label its template lacks, e.g. an "
             "identity label stamped at binding (repeatable)",
         ),
+        namespace_option,
     ]
     for option in reversed(options):
         f = option(f)
@@ -75,12 +76,21 @@ def input_spec(
     workloads: tuple[str, ...],
     namespaces: tuple[str, ...],
     allow_outside: bool = False,
+    namespace: str | None = None,
 ) -> InputSpec:
     """-c wins when given; the default topogen.yaml only when no paths are."""
     source = click.get_current_context().get_parameter_source("config_path")
     paths = bool(policies or workloads or namespaces)
     config = None if paths and source is ParameterSource.DEFAULT else config_path
-    return InputSpec(config, cluster, policies, workloads, namespaces, allow_outside)
+    return InputSpec(
+        config,
+        cluster,
+        policies,
+        workloads,
+        namespaces,
+        allow_outside,
+        default_namespace=namespace,
+    )
 
 
 def label_overrides(labels: tuple[str, ...]) -> list[LabelOverride]:
@@ -105,6 +115,7 @@ def connectivity_command(
     workloads: tuple[str, ...],
     namespaces: tuple[str, ...],
     labels: tuple[str, ...],
+    namespace: str | None,
     output: str,
     verbose: bool,
 ) -> None:
@@ -114,11 +125,15 @@ def connectivity_command(
     workload paired with itself when it has more than one pod): "all", or the
     protocol/port ranges both the sender's egress and the receiver's ingress
     allow. Pairs with no allowed connection are left out of table and csv and
-    marked in json. hostNetwork workloads are left out.
+    marked in json. hostNetwork workloads are listed as their node: host-network
+    traffic is the node's, governed by host policies, not by pod selectors (a note
+    says so).
 
     Exit 0, or 2 on a usage or input error.
     """
-    spec = input_spec(config_path, cluster, policies, workloads, namespaces, allow_outside)
+    spec = input_spec(
+        config_path, cluster, policies, workloads, namespaces, allow_outside, namespace
+    )
     report = compute_connectivity(load_inputs(spec), label_overrides(labels))
     for w in report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)

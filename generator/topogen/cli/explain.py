@@ -31,6 +31,7 @@ def explain_command(
     workloads: tuple[str, ...],
     namespaces: tuple[str, ...],
     labels: tuple[str, ...],
+    namespace: str | None,
 ) -> None:
     """Explain whether NS/NAME may open a connection to NS/NAME, and why (not).
 
@@ -42,7 +43,9 @@ def explain_command(
     Exit 0: the path (the port, if given) is allowed; 1: denied; 2: usage or
     input error.
     """
-    spec = input_spec(config_path, cluster, policies, workloads, namespaces, allow_outside)
+    spec = input_spec(
+        config_path, cluster, policies, workloads, namespaces, allow_outside, namespace
+    )
     ex = explain_path(load_inputs(spec), src, dst, port, label_overrides(labels))
     click.echo(explanation_text(ex), nl=False)
     sys.exit(0 if ex.allowed else 1)

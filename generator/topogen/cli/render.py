@@ -8,8 +8,15 @@ from pathlib import Path
 
 import click
 
-from topogen.cli import allow_outside_option, cluster_option, config_option, main, verbose_option
-from topogen.config import load_config
+from topogen.cli import (
+    allow_outside_option,
+    cluster_option,
+    config_option,
+    main,
+    namespace_option,
+    verbose_option,
+)
+from topogen.config import load_config, with_default_namespace
 from topogen.emit.refusal import policies_of
 from topogen.emit.writer import GENERATED_HEADER, WriteReport, stream_objects, write_tree
 from topogen.rendering import RenderResult, render
@@ -45,6 +52,7 @@ def _shown_config(config: Path, out: Path) -> str:
     "written then",
 )
 @allow_outside_option
+@namespace_option
 @verbose_option
 def render_command(
     config_path: str,
@@ -53,6 +61,7 @@ def render_command(
     to_stdout: bool,
     partial: bool,
     allow_outside: bool,
+    namespace: str | None,
     verbose: bool,
 ) -> None:
     """Render admission policies, CLI tests and signals for every training group.
@@ -63,7 +72,7 @@ def render_command(
     Exit 0: rendered; 1: a group no domain can hold: nothing is written (or printed),
     unless --partial; 2: usage or input error.
     """
-    cfg = load_config(config_path, allow_outside=allow_outside)
+    cfg = with_default_namespace(load_config(config_path, allow_outside=allow_outside), namespace)
     result = render(cfg, list(clusters) or None)
     for w in result.report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)

@@ -6,6 +6,7 @@ uses; connectivity.matrix asks it side by side rather than pair by pair.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -42,7 +43,7 @@ class ConnectivityReport:
     pod); only the connected pairs are held (`rows`), the others allow nothing."""
 
     endpoints: tuple[WorkloadEndpoint, ...]
-    excluded: tuple[WorkloadEndpoint, ...]  # hostNetwork workloads (out of scope)
+    excluded: tuple[WorkloadEndpoint, ...]  # none: hostNetwork ones are endpoints too
     rows: tuple[Row, ...]  # per sender, in endpoint order: receivers, allowed, notes
     policies: tuple[PolicyRef, ...]
     skipped: tuple[str, ...]
@@ -90,7 +91,15 @@ class ConnectivityReport:
                     yield Pair(src, dst, _NOTHING, self._notes(src, dst))
 
     def _notes(self, src: WorkloadEndpoint, dst: WorkloadEndpoint) -> tuple[str, ...]:
-        return () if self.index is None else self.index.verdict(src.endpoint, dst.endpoint).notes
+        if self.index is None:
+            return ()
+        peer = dst.peer_of_itself() if src is dst else dst.endpoint
+        return self.index.verdict(src.endpoint, peer).notes
+
+    @property
+    def host_network(self) -> tuple[WorkloadEndpoint, ...]:
+        """The endpoints listed as their node (HOST_NETWORK_RULE)."""
+        return tuple(e for e in self.endpoints if e.host_network)
 
 
 def compute_connectivity(
@@ -98,8 +107,12 @@ def compute_connectivity(
 ) -> ConnectivityReport:
     endpoints, excluded = build_endpoints(inputs.workloads, inputs.namespaces, overrides)
     index = PolicyIndex(inputs.policies, inputs.namespaces)
-    rows = pair_rows(index, [e.endpoint for e in endpoints], [e.self_pair for e in endpoints])
-    pods = [(ep.workload.namespace, [k for k, _ in ep.labels]) for ep in endpoints]
+    rows = _rows(index, endpoints)
+    pods = [
+        (ep.workload.namespace, [k for k, _ in ep.labels])
+        for ep in endpoints
+        if not ep.host_network
+    ]
     identity_labels = {h.label for h in inputs.identity_hints}
     warnings = policy_warnings(inputs.policies, pods, identity_labels, set())
     return ConnectivityReport(
@@ -111,3 +124,31 @@ def compute_connectivity(
         tuple(warnings),
         index,
     )
+
+
+def _rows(index: PolicyIndex, endpoints: Sequence[WorkloadEndpoint]) -> list[Row]:
+    """pair_rows over the pod endpoints; the pairs with a hostNetwork side (listed as
+    their node, which pair_rows does not take) asked of PolicyIndex.verdict one by one."""
+    pods = [i for i, e in enumerate(endpoints) if not e.host_network]
+    sub = pair_rows(
+        index, [endpoints[i].endpoint for i in pods], [endpoints[i].self_pair for i in pods]
+    )
+    rows: list[Row] = [(array("I"), [], []) for _ in endpoints]
+    for k, (dsts, allowed, notes) in zip(pods, sub, strict=True):
+        rows[k] = (array("I", (pods[d] for d in dsts)), allowed, notes)
+    hosts = {i for i, e in enumerate(endpoints) if e.host_network}
+    if not hosts:
+        return rows
+    for s, src in enumerate(endpoints):
+        found = list(zip(rows[s][0], rows[s][1], rows[s][2], strict=True))
+        for d, dst in enumerate(endpoints):
+            if (s not in hosts and d not in hosts) or (s == d and not src.self_pair):
+                continue
+            peer = dst.peer_of_itself() if s == d else dst.endpoint
+            verdict = index.verdict(src.endpoint, peer)
+            if not verdict.allowed.empty:
+                found.append((d, verdict.allowed, verdict.notes))
+        found.sort(key=lambda f: f[0])
+        rows[s] = (array("I", (f[0] for f in found)), [f[1] for f in found],
+                   [f[2] for f in found])  # fmt: skip
+    return rows

@@ -4,8 +4,10 @@ A workload's pods share one identity: the labels of its pod template (plus any
 `--label` overrides) and its namespace. Names are `namespace/name`, with
 `[replica]` for kinds that have several templates (PyTorchJob Master/Worker, JobSet
 replicated jobs, ...); when two kinds share a name, `namespace/Kind/name` tells them apart.
-hostNetwork templates are left out: their traffic carries the node's identity,
-which needs the cluster's nodes (out of scope here).
+hostNetwork templates are listed as their node (HOST_NETWORK_RULE): their traffic is
+the node's, governed by host policies and entity/node rules, not by pod selectors. Which
+node is not known here, so such an endpoint carries no node labels, and two pods of one
+hostNetwork workload are taken to be on two nodes.
 """
 
 from __future__ import annotations
@@ -13,17 +15,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from topogen.analysis.reachability import pod_endpoint
+from topogen.analysis.reachability import host_endpoint, pod_endpoint
 from topogen.errors import InputError
 from topogen.model import Endpoint, Namespace, Workload
 
 __all__ = [
+    "HOST_NETWORK_RULE",
     "LabelOverride",
     "WorkloadEndpoint",
     "build_endpoints",
     "parse_label_override",
     "resolve",
 ]
+
+
+HOST_NETWORK_RULE = (
+    "host-network traffic is the node's: governed by host policies (CCNP nodeSelector, with "
+    "the host firewall on) and host/remote-node/node rules, not by pod selectors; the node "
+    "is not known here, so node labels count as none (`topogen analyze` places such pods "
+    "on their nodes)"
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -42,6 +53,17 @@ class WorkloadEndpoint:
     endpoint: Endpoint
     labels: tuple[tuple[str, str], ...]  # pod labels used (template + overrides), sorted
     overridden: tuple[str, ...] = ()  # label keys set by --label
+
+    @property
+    def host_network(self) -> bool:
+        return self.workload.template.host_network
+
+    def peer_of_itself(self) -> Endpoint:
+        """The endpoint another pod of this workload has: a hostNetwork one on another node
+        (two on one node would talk over loopback, which no policy sees)."""
+        if not self.endpoint.host:
+            return self.endpoint
+        return host_endpoint(f"another node of {self.id}", {}, self.endpoint.ports)
 
     @property
     def self_pair(self) -> bool:
@@ -85,7 +107,9 @@ def build_endpoints(
     namespaces: Mapping[str, Namespace],
     overrides: Sequence[LabelOverride] = (),
 ) -> tuple[tuple[WorkloadEndpoint, ...], tuple[WorkloadEndpoint, ...]]:
-    """(endpoints, excluded hostNetwork workloads), both in stable name order."""
+    """(endpoints, excluded workloads), in stable name order. hostNetwork workloads are
+    endpoints as their node (HOST_NETWORK_RULE); nothing is excluded any more (the second
+    member stays for callers that read it)."""
     ordered = sorted(workloads, key=_order)
     counts: dict[str, int] = {}
     for w in ordered:
@@ -94,10 +118,7 @@ def build_endpoints(
     for w in ordered:
         wid = _base_id(w) if counts[_base_id(w)] == 1 else _kind_id(w)
         labels = tuple(sorted(w.template.labels.items()))
-        net = pod_endpoint(
-            dict(labels), w.namespace, namespaces, w.template.ports, w.template.service_account
-        )
-        plain.append(WorkloadEndpoint(wid, w, net, labels))
+        plain.append(WorkloadEndpoint(wid, w, _network(wid, w, labels, namespaces), labels))
     by_id: dict[str, dict[str, str]] = {}
     for o in overrides:
         target = resolve(o.workload, plain, what="--label")
@@ -109,21 +130,22 @@ def build_endpoints(
         if extra:
             labels = tuple(sorted({**dict(ep.labels), **extra}.items()))
             w = ep.workload
-            ep = WorkloadEndpoint(
-                ep.id,
-                w,
-                pod_endpoint(
-                    dict(labels),
-                    w.namespace,
-                    namespaces,
-                    w.template.ports,
-                    w.template.service_account,
-                ),
-                labels,
-                tuple(sorted(extra)),
-            )
-        (excluded if ep.workload.template.host_network else endpoints).append(ep)
+            net = _network(ep.id, w, labels, namespaces)
+            ep = WorkloadEndpoint(ep.id, w, net, labels, tuple(sorted(extra)))
+        endpoints.append(ep)
     return tuple(endpoints), tuple(excluded)
+
+
+def _network(
+    wid: str,
+    w: Workload,
+    labels: tuple[tuple[str, str], ...],
+    namespaces: Mapping[str, Namespace],
+) -> Endpoint:
+    t = w.template
+    if t.host_network:  # the node's identity, whatever the pod's labels
+        return host_endpoint(f"node of {wid}", {}, t.ports)
+    return pod_endpoint(dict(labels), w.namespace, namespaces, t.ports, t.service_account)
 
 
 def resolve(ref: str, endpoints: Sequence[WorkloadEndpoint], *, what: str) -> WorkloadEndpoint:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from topogen.analysis.ports import PROTOCOLS, PortSet
 from topogen.analysis.reachability import PathVerdict, PolicyIndex, SideTrace
 from topogen.connectivity.endpoints import (
+    HOST_NETWORK_RULE,
     LabelOverride,
     WorkloadEndpoint,
     build_endpoints,
@@ -121,7 +122,8 @@ def explain_path(
     endpoints, excluded = build_endpoints(inputs.workloads, inputs.namespaces, overrides)
     src = _pick(src_ref, endpoints, excluded, "--from")
     dst = _pick(dst_ref, endpoints, excluded, "--to")
-    verdict = PolicyIndex(inputs.policies, inputs.namespaces).verdict(src.endpoint, dst.endpoint)
+    peer = dst.peer_of_itself() if src is dst else dst.endpoint
+    verdict = PolicyIndex(inputs.policies, inputs.namespaces).verdict(src.endpoint, peer)
     requested = parse_port(port, dst) if port else None
     return Explanation(
         src=src,
@@ -130,8 +132,16 @@ def explain_path(
         requested=requested,
         requested_text=port or "",
         ports=port_verdicts(verdict, requested),
-        notes=_notes(inputs.identity_hints, (src, dst)) + verdict.notes,
+        notes=_notes(inputs.identity_hints, (src, dst)) + _host_notes(src, dst) + verdict.notes,
     )
+
+
+def _host_notes(*eps: WorkloadEndpoint) -> tuple[str, ...]:
+    hosts = sorted({e.id for e in eps if e.host_network})
+    if not hosts:
+        return ()
+    verb = "uses" if len(hosts) == 1 else "use"
+    return (f"{' and '.join(hosts)} {verb} hostNetwork, listed as its node: {HOST_NETWORK_RULE}",)
 
 
 def _pick(
@@ -140,13 +150,7 @@ def _pick(
     excluded: Sequence[WorkloadEndpoint],
     what: str,
 ) -> WorkloadEndpoint:
-    ep = resolve(ref, (*endpoints, *excluded), what=what)
-    if any(ep is e for e in excluded):
-        raise InputError(
-            f"{what} {ep.id} uses hostNetwork: its traffic has its node's identity",
-            hint="host endpoints are out of scope for explain; `topogen analyze` covers them",
-        )
-    return ep
+    return resolve(ref, (*endpoints, *excluded), what=what)
 
 
 def parse_port(text: str, dst: WorkloadEndpoint) -> PortSet:

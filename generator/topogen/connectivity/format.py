@@ -10,7 +10,7 @@ from typing import Any
 
 from topogen.analysis.reachability import RuleMatch, SideTrace
 from topogen.connectivity.core import ConnectivityReport
-from topogen.connectivity.endpoints import WorkloadEndpoint
+from topogen.connectivity.endpoints import HOST_NETWORK_RULE, WorkloadEndpoint
 from topogen.connectivity.explain import Explanation, isolation_name, rule_name
 
 __all__ = ["connectivity_csv", "connectivity_json", "connectivity_table", "explanation_text"]
@@ -43,6 +43,10 @@ def connectivity_table(report: ConnectivityReport) -> str:
     if report.excluded:
         names = ", ".join(e.id for e in report.excluded)
         out += f"left out (hostNetwork, out of scope): {names}\n"
+    hosts = report.host_network
+    if hosts:
+        names = ", ".join(e.id for e in hosts)
+        out += f"note: hostNetwork workloads, listed as their node: {names}: {HOST_NETWORK_RULE}\n"
     for p in report.connected:
         out += "".join(f"note: {p.src.id} -> {p.dst.id}: {n}\n" for n in p.notes)
     return out
@@ -66,6 +70,7 @@ def _workload_json(ep: WorkloadEndpoint) -> dict[str, Any]:
         "replica": w.replica_name,
         "labels": dict(ep.labels),
         "namedPorts": [f"{n}={num}/{proto}" for n, num, proto in w.template.ports if n],
+        "hostNetwork": ep.host_network,
     }
 
 
@@ -75,6 +80,7 @@ def connectivity_json(report: ConnectivityReport) -> str:
         "workloads": [_workload_json(e) for e in report.endpoints],
         "excluded": [{"id": e.id, "reason": "hostNetwork"} for e in report.excluded],
         "policies": [str(p) for p in report.policies],
+        "notes": [f"hostNetwork: {HOST_NETWORK_RULE}"] if report.host_network else [],
     }
     pairs = [
         json.dumps(

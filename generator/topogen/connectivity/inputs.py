@@ -37,6 +37,8 @@ class InputSpec:
     workloads: tuple[str, ...] = ()
     namespaces: tuple[str, ...] = ()
     allow_outside: bool = False  # with config: read input paths outside its folder
+    # where namespaced inputs without a namespace apply (-n); None: the config's, or default
+    default_namespace: str | None = None
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ def load_inputs(spec: InputSpec) -> ConnectivityInputs:
     if spec.config is not None and paths_given:
         raise InputError("give either -c/--config or --policies/--workloads/--namespaces, not both")
     if spec.config is not None:
-        return _from_config(spec.config, spec.cluster, spec.allow_outside)
+        return _from_config(spec.config, spec.cluster, spec.allow_outside, spec.default_namespace)
     if spec.cluster is not None:
         raise InputError("--cluster needs -c/--config")
     if not spec.workloads or not spec.policies:
@@ -63,13 +65,18 @@ def load_inputs(spec: InputSpec) -> ConnectivityInputs:
             f"{missing} is missing",
             hint="give --policies PATH and --workloads PATH, or -c topogen.yaml",
         )
-    return _from_paths(spec.policies, spec.workloads, spec.namespaces)
+    return _from_paths(
+        spec.policies, spec.workloads, spec.namespaces, spec.default_namespace or "default"
+    )
 
 
-def _from_config(path: str, cluster_name: str | None, allow_outside: bool) -> ConnectivityInputs:
-    from topogen.config import load_config  # pydantic: only when a config is read
+def _from_config(
+    path: str, cluster_name: str | None, allow_outside: bool, namespace: str | None
+) -> ConnectivityInputs:
+    # pydantic: only when a config is read
+    from topogen.config import load_config, with_default_namespace
 
-    cfg = load_config(path, allow_outside=allow_outside)
+    cfg = with_default_namespace(load_config(path, allow_outside=allow_outside), namespace)
     cluster = cfg.cluster(cluster_name) if cluster_name else cfg.clusters[0]
     loaded = load_workload_inputs(cfg)
     cluster_inputs = load_cluster_inputs(cfg, cluster, loaded.services)
@@ -88,12 +95,16 @@ def _from_config(path: str, cluster_name: str | None, allow_outside: bool) -> Co
 
 
 def _from_paths(
-    policies: Sequence[str], workloads: Sequence[str], namespaces: Sequence[str]
+    policies: Sequence[str],
+    workloads: Sequence[str],
+    namespaces: Sequence[str],
+    default_namespace: str,
 ) -> ConnectivityInputs:
     here = Path(".")
-    policy_objs = read_objects(list(policies), here, "--policies")
-    workload_objs = read_objects(list(workloads), here, "--workloads")
-    namespace_objs = read_objects(list(namespaces), here, "--namespaces")
+    dns = default_namespace
+    policy_objs = read_objects(list(policies), here, "--policies", default_namespace=dns)
+    workload_objs = read_objects(list(workloads), here, "--workloads", default_namespace=dns)
+    namespace_objs = read_objects(list(namespaces), here, "--namespaces", default_namespace=dns)
     skipped: list[str] = []
     found = read_workloads(
         [o for o in workload_objs if (o.group, o.kind) not in POLICY_KINDS], skipped

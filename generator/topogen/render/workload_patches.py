@@ -301,7 +301,7 @@ def workload_patches(
         for ns in intent.namespaces:
             by_namespace.setdefault(ns, []).append(intent)
     members: dict[tuple[str, str, str, str], list[Workload]] = {}
-    by_key = {(o.api_version, o.kind, o.namespace or "default", o.name): o for o in objects}
+    by_key = {(o.api_version, o.kind, o.applied_namespace, o.name): o for o in objects}
     for w in workloads:
         pod = {
             "metadata": {

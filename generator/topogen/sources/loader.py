@@ -49,13 +49,19 @@ class WorkloadInputs:
 
 
 def read_objects(
-    paths: list[str], base: Path, what: str, cfg: TopogenConfig | None = None
+    paths: list[str],
+    base: Path,
+    what: str,
+    cfg: TopogenConfig | None = None,
+    default_namespace: str | None = None,
 ) -> list[KubeObject]:
     """The objects of `paths` (files, or folders of YAML files); with `cfg`, confined to
-    its root (see load_config)."""
+    its root (see load_config). Namespaced ones without a namespace apply in
+    `default_namespace` (else the config's defaultNamespace, else default)."""
     root, source = (cfg.root, cfg.path) if cfg is not None else (None, None)
+    ns = default_namespace or (cfg.default_namespace if cfg is not None else "default")
     files = expand_paths(paths, base=base, what=what, root=root, source=source)
-    return list(flatten(iter_documents(files)))
+    return list(flatten(iter_documents(files), ns))
 
 
 def load_cluster_inputs(
@@ -78,11 +84,11 @@ def load_cluster_inputs(
     policy_objs = read_objects(
         cluster.network_policies, base, f"clusters.{cluster.name}.networkPolicies", cfg
     )
-    seen = {(o.group, o.kind, o.namespace, o.name) for o in policy_objs}
+    seen = {(o.group, o.kind, o.applied_namespace, o.name) for o in policy_objs}
     policy_objs += [
         o
         for o in node_objs
-        if o.kind != "Node" and (o.group, o.kind, o.namespace, o.name) not in seen
+        if o.kind != "Node" and (o.group, o.kind, o.applied_namespace, o.name) not in seen
     ]
     policies = read_policies(policy_objs, cluster.cilium.settings(), services)
     ns_objs = read_objects(cluster.namespaces, base, f"clusters.{cluster.name}.namespaces", cfg)

@@ -19,13 +19,18 @@ SNAPSHOT_KIND = "TopogenSnapshot"
 GENERATED_SUFFIX = "xxxxx"
 
 
-def flatten(docs: Iterable[Document]) -> Iterator[KubeObject]:
-    """Every object of every document; `kind: List`, `*List` and snapshots are expanded."""
+def flatten(docs: Iterable[Document], default_namespace: str = "default") -> Iterator[KubeObject]:
+    """Every object of every document; `kind: List`, `*List` and snapshots are expanded.
+
+    The items of a typed list (`NamespaceList`, `PodList`, ...), as the API server returns
+    them, carry no kind or apiVersion: they take the list's. Namespaced objects without a
+    namespace apply in `default_namespace` (KubeObject.applied_namespace)."""
     seen: dict[tuple[str, str, str, str], str] = {}
     for doc in docs:
-        for body in _expand(doc.data, doc.path):
-            obj = _to_object(body, doc.path)
-            key = (obj.group, obj.kind, obj.namespace, obj.name)
+        top = f"document {doc.index + 1}"
+        for body, where in _expand(doc.data, doc.path, top, doc.index):
+            obj = _to_object(body, doc.path, where, default_namespace)
+            key = (obj.group, obj.kind, obj.applied_namespace, obj.name)
             if key in seen:
                 first = seen[key]
                 also = f" (first in {first})" if first != obj.path else ""
@@ -38,47 +43,75 @@ def flatten(docs: Iterable[Document]) -> Iterator[KubeObject]:
             yield obj
 
 
-def _expand(data: Any, path: str) -> Iterator[Mapping[str, Any]]:
+def _expand(
+    data: Any, path: str, where: str, index: int
+) -> Iterator[tuple[Mapping[str, Any], str]]:
+    """(object, where it is in its file: `document 2`, `items[3]`) for `data` and its items."""
     if not isinstance(data, dict):
         raise InputError(
-            f"expected a Kubernetes object (a mapping), got {type(data).__name__}", path=path
+            f"{where}: expected a Kubernetes object (a mapping), got {type(data).__name__}",
+            path=path,
         )
     kind = data.get("kind")
     if isinstance(kind, str) and (kind == "List" or kind.endswith("List") or kind == SNAPSHOT_KIND):
         items = data.get("items") or []
         if not isinstance(items, list):
-            raise InputError(f"{kind}.items must be a list", path=path)
-        for item in items:
-            yield from _expand(item, path)
+            raise InputError(f"{where}: {kind}.items must be a list", path=path)
+        item_kind = kind.removesuffix("List") if kind not in ("List", SNAPSHOT_KIND) else ""
+        api_version = data.get("apiVersion") if item_kind else None
+        outer = "" if index == 0 and where.startswith("document ") else f"{where}, "
+        for i, item in enumerate(items):
+            at = f"{outer}items[{i}]"
+            if item_kind and isinstance(item, dict):
+                item = _typed(item, item_kind, api_version)
+            yield from _expand(item, path, at, 1)
         return
-    yield data
+    yield data, where
 
 
-def _to_object(body: Mapping[str, Any], path: str) -> KubeObject:
+def _typed(item: Mapping[str, Any], kind: str, api_version: Any) -> Mapping[str, Any]:
+    """A typed list's item with the list's kind and apiVersion where it names none."""
+    if item.get("kind") and item.get("apiVersion"):
+        return item
+    filled = dict(item)
+    if not filled.get("kind"):
+        filled["kind"] = kind
+    if not filled.get("apiVersion") and isinstance(api_version, str):
+        filled["apiVersion"] = api_version
+    return filled
+
+
+def _to_object(
+    body: Mapping[str, Any], path: str, where: str, default_namespace: str = "default"
+) -> KubeObject:
+    meta = body.get("metadata") or {}
+    named = meta.get("name") if isinstance(meta, dict) else None
+    label = f"{where} ({named})" if isinstance(named, str) and named else where
     api_version, kind = body.get("apiVersion"), body.get("kind")
     if not isinstance(api_version, str) or not api_version:
-        raise InputError("object has no apiVersion", path=path)
+        raise InputError(f"{label}: object has no apiVersion", path=path)
     if not isinstance(kind, str) or not kind:
-        raise InputError("object has no kind", path=path)
-    meta = body.get("metadata") or {}
+        raise InputError(f"{label}: object has no kind", path=path)
     if not isinstance(meta, dict):
-        raise InputError(f"{kind}: metadata must be a mapping", path=path)
+        raise InputError(f"{label}: {kind}: metadata must be a mapping", path=path)
     name = meta.get("name")
     generated = meta.get("generateName")
     if (name is None or name == "") and isinstance(generated, str) and generated:
         name = generated + GENERATED_SUFFIX  # the API server's 5 random characters
     if not isinstance(name, str) or not name:
-        raise InputError(f"{kind} without metadata.name or metadata.generateName", path=path)
+        raise InputError(
+            f"{where}: {kind} without metadata.name or metadata.generateName", path=path
+        )
     namespace = meta.get("namespace", "")
     if not isinstance(namespace, str):
         raise InputError(f"{kind} {name}: metadata.namespace must be a string", path=path)
     problem = object_name_problem(name, strict=False)
     if problem:
-        raise InputError(f"{kind}: metadata.name {problem}", path=path)
+        raise InputError(f"{where}: {kind}: metadata.name {problem}", path=path)
     problem = dns_label_problem(namespace) if namespace else None
     if problem:
         raise InputError(f"{kind} {name}: metadata.namespace {problem}", path=path)
-    return KubeObject(api_version, kind, namespace, name, body, path)
+    return KubeObject(api_version, kind, namespace, name, body, path, default_namespace)
 
 
 # The grammar of k8s.io/apimachinery/pkg/api/resource (quantity.go, suffix.go):

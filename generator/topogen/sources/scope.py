@@ -3,8 +3,9 @@
 `kubectl apply` puts such an object in the current namespace of the kubeconfig
 context, `default` unless set otherwise; Kubernetes' own defaulting does the same.
 Every reader of namespaced objects (workloads, Services, CiliumNetworkPolicy,
-NetworkPolicy) asks this one function, so a `--namespace` option or a config key
-can later change it in one place.
+NetworkPolicy) asks this one function. The default is read with the object
+(KubeObject.default_namespace): topogen.yaml's `defaultNamespace`, or the commands'
+`-n/--namespace`, as `kubectl apply -n` would.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ __all__ = ["DEFAULT_NAMESPACE", "namespace_of"]
 DEFAULT_NAMESPACE = "default"
 
 
-def namespace_of(obj: KubeObject, default: str = DEFAULT_NAMESPACE) -> str:
-    """The namespace a namespaced object applies in: its own, else `default`."""
-    return obj.namespace or default
+def namespace_of(obj: KubeObject, default: str | None = None) -> str:
+    """The namespace a namespaced object applies in: its own, else `default` (when given)
+    or the default it was read with."""
+    return obj.namespace or default or obj.default_namespace
