@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -332,15 +333,46 @@ def parse_config(data: dict[str, Any], shown: str, base_dir: Path) -> TopogenCon
     try:
         cfg = TopogenConfig.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        # a misspelt key also makes the real one missing: name the misspelling first
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         where = ".".join(str(p) for p in err["loc"] if not _is_union_tag(p)) or "(top level)"
         if err["type"] == "extra_forbidden":
-            msg = f"unknown key {where}"
+            msg = f"unknown key {where}" + _did_you_mean(err["loc"])
         else:
             msg = f"{where}: {err['msg'].removeprefix('Value error, ')}"
         more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
         raise InputError(msg + more, path=shown) from None
     return cfg.model_copy(update={"base_dir": base_dir, "path": shown})
+
+
+def _did_you_mean(loc: tuple[int | str, ...]) -> str:
+    """`; did you mean zoneLabel?` for a misspelt key, from the model's own keys there."""
+    model: type[BaseModel] | None = TopogenConfig
+    for part in loc[:-1]:
+        if model is None:
+            return ""
+        if isinstance(part, int) or _is_union_tag(part):
+            continue
+        fields = model.model_fields
+        found = next((f for n, f in fields.items() if (f.alias or n) == part), None)
+        model = _model_in(found.annotation) if found is not None else None
+    if model is None:
+        return ""
+    keys = [f.alias or n for n, f in model.model_fields.items() if not f.exclude]
+    close = difflib.get_close_matches(str(loc[-1]), keys, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model an annotation holds (list[X], X | None, ...), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def _is_union_tag(part: int | str) -> bool:

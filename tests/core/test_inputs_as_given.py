@@ -173,7 +173,7 @@ def test_namespace_less_objects_apply_in_the_configured_namespace(tmp_path: Path
     # the group's namespace is ml: with defaultNamespace ml the coordinator is found
     (plan,) = analyze(loaded).plans
     assert plan.group.name == "ml-training"
-    with pytest.raises(InputError, match="--namespace: .Not_A_Namespace. is not a DNS label"):
+    with pytest.raises(InputError, match=r"--namespace: 'Not_A_Namespace' is not a DNS label"):
         with_default_namespace(loaded, "Not_A_Namespace")
 
 

@@ -99,7 +99,8 @@ def test_formats(committed: Path) -> None:
         (["only-one"], "give two folders"),
         (["a", "b", "c"], "give two folders"),
         (["{a}", "{a}", "--against", "HEAD"], "cannot be combined"),
-        (["--format", "yaml"], "Invalid value for '--format'"),
+        (["--format", "xml"], "Invalid value for '--format'"),
+        (["-o", "xml"], "Invalid value for '-o' / '--output'"),
     ],
 )
 def test_usage_errors_exit_2(args: list[str], message: str, tmp_path: Path) -> None:

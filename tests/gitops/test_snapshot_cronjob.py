@@ -71,7 +71,8 @@ def setup(tmp_path: Path) -> dict[str, Path]:
     )
     _exe(
         bin_dir / "topogen",
-        '#!/bin/sh\n[ "$1" = snapshot ] && [ "$2" = -o ] || exit 9\n'
+        # --out FILE, or the old spelling -o FILE
+        '#!/bin/sh\n[ "$1" = snapshot ] && { [ "$2" = --out ] || [ "$2" = -o ]; } || exit 9\n'
         f'mkdir -p "$(dirname "$3")"; cat {tmp_path / "next-snapshot"} > "$3"\n',
     )
     return {"tmp": tmp_path, "origin": origin, "bin": bin_dir, "log": log}

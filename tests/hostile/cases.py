@@ -209,7 +209,9 @@ PATHS = [
          replace=_cfg(CLUSTER_NODES, "nodes: [~/nodes.yaml]")),
     Case("path-workloads-out", "workloads: /etc is outside",
          replace=_cfg("workloads: [workloads/before/]", "workloads: [/etc]")),
-    Case("path-config-is-dir", "is a directory", argv=("render", "-c", "{root}/cluster")),
+    # -c DIR reads DIR/topogen.yaml: a folder without one is a missing config, named
+    Case("path-config-is-dir", "cluster/topogen.yaml: config file not found",
+         argv=("render", "-c", "{root}/cluster")),
     Case("path-config-missing", "config file not found",
          argv=("render", "-c", "{root}/nope.yaml", "--out", "{out}")),
     Case("path-unreadable-file", "cannot read file", as_user=True,

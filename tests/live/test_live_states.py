@@ -194,9 +194,20 @@ def test_state4_mutated_pods_land_in_one_allowed_zone_and_audit_is_healthy(
     assert "IDLE_GPUS: every pod is Running but its GPUs are idle" in result.stdout
 
     # network policies unchanged: the live snapshot is byte for byte the same
+    # (--out FILE here; `-o FILE`, the old spelling, wrote the first one)
     again = tmp_path / "snapshot-after.yaml"
-    assert cli("snapshot", "--kubeconfig", admin_kubeconfig, "-o", again).exit_code == 0
+    assert cli("snapshot", "--kubeconfig", admin_kubeconfig, "--out", again).exit_code == 0
     assert again.read_bytes() == snap.read_bytes()
+    block = tmp_path / "snapshot-block.yaml"
+    result = cli("snapshot", "--kubeconfig", admin_kubeconfig, "-o", "yaml", "--out", block)
+    assert result.exit_code == 0, result.output
+    body = [ln for ln in block.read_text(encoding="utf-8").splitlines() if ln[:1] != "#"]
+    assert body[0].startswith("apiVersion: ")  # block style, not JSON
+    assert _data(block) == _data(snap)
+
+
+def _data(path: Path) -> Any:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
 def _scaled_workers(src: Path, dst: Path, parallelism: int) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import difflib
 import gc
 import importlib
 import os
@@ -17,7 +18,9 @@ from topogen import __version__
 from topogen.errors import TopogenError
 
 __all__ = [
+    "SHORT_HELP",
     "allow_outside_option",
+    "cluster_choice_option",
     "cluster_option",
     "config_option",
     "main",
@@ -29,9 +32,21 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-# each command lives in the module of its name, imported when the command runs (or for
-# --help), so `topogen render` does not pay for importing `diff` and its dependencies
-_COMMANDS = ("analyze", "audit", "connectivity", "diff", "explain", "init", "render", "snapshot")
+# each command lives in the module of its name, imported when the command runs, so
+# `topogen render` does not pay for importing `diff` and its dependencies; `topogen --help`
+# lists them from this table and imports none (each command's short_help is this text)
+SHORT_HELP = {
+    "analyze": "Find training groups whose placement can break their own traffic.",
+    "audit": "Audit the live training groups, pod by pod.",
+    "completion": "Print the shell completion script (bash, zsh or fish).",
+    "connectivity": "List what each workload may open to each other workload.",
+    "diff": "Compare generated output semantically.",
+    "explain": "Explain whether one workload may open a connection to another.",
+    "init": "Scaffold topogen.yaml in a GitOps repository.",
+    "render": "Render admission policies, CLI tests and signals.",
+    "snapshot": "Write a live cluster's nodes and policies to a snapshot file.",
+}
+_COMMANDS = tuple(SHORT_HELP)
 
 
 class _Group(click.Group):
@@ -70,6 +85,21 @@ class _Group(click.Group):
             click.echo("topogen: aborted", err=True)
             sys.exit(1)
         sys.exit(rv if isinstance(rv, int) else 0)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, SHORT_HELP.get(name, "")) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=2, cutoff=0.6)
+            hint = " Did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
+            ctx.fail(f"No such command {name!r}.{hint}")
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -126,6 +156,13 @@ def main() -> None:
     """Co-locate distributed training groups where their network policy allows their traffic."""
 
 
+def _config_path(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """-c DIR reads DIR/topogen.yaml."""
+    if value and os.path.isdir(value):
+        return os.path.join(value, "topogen.yaml")
+    return value
+
+
 def config_option(f: F) -> F:
     return click.option(
         "-c",
@@ -133,8 +170,10 @@ def config_option(f: F) -> F:
         "config_path",
         default="topogen.yaml",
         show_default=True,
-        type=click.Path(dir_okay=False),
-        help="the topogen.yaml to read",
+        metavar="FILE|DIR",
+        type=click.Path(),
+        callback=_config_path,
+        help="the topogen.yaml to read (a folder: its topogen.yaml)",
     )(f)
 
 
@@ -142,6 +181,7 @@ def cluster_option(f: F) -> F:
     return click.option(
         "--cluster",
         "clusters",
+        metavar="NAME",
         multiple=True,
         help="only this cluster of topogen.yaml (repeatable)",
     )(f)
@@ -175,7 +215,33 @@ def namespace_option(f: F) -> F:
     )(f)
 
 
+def cluster_choice_option(
+    help: str = "the cluster of topogen.yaml to read (default: the first)",
+) -> Callable[[F], F]:
+    """--cluster where a command reads one cluster: repeatable in syntax as everywhere,
+    but given twice it says so instead of keeping the last silently."""
+    return click.option(
+        "--cluster",
+        "cluster",
+        metavar="NAME",
+        multiple=True,
+        callback=_one_cluster,
+        help=help,
+    )
+
+
+def _one_cluster(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> str | None:
+    if len(set(value)) > 1:
+        raise click.BadParameter(
+            f"{ctx.info_name} reads one cluster at a time, got {', '.join(value)}: run it once "
+            "per cluster",
+            ctx,
+            param,
+        )
+    return value[0] if value else None
+
+
 def verbose_option(f: F) -> F:
     return click.option(
-        "-v", "--verbose", is_flag=True, help="also list skipped objects and warnings on stderr"
+        "-v", "--verbose", is_flag=True, help="say more on stderr (skipped objects, counts)"
     )(f)

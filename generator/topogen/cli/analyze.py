@@ -7,6 +7,7 @@ import sys
 import click
 
 from topogen.cli import (
+    SHORT_HELP,
     allow_outside_option,
     cluster_option,
     config_option,
@@ -14,17 +15,16 @@ from topogen.cli import (
     namespace_option,
     verbose_option,
 )
+from topogen.cli.output import json_as_yaml, output_option
 from topogen.config import load_config, with_default_namespace
 from topogen.pipeline import analyze
 from topogen.report import analysis_json, analysis_table
 
 
-@main.command("analyze")
+@main.command("analyze", short_help=SHORT_HELP["analyze"])
 @config_option
 @cluster_option
-@click.option(
-    "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
-)
+@output_option(["text", "json", "yaml"])
 @allow_outside_option
 @namespace_option
 @verbose_option
@@ -48,5 +48,10 @@ def analyze_command(
     if verbose:
         for s in report.skipped:
             click.echo(f"topogen: skipped {s}", err=True)
-    click.echo(analysis_json(report) if output == "json" else analysis_table(report), nl=False)
+    if output == "text":
+        text = analysis_table(report)
+    else:
+        text = analysis_json(report)
+        text = json_as_yaml(text) if output == "yaml" else text
+    click.echo(text, nl=False)
     sys.exit(1 if report.has_problems else 0)

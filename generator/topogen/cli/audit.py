@@ -7,24 +7,31 @@ import sys
 import click
 
 from topogen.audit import audit_json, audit_live, audit_table
-from topogen.cli import allow_outside_option, config_option, main
+from topogen.cli import (
+    SHORT_HELP,
+    allow_outside_option,
+    cluster_choice_option,
+    config_option,
+    main,
+    verbose_option,
+)
+from topogen.cli.output import json_as_yaml, output_option
 from topogen.cli.snapshot import live_options, live_source
 from topogen.config import load_config
 
 
-@main.command("audit")
+@main.command("audit", short_help=SHORT_HELP["audit"])
 @live_options
 @config_option
-@click.option("--cluster", help="the cluster of topogen.yaml this context is (when it has several)")
+@cluster_choice_option("the cluster of topogen.yaml this context is (when it has several)")
 @click.option(
     "--prometheus",
     metavar="URL",
     help="Prometheus base URL for GPU utilisation (DCGM_FI_DEV_GPU_UTIL)",
 )
-@click.option(
-    "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
-)
+@output_option(["text", "json", "yaml"])
 @allow_outside_option
+@verbose_option
 def audit_command(
     context: str | None,
     kubeconfig: str | None,
@@ -34,6 +41,7 @@ def audit_command(
     prometheus: str | None,
     output: str,
     allow_outside: bool,
+    verbose: bool,
 ) -> None:
     """Audit the live training groups: pod, role, node, zone, GPU use, peer connectivity.
 
@@ -48,5 +56,17 @@ def audit_command(
     report = audit_live(cfg, live_source(context, kubeconfig, timeout), cluster, prometheus)
     for w in report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)
-    click.echo(audit_json(report) if output == "json" else audit_table(report), nl=False)
+    if verbose:
+        pods = sum(len(g.rows) for g in report.groups)
+        click.echo(
+            f"topogen: cluster {report.cluster}: {len(report.groups)} jobs, {pods} pods, "
+            f"{len(report.broken)} broken",
+            err=True,
+        )
+    if output == "text":
+        text = audit_table(report)
+    else:
+        text = audit_json(report)
+        text = json_as_yaml(text) if output == "yaml" else text
+    click.echo(text, nl=False)
     sys.exit(1 if report.broken else 0)

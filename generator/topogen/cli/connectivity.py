@@ -8,7 +8,16 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from topogen.cli import allow_outside_option, config_option, main, namespace_option, verbose_option
+from topogen.cli import (
+    SHORT_HELP,
+    allow_outside_option,
+    cluster_choice_option,
+    config_option,
+    main,
+    namespace_option,
+    verbose_option,
+)
+from topogen.cli.output import json_as_yaml, output_option
 from topogen.connectivity import (
     InputSpec,
     LabelOverride,
@@ -30,12 +39,7 @@ def input_options(f: F) -> F:
     options = [
         config_option,
         allow_outside_option,
-        click.option(
-            "--cluster",
-            "cluster",
-            metavar="NAME",
-            help="with -c: the cluster whose networkPolicies to use (default: the first)",
-        ),
+        cluster_choice_option(),
         click.option(
             "--policies",
             multiple=True,
@@ -97,15 +101,9 @@ def label_overrides(labels: tuple[str, ...]) -> list[LabelOverride]:
     return [parse_label_override(text) for text in labels]
 
 
-@main.command("connectivity")
+@main.command("connectivity", short_help=SHORT_HELP["connectivity"])
 @input_options
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(["table", "json", "csv"]),
-    default="table",
-    show_default=True,
-)
+@output_option(["text", "json", "yaml", "csv"])
 @verbose_option
 def connectivity_command(
     config_path: str,
@@ -140,5 +138,8 @@ def connectivity_command(
     if verbose:
         for s in report.skipped:
             click.echo(f"topogen: skipped {s}", err=True)
+    if output == "yaml":
+        click.echo(json_as_yaml(connectivity_json(report)), nl=False)
+        return
     render = {"json": connectivity_json, "csv": connectivity_csv}.get(output, connectivity_table)
     click.echo(render(report), nl=False)

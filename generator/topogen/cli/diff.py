@@ -6,16 +6,40 @@ import sys
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
-from topogen.cli import allow_outside_option, config_option, main
-from topogen.diff import DiffReport, diff_dirs, diff_rendered, to_json, to_markdown, to_text
+from topogen.cli import (
+    SHORT_HELP,
+    allow_outside_option,
+    cluster_option,
+    config_option,
+    main,
+    verbose_option,
+)
+from topogen.cli.output import json_as_yaml, output_option
+from topogen.diff import (
+    DiffReport,
+    diff_dirs,
+    diff_rendered,
+    only_clusters,
+    to_json,
+    to_markdown,
+    to_text,
+)
 
-_FORMATS = {"text": to_text, "markdown": to_markdown, "json": to_json}
+_FORMATS = ("text", "markdown", "json", "yaml")
 
 
-@main.command("diff")
+def _formatted(report: DiffReport, fmt: str) -> str:
+    if fmt == "yaml":
+        return json_as_yaml(to_json(report))
+    return {"text": to_text, "markdown": to_markdown, "json": to_json}[fmt](report)
+
+
+@main.command("diff", short_help=SHORT_HELP["diff"])
 @click.argument("trees", nargs=-1, metavar="[OLD_DIR NEW_DIR]", type=click.Path(file_okay=False))
 @config_option
+@cluster_option
 @click.option(
     "--against",
     metavar="DIR|GIT_REF",
@@ -29,24 +53,28 @@ _FORMATS = {"text": to_text, "markdown": to_markdown, "json": to_json}
     help="where the committed output lives, as for `topogen render --out` "
     "(default: the folder of topogen.yaml)",
 )
+@output_option(_FORMATS, help="markdown for pull-request comments, json or yaml for machines")
 @click.option(
     "--format",
-    "fmt",
-    type=click.Choice(list(_FORMATS)),
-    default="text",
-    show_default=True,
-    help="markdown for pull-request comments, json for machines",
+    "old_format",
+    type=click.Choice(_FORMATS, case_sensitive=False),
+    hidden=True,
+    help="the old spelling of -o/--output",
 )
 @click.option("--check", is_flag=True, help="exit 1 when there is any difference")
 @allow_outside_option
+@verbose_option
 def diff_command(
     trees: tuple[str, ...],
     config_path: str,
+    clusters: tuple[str, ...],
     against: str | None,
     out_dir: str | None,
-    fmt: str,
+    output: str,
+    old_format: str | None,
     check: bool,
     allow_outside: bool,
+    verbose: bool,
 ) -> None:
     """Compare generated output semantically: objects, fields and what they mean.
 
@@ -55,7 +83,8 @@ def diff_command(
     to (--against GIT_REF, which also reports findings that appear or disappear).
     `topogen diff OLD_DIR NEW_DIR` compares any two rendered trees. Comments,
     key order, formatting and the order of tolerations or selector values never
-    count as a difference.
+    count as a difference. --cluster keeps only those clusters' folders and
+    findings (the shared ones stay).
 
     Exit 0: no difference (or differences without --check); 1: differences with
     --check; 2: usage or input error.
@@ -70,5 +99,12 @@ def diff_command(
         report = diff_rendered(
             Path(config_path), against, Path(out_dir) if out_dir else None, allow_outside
         )
-    click.echo(_FORMATS[fmt](report), nl=False)
+    report = only_clusters(report, clusters)
+    source = click.get_current_context().get_parameter_source("output")
+    fmt = old_format.lower() if old_format and source is ParameterSource.DEFAULT else output
+    if verbose:
+        counts = {s: report.count(s) for s in ("added", "removed", "changed")}
+        said = ", ".join(f"{n} {s}" for s, n in counts.items())
+        click.echo(f"topogen: {report.old_label} -> {report.new_label}: {said}", err=True)
+    click.echo(_formatted(report, fmt), nl=False)
     sys.exit(1 if check and not report.empty else 0)

@@ -6,28 +6,38 @@ from pathlib import Path
 
 import click
 
-from topogen.cli import main
+from topogen.cli import SHORT_HELP, main, verbose_option
 from topogen.scaffold import init_repository
 
 
-@main.command("init")
+@main.command("init", short_help=SHORT_HELP["init"])
 @click.argument(
     "directory", default=".", type=click.Path(exists=True, file_okay=False, path_type=Path)
 )
 @click.option(
     "--cluster",
+    metavar="NAME",
     default="default",
     show_default=True,
     help="name of the cluster in topogen.yaml (the Argo CD plugin falls back to the app name)",
 )
 @click.option("--force", is_flag=True, help="overwrite an existing topogen.yaml")
-def init_command(directory: Path, cluster: str, force: bool) -> None:
+@verbose_option
+def init_command(directory: Path, cluster: str, force: bool, verbose: bool) -> None:
     """Scaffold topogen.yaml from the training operators found in DIRECTORY's manifests.
 
     Exit 0: written; 2: topogen.yaml exists (pass --force) or bad input.
     """
     result = init_repository(directory, cluster, force)
     found = result.found
+    if verbose:
+        for what, files in (
+            ("workloads", found.workload_files),
+            ("network policies", found.policy_files),
+            ("nodes", found.node_files),
+        ):
+            for f in sorted(files):
+                click.echo(f"topogen: {what}: {f}", err=True)
     for s in found.skipped:
         click.echo(f"topogen: skipped {s}", err=True)
     for profile in sorted(found.profiles):

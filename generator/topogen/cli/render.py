@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from topogen.cli import (
+    SHORT_HELP,
     allow_outside_option,
     cluster_option,
     config_option,
@@ -16,8 +17,10 @@ from topogen.cli import (
     namespace_option,
     verbose_option,
 )
+from topogen.cli.output import output_option
 from topogen.config import load_config, with_default_namespace
 from topogen.emit.refusal import policies_of
+from topogen.emit.stream import stream_json
 from topogen.emit.writer import GENERATED_HEADER, WriteReport, stream_objects, write_tree
 from topogen.rendering import RenderResult, render
 from topogen.report import placement_lines
@@ -29,7 +32,7 @@ def _shown_config(config: Path, out: Path) -> str:
     return config.name if ".." in rel.parts else rel.as_posix()
 
 
-@main.command("render")
+@main.command("render", short_help=SHORT_HELP["render"])
 @config_option
 @cluster_option
 @click.option(
@@ -43,6 +46,11 @@ def _shown_config(config: Path, out: Path) -> str:
     "to_stdout",
     is_flag=True,
     help="print one YAML stream of Kubernetes objects instead of writing files",
+)
+@output_option(
+    ["yaml", "json"],
+    default=None,
+    help="print the objects instead of writing files: yaml (as --stdout) or json (a List)",
 )
 @click.option(
     "--partial",
@@ -59,6 +67,7 @@ def render_command(
     clusters: tuple[str, ...],
     out_dir: str | None,
     to_stdout: bool,
+    output: str | None,
     partial: bool,
     allow_outside: bool,
     namespace: str | None,
@@ -79,9 +88,12 @@ def render_command(
     out = Path(out_dir) if out_dir else Path(config_path).parent
     config_shown = _shown_config(Path(config_path), out)
     header = GENERATED_HEADER.format(config=config_shown)
+    printing = to_stdout or output is not None
     if result.refused and not partial:
-        _fail_closed(result, None if to_stdout else out)
-    if to_stdout:
+        _fail_closed(result, None if printing else out)
+    if output == "json":
+        click.echo(stream_json(result.files), nl=False)
+    elif printing:
         click.echo(stream_objects(result.files, header), nl=False)
     else:
         report = write_tree(result.files, out, header, list(clusters) or None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -11,13 +12,16 @@ from typing import Any, TypeVar
 
 import click
 
-from topogen.cli import main
+from topogen.cli import SHORT_HELP, main, verbose_option
+from topogen.cli.output import json_as_yaml
 from topogen.errors import InputError
 from topogen.sources.live import (
     DEFAULT_TIMEOUT,
+    SNAPSHOT_HEADER,
     LiveSource,
     check_snapshot,
     read_cluster,
+    snapshot_document,
     snapshot_yaml,
 )
 
@@ -64,18 +68,35 @@ def write_atomic(path: Path, text: str) -> None:
         ) from None
 
 
-@main.command("snapshot")
+# -o is a format (json, yaml) as everywhere; any other value is the old spelling of --out
+_FORMATS = ("json", "yaml")
+
+
+@main.command("snapshot", short_help=SHORT_HELP["snapshot"])
 @live_options
+@click.option(
+    "--out",
+    "out",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="file to write ('-' or none: stdout)",
+)
 @click.option(
     "-o",
     "--output",
     "output",
-    required=True,
-    type=click.Path(dir_okay=False),
-    help="file to write ('-' for stdout)",
+    metavar="[json|yaml]",
+    help="json (the default: indented JSON, which is YAML) or yaml (block style); "
+    "`-o FILE` is the old spelling of --out FILE",
 )
+@verbose_option
 def snapshot_command(
-    context: str | None, kubeconfig: str | None, timeout: float, output: str
+    context: str | None,
+    kubeconfig: str | None,
+    timeout: float,
+    out: str | None,
+    output: str | None,
+    verbose: bool,
 ) -> None:
     """Write the live cluster's Nodes, Namespaces and network policies to a snapshot file.
 
@@ -86,15 +107,25 @@ def snapshot_command(
 
     Exit 0: written; 2: the cluster cannot be read (unreachable, 401/403, timeout).
     """
+    fmt = "json"
+    if output is not None and output.lower() in _FORMATS:
+        fmt = output.lower()
+    elif output is not None:  # the old `-o FILE`
+        if out is not None:
+            raise click.UsageError(f"-o {output} names a file: give --out FILE once")
+        out = output
     objects = read_cluster(live_source(context, kubeconfig, timeout))
     for w in objects.warnings:
         click.echo(f"topogen: warning: {w}", err=True)
-    text = snapshot_yaml(objects)
+    if fmt == "yaml":
+        text = SNAPSHOT_HEADER + json_as_yaml(json.dumps(snapshot_document(objects)))
+    else:
+        text = snapshot_yaml(objects)
     check_snapshot(text)
-    if output == "-":
+    if out is None or out == "-":
         click.echo(text, nl=False)
     else:
-        write_atomic(Path(output), text)
+        write_atomic(Path(out), text)
     policies = sum(
         objects.count(k)
         for k in ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "NetworkPolicy")
@@ -102,7 +133,11 @@ def snapshot_command(
     click.echo(
         f"topogen: snapshot of {objects.count('Node')} nodes, "
         f"{objects.count('Namespace')} namespaces and {policies} policies"
-        + ("" if output == "-" else f" written to {output}"),
+        + ("" if out is None or out == "-" else f" written to {out}"),
         err=True,
     )
+    if verbose:
+        kinds = ("CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "NetworkPolicy")
+        for k in kinds:
+            click.echo(f"topogen: {k}: {objects.count(k)}", err=True)
     sys.exit(0)

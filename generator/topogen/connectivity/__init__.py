@@ -24,6 +24,7 @@ from topogen.connectivity.format import (
     connectivity_csv,
     connectivity_json,
     connectivity_table,
+    explanation_json,
     explanation_text,
 )
 from topogen.connectivity.inputs import ConnectivityInputs, IdentityHint, InputSpec, load_inputs
@@ -45,6 +46,7 @@ __all__ = [
     "connectivity_json",
     "connectivity_table",
     "explain_path",
+    "explanation_json",
     "explanation_text",
     "load_inputs",
     "parse_label_override",

@@ -13,7 +13,13 @@ from topogen.connectivity.core import ConnectivityReport
 from topogen.connectivity.endpoints import HOST_NETWORK_RULE, WorkloadEndpoint
 from topogen.connectivity.explain import Explanation, isolation_name, rule_name
 
-__all__ = ["connectivity_csv", "connectivity_json", "connectivity_table", "explanation_text"]
+__all__ = [
+    "connectivity_csv",
+    "connectivity_json",
+    "connectivity_table",
+    "explanation_json",
+    "explanation_text",
+]
 
 
 def _table(rows: Sequence[Sequence[str]]) -> str:
@@ -171,3 +177,45 @@ def explanation_text(ex: Explanation) -> str:
     if ex.notes:
         text += "\n" + "".join(f"note: {n}\n" for n in ex.notes)
     return text
+
+
+def _side_json(side: SideTrace) -> dict[str, Any]:
+    who = [isolation_name(i) for i in side.isolations] or [str(p) for p in side.isolated_by]
+    if side.always:
+        who.append("policy-enforcement=always")
+    return {
+        "isolated": side.isolated,
+        "isolatedBy": who,
+        "allows": [_match_json(m) for m in side.allows],
+        "denies": [_match_json(m) for m in side.denies],
+        "allowed": side.allowed.describe(),
+    }
+
+
+def _match_json(m: RuleMatch) -> dict[str, Any]:
+    return {"rule": rule_name(m.rule), "peer": str(m.peer), "ports": m.ports.describe()}
+
+
+def explanation_json(ex: Explanation) -> str:
+    """`explain -o json`: the verdict, each end's trace and the ports, sorted keys."""
+    data = {
+        "from": _workload_json(ex.src),
+        "to": _workload_json(ex.dst),
+        "port": ex.requested_text or None,
+        "allowed": ex.allowed,
+        "pathAllows": ex.verdict.allowed.describe(),
+        "denials": list(ex.denials()) if not ex.allowed else [],
+        "egress": _side_json(ex.verdict.egress),
+        "ingress": _side_json(ex.verdict.ingress),
+        "ports": [
+            {
+                "ports": pv.ports.describe(),
+                "egress": pv.egress.describe(),
+                "ingress": pv.ingress.describe(),
+                "allowed": pv.allowed,
+            }
+            for pv in ex.ports
+        ],
+        "notes": list(ex.notes),
+    }
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"

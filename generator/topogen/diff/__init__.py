@@ -22,6 +22,7 @@ from topogen.diff.model import (
     PlanChange,
     Tree,
     TreeEntry,
+    only_clusters,
 )
 from topogen.diff.run import diff_configs, diff_dirs, diff_rendered, render_side
 from topogen.diff.text import to_text
@@ -44,6 +45,7 @@ __all__ = [
     "diff_dirs",
     "diff_rendered",
     "load_tree",
+    "only_clusters",
     "render_side",
     "report_dict",
     "to_json",

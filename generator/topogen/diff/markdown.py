@@ -103,7 +103,7 @@ def _notice(rows: int, sections: int, cap: int) -> str:
         parts.append(f"{sections} detail section{'s' if sections != 1 else ''}")
     return (
         f"> **Report cut** to stay under {cap:,} characters: {' and '.join(parts)} not shown. "
-        "Run `topogen diff --format text` (or `--format json`) for the whole report.\n"
+        "Run `topogen diff -o text` (or `-o json`) for the whole report.\n"
     )
 
 
@@ -254,7 +254,7 @@ def _object_section(o: ObjectChange) -> str:
         body.append(_fence("\n".join(lines), "diff"))
         more = len(o.fields) - MAX_FIELDS
         if more > 0:
-            body += ["", f"… and {more} more field changes (`--format json` lists them all)."]
+            body += ["", f"… and {more} more field changes (`-o json` lists them all)."]
     return _details(summary, "\n".join(body))
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 __all__ = [
@@ -16,6 +16,8 @@ __all__ = [
     "PlanChange",
     "Tree",
     "TreeEntry",
+    "cluster_of",
+    "only_clusters",
 ]
 
 FieldOp = Literal["added", "removed", "changed", "reordered"]
@@ -153,3 +155,31 @@ class DiffReport:
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.objects if o.status == status)
+
+
+def cluster_of(location: str) -> str | None:
+    """The cluster a rendered folder belongs to, or None for shared folders (kustomize/base,
+    the audit/enforce components, argocd/)."""
+    parts = location.split("/")
+    if parts[0] in ("policies", "monitoring") and len(parts) > 1:
+        return parts[1]
+    if parts[:2] == ["kustomize", "overlays"] and len(parts) > 2:
+        return parts[2]
+    if parts[:3] == ["kustomize", "components", "workload-patches"] and len(parts) > 3:
+        return parts[3]
+    return None
+
+
+def only_clusters(report: DiffReport, clusters: Sequence[str]) -> DiffReport:
+    """The report restricted to these clusters' folders and findings (shared folders stay)."""
+    if not clusters:
+        return report
+    keep = set(clusters)
+    objects = tuple(o for o in report.objects if cluster_of(o.key.location) in (None, *keep))
+    analysis = report.analysis
+    if analysis is not None:
+        analysis = AnalysisDelta(
+            tuple(f for f in analysis.findings if f.cluster in keep),
+            tuple(p for p in analysis.plans if p.cluster in keep),
+        )
+    return replace(report, objects=objects, analysis=analysis)
