@@ -178,6 +178,9 @@ class GroupConfig(_Strict):
 Duration = Annotated[str, StringConstraints(pattern=r"^\d+[smh]$")]
 # Hubble's drop reasons are enum names (POLICY_DENIED); they enter a PromQL regex
 DropReason = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_]{1,100}$")]
+# no braces: the URL enters alert annotations, which Prometheus expands as Go templates
+RunbookUrl = Annotated[str, StringConstraints(pattern=r"^https?://[^\s{}#]+$", max_length=2000)]
+DEFAULT_RUNBOOK_URL = "https://github.com/topogen/topogen/blob/main/README.md"
 MetricName = Annotated[
     str, StringConstraints(pattern=r"^[a-zA-Z_:][a-zA-Z0-9_:]*$", max_length=200)
 ]
@@ -220,6 +223,8 @@ class MonitoringConfig(_Strict):
     )
     namespace: Name = "monitoring"
     rule_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, alias="ruleLabels")
+    # the page with the Runbook section (each alert's runbook_url is it plus #<alert name>)
+    runbook_url: RunbookUrl = Field(DEFAULT_RUNBOOK_URL, alias="runbookUrl")
     metrics: MonitoringMetrics = Field(default_factory=lambda: MonitoringMetrics.model_validate({}))
 
 

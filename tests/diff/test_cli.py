@@ -41,7 +41,7 @@ def test_drift_is_found_and_explained(committed: Path) -> None:
     cfg = committed / "topogen.yaml"
     result = invoke("diff", "-c", cfg, "--check")
     assert result.exit_code == 1, result.output
-    assert "validation of ml-training: validation Audit -> Enforce" in result.output
+    assert "validation of ml-training: validation Audit -> Deny" in result.output
     # without --check a difference is a report, not a failure
     assert invoke("diff", "-c", cfg).exit_code == 0
 
@@ -65,7 +65,7 @@ def test_against_a_folder(committed: Path, tmp_path: Path) -> None:
     assert invoke("render", "-c", other / "topogen.yaml").exit_code == 0
     result = invoke("diff", "-c", committed / "topogen.yaml", "--against", other, "--check")
     assert result.exit_code == 1
-    assert "validation Enforce -> Audit" in result.output
+    assert "validation Deny -> Audit" in result.output
 
 
 def test_two_folders(committed: Path, tmp_path: Path) -> None:
@@ -76,7 +76,7 @@ def test_two_folders(committed: Path, tmp_path: Path) -> None:
     doc = json.loads(result.output)
     assert doc["kind"] == "DiffReport" and doc["analysis"] is None
     (obj,) = doc["objects"]
-    assert obj["notes"] == ["validation Audit -> Enforce"]
+    assert obj["notes"] == ["validation Audit -> Deny"]
     assert obj["location"] == "lab/kyverno"
     same = invoke("diff", committed / "policies", committed / "policies", "--check")
     assert same.exit_code == 0
@@ -154,7 +154,7 @@ def test_subprocess(committed: Path, tmp_path: Path) -> None:
         cwd=REPO,
     )
     assert changed.returncode == 1, changed.stderr
-    assert "validation Audit -> Enforce" in changed.stdout
+    assert "validation Audit -> Deny" in changed.stdout
     assert changed.stderr == ""
 
 
@@ -198,3 +198,48 @@ def test_stale_output_counts_and_other_folders_do_not(committed: Path) -> None:
     assert result.exit_code == 1
     assert "- ConfigMap old  policies/lab/gone" in result.output
     assert "mine" not in result.output
+
+
+def test_ci_example_triggers_on_the_inputs_and_edits_only_its_own_comment() -> None:
+    """The workflow runs when topogen.yaml or what it names changes, and updates the one
+    comment carrying its marker (not the last comment of anyone, as --edit-last would)."""
+    import fnmatch
+    import shutil
+    import subprocess
+
+    import yaml
+
+    text = (REPO / "examples" / "ci" / "github-actions.yml").read_text()
+    workflow = yaml.safe_load(text)
+    on = workflow.get("on", workflow.get(True))  # YAML 1.1 reads the key `on` as true
+    paths = on["pull_request"]["paths"]
+    config = workflow["env"]["CONFIG"]
+    for path in (config, "clusters/lab/nodes.yaml", "workloads/train.yaml", "policies/lab/x"):
+        assert any(fnmatch.fnmatch(path, p.replace("**/", "*")) for p in paths), path
+    commands = [ln for ln in text.splitlines() if not ln.strip().startswith("#")]
+    assert not [ln for ln in commands if "--edit-last" in ln]
+    steps = {s.get("name"): s for s in workflow["jobs"]["diff"]["steps"]}
+    post = steps["Post the report as a pull-request comment"]
+    assert post["env"]["MARKER"].startswith("<!-- topogen-diff ")
+    assert "startswith(env.MARKER)" in post["run"] and "--method PATCH" in post["run"]
+    if shutil.which("bash"):
+        for step in workflow["jobs"]["diff"]["steps"]:
+            script = step.get("run", "").replace("${{", "X").replace("}}", "X")
+            subprocess.run(["bash", "-n", "-c", script], check=True)
+    if shutil.which("jq"):  # gh's --jq is gojq, which reads env.* as jq does
+        jq = post["run"].split("--jq '", 1)[1].split("'", 1)[0]
+        marker = "<!-- topogen-diff clusters/topogen.yaml -->"
+        comments = [
+            {"id": 1, "user": {"login": "github-actions[bot]"}, "body": marker + "\nold"},
+            {"id": 2, "user": {"login": "someone"}, "body": marker + "\nquoted"},
+            {"id": 3, "user": {"login": "github-actions[bot]"}, "body": "another workflow"},
+        ]
+        out = subprocess.run(
+            ["jq", jq],
+            input=json.dumps(comments),
+            capture_output=True,
+            text=True,
+            env={"MARKER": marker},
+            check=True,
+        )
+        assert out.stdout.split() == ["1"]

@@ -103,6 +103,6 @@ def test_validation_enforce(reports: dict[str, DiffReport]) -> None:
     r = reports["validation-enforce"]
     (only,) = r.objects
     assert only.subject == "validation of ml-training"
-    assert only.notes == ("validation Audit -> Enforce",)
+    assert only.notes == ("validation Audit -> Deny",)
     assert r.analysis is not None and r.analysis.empty
-    assert "| validation of ml-training: validation Audit -> Enforce |" in to_markdown(r)
+    assert "| validation of ml-training: validation Audit -> Deny |" in to_markdown(r)

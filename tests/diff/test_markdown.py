@@ -67,7 +67,7 @@ def test_capped_report_is_cut_cleanly(big_report: DiffReport) -> None:
     # whatever is shown is whole: every row that made it ends with its closing pipe
     rows = [ln for ln in text.splitlines() if ln.startswith("| changed |")]
     assert rows and all(ln.endswith(" |") for ln in rows)
-    assert "validation Audit -> Enforce" in text
+    assert "validation Audit -> Deny" in text
 
 
 def test_cut_inside_the_details(big_report: DiffReport) -> None:
@@ -112,7 +112,7 @@ def test_hostile_text_cannot_break_the_structure(big_report: DiffReport) -> None
 def test_text_format_is_never_cut(big_report: DiffReport) -> None:
     text = to_text(big_report)
     assert len(text) > GITHUB_LIMIT
-    assert text.count("validation Audit -> Enforce") == len(big_report.objects)
+    assert text.count("validation Audit -> Deny") == len(big_report.objects)
 
 
 def test_empty_report(tmp_path: Path) -> None:

@@ -205,7 +205,7 @@ def test_no_annotation_notes_when_one_side_predates_them() -> None:
         (
             {"spec": {"validationActions": ["Audit"]}},
             {"spec": {"validationActions": ["Deny"]}},
-            "validation Audit -> Enforce",
+            "validation Audit -> Deny",  # the field's own word
         ),
         (
             {"spec": {"validationFailureAction": "Audit"}},
@@ -220,7 +220,7 @@ def test_no_annotation_notes_when_one_side_predates_them() -> None:
         (
             {"spec": {"enforcementAction": "dryrun"}},
             {"spec": {"enforcementAction": "deny"}},
-            "validation Audit -> Enforce",
+            "validation dryrun -> deny",
         ),
         (
             {

@@ -92,9 +92,10 @@ def _actions(objs: list[dict[str, Any]]) -> set[tuple[str, str]]:
             o["kind"] == "ClusterPolicy"
             and o["metadata"]["labels"]["topogen.io/role"] == "validate"
         ):
-            out.add((o["kind"], spec["validationFailureAction"]))
-            # a rule-level failureAction would override the one the components set
-            assert all("failureAction" not in r.get("validate", {}) for r in spec["rules"])
+            # each rule's failureAction (the deprecated spec-level field is not written)
+            assert "validationFailureAction" not in spec
+            (action,) = {r["validate"]["failureAction"] for r in spec["rules"]}
+            out.add((o["kind"], action))
         elif group == "constraints.gatekeeper.sh":
             out.add(
                 ("Constraint", {"dryrun": "Audit", "deny": "Enforce"}[spec["enforcementAction"]])

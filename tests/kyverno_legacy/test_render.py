@@ -20,9 +20,11 @@ from topogen.render.kyverno_legacy import kyverno_legacy_policies
 
 CASES = {c.key: c for c in cases()}
 KYVERNO_VERSION = "v1.19.1"
-CHOSEN = {  # defaulted fields rendered with a value of our own
-    ("spec", "validationFailureAction"),  # from the config
-}
+CHOSEN: set[tuple[str, ...]] = set()  # defaulted fields rendered with a value of our own
+# defaulted fields left out: deprecated ones. spec.validationFailureAction gave way to each
+# rule's validate.failureAction (Kyverno 1.13), which overrides it; the API server still
+# writes its default (Audit), which Argo CD's diffs ignore as a field the source lacks.
+LEFT_OUT = {("spec", "validationFailureAction")}
 
 
 def _policies(intent: AdmissionIntent) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -56,10 +58,15 @@ def test_rendering_is_deterministic() -> None:
 
 
 @pytest.mark.parametrize("action", ["Audit", "Enforce"])
-def test_validation_failure_action(action: str) -> None:
+def test_failure_action_per_rule(action: str) -> None:
+    """The action is each validate rule's failureAction, never the deprecated
+    spec.validationFailureAction."""
     mutate, validate = _policies(example_intent(action))
-    assert validate["spec"]["validationFailureAction"] == action
-    assert mutate["spec"]["validationFailureAction"] == "Audit"  # the default, explicit
+    assert "validationFailureAction" not in validate["spec"]
+    assert "validationFailureAction" not in mutate["spec"]
+    rules = validate["spec"]["rules"]
+    assert rules and [r["validate"]["failureAction"] for r in rules] == [action] * len(rules)
+    assert all("validate" not in r for r in mutate["spec"]["rules"])
 
 
 def test_defaults_explicit() -> None:
@@ -132,7 +139,8 @@ def test_defaults_match_the_crd() -> None:
     schema = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")["schema"][
         "openAPIV3Schema"
     ]
-    defaults = [(p, d) for p, d in _defaults(schema) if p[0] == "spec"]
+    defaults = [(p, d) for p, d in _defaults(schema) if p[0] == "spec" and p not in LEFT_OUT]
+    assert {p for p, _ in _defaults(schema)} >= LEFT_OUT  # still defaulted by the CRD
     assert defaults
     checked = 0
     for case in CASES.values():
@@ -214,3 +222,26 @@ def test_broken_patch_is_refused() -> None:
     }
     with pytest.raises(TopogenError, match="invalid JSON patch"):
         kyverno_legacy._check([policy])
+
+
+def test_components_set_each_rules_failure_action() -> None:
+    """kustomize/components/{audit,enforce} patch validate.failureAction rule by rule; a
+    policy whose rules differ between clusters gets a patch per cluster label."""
+    from topogen.render.kustomize import _legacy_action_patches
+
+    same = _legacy_action_patches({"topogen-a-validate": {"x": 2, "y": 2}}, "Enforce")
+    assert same == [
+        {
+            "name": "^topogen-a-validate$",
+            "selector": "app.kubernetes.io/managed-by=topogen,topogen.io/role=validate",
+            "ops": [
+                {"op": "add", "path": f"/spec/rules/{i}/validate/failureAction", "value": "Enforce"}
+                for i in range(2)
+            ],
+        }
+    ]
+    split = _legacy_action_patches({"topogen-a-validate": {"x": 3, "y": 1}}, "Audit")
+    assert [(p["selector"].rsplit(",", 1)[1], len(p["ops"])) for p in split] == [
+        ("topogen.io/cluster=x", 3),
+        ("topogen.io/cluster=y", 1),
+    ]

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from topogen.config import TopogenConfig, parse_config
+from topogen.config import DEFAULT_RUNBOOK_URL, TopogenConfig, parse_config
 from topogen.errors import InputError
 from topogen.pipeline import ClusterAnalysis
 from topogen.render.base import RenderedFile
@@ -314,3 +315,31 @@ def test_dashboard_without_flows_or_progress(cluster: ClusterAnalysis, cfg: Topo
     titles = {p["title"] for p in dash["panels"]}
     assert "Training progress per job" not in titles and "Cross-zone flows per job" not in titles
     assert all("flows" not in e and "progress" not in e for e in dashboard_exprs(dash))
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading."""
+    text = heading.strip().lower()
+    return re.sub(r"[^a-z0-9 _-]", "", text).replace(" ", "-")
+
+
+def test_every_alert_has_a_runbook_url_into_the_readme_runbook(rules: dict[str, Any]) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    anchors = {_slug(m) for m in re.findall(r"^#{2,4} (.+)$", readme, flags=re.M)}
+    assert "runbook" in anchors
+    runbook = readme.split("\n## Runbook\n", 1)[1].split("\n## ", 1)[0]
+    alerts = [r for g in rules["groups"] for r in g["rules"] if "alert" in r]
+    for a in alerts:
+        url = a["annotations"]["runbook_url"]
+        base, _, fragment = url.partition("#")
+        assert base == DEFAULT_RUNBOOK_URL
+        assert fragment == a["alert"].lower() and fragment in anchors
+        assert f"\n### {a['alert']}\n" in runbook  # a section of the Runbook itself
+
+
+def test_runbook_url_is_configurable_and_never_a_template() -> None:
+    cfg = _config_with({"runbookUrl": "https://wiki.example/ml/topogen"})
+    assert cfg.monitoring.runbook_url == "https://wiki.example/ml/topogen"
+    for bad in ("https://x/{{ $labels.pod }}", "ftp://x", "https://x/#anchor"):
+        with pytest.raises(InputError, match="runbookUrl"):
+            _config_with({"runbookUrl": bad})

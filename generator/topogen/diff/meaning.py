@@ -118,20 +118,16 @@ def _annotation_notes(old: dict[str, Any], new: dict[str, Any]) -> Iterator[str]
             yield f"identity label {oi} no longer set"
 
 
-# Validation action fields: (field, value) -> the action as topogen's config names it.
+# Validation action fields, named in each field's own words: validationActions says Deny
+# (Kyverno CEL, ValidatingAdmissionPolicyBinding), failureAction and the deprecated
+# validationFailureAction say Enforce (Kyverno ClusterPolicy), enforcementAction says
+# deny/dryrun/warn (Gatekeeper).
 _ACTION_FIELDS = (
     "validationActions",
     "validationFailureAction",
     "failureAction",
     "enforcementAction",
 )
-_ACTIONS = {
-    "deny": "Enforce",
-    "enforce": "Enforce",
-    "audit": "Audit",
-    "warn": "Warn",
-    "dryrun": "Audit",
-}
 
 
 def _actions(obj: Any) -> frozenset[str]:
@@ -141,7 +137,7 @@ def _actions(obj: Any) -> frozenset[str]:
             continue
         for v in value if isinstance(value, list) else [value]:
             if isinstance(v, str):
-                found.add(_ACTIONS.get(v.lower(), v))
+                found.add(v)
     return frozenset(found)
 
 

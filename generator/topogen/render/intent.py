@@ -234,6 +234,21 @@ def description(intent: AdmissionIntent, engine_note: str = "") -> str:
     )
 
 
+def kyverno_library_annotations(
+    intent: AdmissionIntent, title: str, note: str = ""
+) -> dict[str, str]:
+    """The annotations Kyverno's policy library carries on every policy (title, category,
+    severity, subject, description), which Kyverno copies into its policy reports."""
+    return {
+        "policies.kyverno.io/title": title,
+        "policies.kyverno.io/category": "Scheduling, Network Policy",
+        # a split group does no work: what Kyverno's library calls a medium-severity finding
+        "policies.kyverno.io/severity": "medium",
+        "policies.kyverno.io/subject": "Pod",
+        "policies.kyverno.io/description": description(intent, note),
+    }
+
+
 def intent_summary(intent: AdmissionIntent, *, tolerations: bool, denied: bool) -> dict[str, str]:
     """The intent in machine-readable annotations, read by `topogen diff` for every engine."""
     out = {

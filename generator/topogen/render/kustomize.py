@@ -109,6 +109,39 @@ def _object_folders(files: Sequence[RenderedFile]) -> dict[str, list[str]]:
     return {d: sorted(names) for d, names in sorted(folders.items())}
 
 
+def _legacy_validate_rules(files: Sequence[RenderedFile]) -> dict[str, dict[str, int]]:
+    """name -> cluster -> rule count of every kyverno-legacy validate ClusterPolicy."""
+    out: dict[str, dict[str, int]] = {}
+    for f in files:
+        cluster = _cluster_of(str(PurePosixPath(f.path).parent))
+        for o in f.objects:
+            labels = o.get("metadata", {}).get("labels", {})
+            if o.get("kind") == "ClusterPolicy" and labels.get("topogen.io/role") == "validate":
+                rules = len(o["spec"]["rules"])
+                out.setdefault(o["metadata"]["name"], {})[cluster or ""] = rules
+    return out
+
+
+def _legacy_action_patches(rules: Mapping[str, Mapping[str, int]], action: str) -> list[Any]:
+    """One patch per ClusterPolicy setting every rule's validate.failureAction (the
+    per-rule field; spec.validationFailureAction is deprecated). A policy with other rules
+    in another cluster gets a patch per cluster, selected by the overlay's cluster label."""
+    out: list[Any] = []
+    selector = f"{_MANAGED},topogen.io/role=validate"
+    for name, by_cluster in sorted(rules.items()):
+        counts = set(by_cluster.values())
+        plan = [("", counts.pop())] if len(counts) == 1 else sorted(by_cluster.items())
+        for cluster, n in plan:
+            where = f",topogen.io/cluster={cluster}" if cluster else ""
+            ops = [
+                {"op": "add", "path": f"/spec/rules/{i}/validate/failureAction", "value": action}
+                for i in range(n)
+            ]
+            # the name is topogen-<group>-validate: a DNS label, no regex metacharacters
+            out.append({"name": f"^{name}$", "selector": selector + where, "ops": ops})
+    return out
+
+
 def _cluster_of(folder: str) -> str | None:
     """policies/<cluster>/<engine>, monitoring/<cluster>, ...: the cluster part."""
     parts = PurePosixPath(folder).parts
@@ -190,10 +223,14 @@ def kustomize_files(
         for d, names in folders.items()
     ]
     out.append(_kustomization(f"{ROOT}/base/{KUSTOMIZATION}", "base.yaml.j2", waves=_WAVES))
+    legacy = _legacy_validate_rules(files)
     for name, actions in sorted(_ACTIONS.items()):
         out.append(
             _kustomization(
-                f"{ROOT}/components/{name}/{KUSTOMIZATION}", "validation-action.yaml.j2", **actions
+                f"{ROOT}/components/{name}/{KUSTOMIZATION}",
+                "validation-action.yaml.j2",
+                legacy=_legacy_action_patches(legacy, actions["kyverno_legacy"]),
+                **actions,
             )
         )
     for ca in sorted(report.clusters, key=lambda c: c.cluster):

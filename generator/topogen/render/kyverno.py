@@ -14,7 +14,7 @@ from typing import Any
 from topogen.model import LabelSelector
 from topogen.render import cel, cel_spread
 from topogen.render.base import RenderedFile, render_documents
-from topogen.render.intent import AdmissionIntent, description, policy_metadata
+from topogen.render.intent import AdmissionIntent, kyverno_library_annotations, policy_metadata
 
 __all__ = ["kyverno_policies", "policy_names", "webhook_selectors"]
 
@@ -23,10 +23,7 @@ def _meta(intent: AdmissionIntent, role: str) -> dict[str, Any]:
     return policy_metadata(
         intent,
         role,
-        {
-            "policies.kyverno.io/title": f"topogen {role} co-location for {intent.group}",
-            "policies.kyverno.io/description": description(intent),
-        },
+        kyverno_library_annotations(intent, f"topogen {role} co-location for {intent.group}"),
     )
 
 

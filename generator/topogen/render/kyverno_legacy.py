@@ -41,7 +41,7 @@ from topogen.render.intent import (
     Bucket,
     anti_affinity_term,
     buckets,
-    description,
+    kyverno_library_annotations,
     named_jobs,
     policy_metadata,
 )
@@ -276,9 +276,10 @@ def _meta(intent: AdmissionIntent, what: str) -> dict[str, Any]:
         what,
         {
             AUTOGEN: "none",  # pods only, as the CEL policies (autogen controllers: [])
-            "policies.kyverno.io/title": f"topogen {what} co-location for {intent.group}",
-            "policies.kyverno.io/description": description(
-                intent, "for Kyverno before 1.17 (ClusterPolicy)"
+            **kyverno_library_annotations(
+                intent,
+                f"topogen {what} co-location for {intent.group}",
+                "for Kyverno before 1.17 (ClusterPolicy)",
             ),
         },
         summary=False,
