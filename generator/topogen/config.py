@@ -108,8 +108,10 @@ class ClusterConfig(_Strict):
     gpu_node_selector: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, alias="gpuNodeSelector"
     )
+    # the cluster's minor version: the native engine writes MutatingAdmissionPolicy v1 from
+    # 1.36 (the README's default), v1beta1 before; Gatekeeper needs 1.31
     kubernetes_version: Annotated[str, StringConstraints(pattern=r"^1\.\d+$")] = Field(
-        "1.35", alias="kubernetesVersion"
+        "1.36", alias="kubernetesVersion"
     )
     engines: list[Engine] | None = None
     validation_action: Literal["Audit", "Enforce"] | None = Field(None, alias="validationAction")

@@ -35,7 +35,7 @@ class RenderResult:
     refused_groups: tuple[tuple[str, str], ...] = ()  # (cluster, group) of those refused
 
 
-def _engines(kubernetes_version: str = "1.35") -> dict[str, tuple[Backend, Backend | None]]:
+def _engines(kubernetes_version: str = "1.36") -> dict[str, tuple[Backend, Backend | None]]:
     """engine name -> (policies, CLI tests) for a cluster of that Kubernetes version."""
     return {
         "kyverno": (kyverno_policies, kyverno_test_files),

@@ -6,6 +6,7 @@ Their behaviour with a real evaluator is in test_behaviour.py (Kyverno CLI).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -131,3 +132,17 @@ def test_intent_summary_matches_the_kyverno_policies() -> None:
                 }
 
             assert summary(n) == summary(k), n["metadata"]["name"]
+
+
+def test_default_kubernetes_version_is_the_readmes() -> None:
+    """Without kubernetesVersion the native engine writes what a Kubernetes 1.36 API
+    server serves (MutatingAdmissionPolicy v1), as the README's engine table says."""
+    from topogen.config import ClusterConfig
+
+    default = ClusterConfig.model_fields["kubernetes_version"].default
+    assert default == "1.36"
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert "| `native` | no engine: Kubernetes 1.36 " in readme
+    assert f'kubernetesVersion: "{default}"' in readme
+    maps = [o for o in _objects(SUITES[0].intent, default) if o["kind"].startswith("Mutating")]
+    assert maps and {o["apiVersion"] for o in maps} == {"admissionregistration.k8s.io/v1"}

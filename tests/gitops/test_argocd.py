@@ -387,7 +387,9 @@ def test_containerfile() -> None:
     text = (ARGOCD / "Containerfile").read_text()
     assert "COPY argocd/plugin.yaml /home/argocd/cmp-server/config/plugin.yaml" in text
     assert "COPY generator /opt/topogen/generator" in text
+    # templates/ is built into the package (package data); the license file is metadata
     assert "COPY templates /opt/topogen/templates" in text
+    assert "COPY pyproject.toml README.md LICENSE /opt/topogen/" in text
     # every dependency checked against the lock's hashes; topogen from source, no index
     assert "pip install --no-cache-dir --require-hashes --no-deps" in text
     assert "-r /opt/topogen/requirements.lock" in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -101,16 +102,36 @@ def test_init_detects_operators_and_namespaces(tmp_path: Path) -> None:
         "jobset": ["batch-a", "batch-b"],
         "volcano": ["vc"],
     }
-    assert cfg.workloads == [
-        "training/jobset.yaml",
-        "training/llm/trainjob.yaml",
-        "training/mpi/allreduce.yaml",
-        "training/pytorch/resnet.yaml",
-        "training/volcano.yaml",
-    ]
+    # folders, not files: a manifest added there later is read too
+    assert cfg.workloads == ["training/"]
+    # named after the workloads, not the profile
+    names = {g.profile: g.name for g in cfg.groups}
+    assert names == {
+        "kubeflow-training-operator": "resnet",
+        "mpi-operator": "allreduce",
+        "kubeflow-trainer": "llama",
+        "jobset": "batch-a-training",  # two jobs in two namespaces
+        "volcano": "vc",
+    }
     (cluster,) = cfg.clusters
     assert cluster.name == "lab"
-    assert cluster.network_policies == ["network/zones.yaml"]
+    assert cluster.network_policies == ["network/"]
+    # the workload folder gets a kustomization (its subfolder with one of its own as a
+    # folder), so `resources: [../training/]` builds
+    kust = yaml.safe_load((repo / "training" / "kustomization.yaml").read_text())
+    assert kust["resources"] == [
+        "jobset.yaml",
+        "llm/",
+        "mpi/allreduce.yaml",
+        "pytorch/resnet.yaml",
+        "volcano.yaml",
+    ]
+    assert (
+        (repo / "topogen.yaml")
+        .read_text()
+        .startswith("# yaml-language-server: $schema=topogen.schema.json\n")
+    )
+    assert json.loads((repo / "topogen.schema.json").read_text())["title"] == "topogen.yaml"
     assert cluster.nodes == ["cluster/nodes.yaml"] and (repo / "cluster").is_dir()
     assert "charts/app/templates/deploy.yaml" in result.stderr  # skipped, said so
     assert "kubectl get nodes -o yaml" in result.stderr
@@ -121,7 +142,8 @@ def test_init_refuses_to_overwrite(tmp_path: Path) -> None:
     (repo / "topogen.yaml").write_text("# mine\n")
     result = CliRunner().invoke(main, ["init", str(repo)])
     assert result.exit_code == 2
-    assert "already exists" in result.stderr and "--force" in result.stderr
+    assert "topogen.yaml: already exists (pass --force" in result.stderr
+    assert result.stderr.count("topogen.yaml") == 1  # said once
     assert (repo / "topogen.yaml").read_text() == "# mine\n"
     result = CliRunner().invoke(main, ["init", str(repo), "--force"])
     assert result.exit_code == 0, result.output
@@ -156,4 +178,46 @@ def test_init_then_render(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["render", "-c", str(repo / "topogen.yaml")])
     assert result.exit_code == 0, result.output
     names = {o["metadata"]["name"] for o in kustomize(repo / "kustomize" / "overlays" / "hpc")}
-    assert "topogen-mpi-operator-validate" in names
+    assert "topogen-allreduce-validate" in names  # the group is named after its job
+
+
+def test_init_keeps_kustomizations_it_did_not_write_and_folders_it_cannot_read(
+    tmp_path: Path,
+) -> None:
+    repo = _repo(
+        tmp_path,
+        {
+            "jobs/a/resnet.yaml": JOBS["training/pytorch/resnet.yaml"],
+            "jobs/b/vc.yaml": JOBS["training/volcano.yaml"],
+            "jobs/b/kustomization.yaml": "resources: [vc.yaml]\n# mine\n",
+            # unreadable (a Helm template) inside jobs/: jobs/ itself is never named
+            "jobs/chart/t.yaml": "{{- if .Values.x }}\n",
+        },
+    )
+    result = CliRunner().invoke(main, ["init", str(repo)])
+    assert result.exit_code == 0, result.output
+    cfg = load_config(repo / "topogen.yaml")
+    assert cfg.workloads == ["jobs/a/", "jobs/b/"]
+    assert (repo / "jobs/b/kustomization.yaml").read_text() == "resources: [vc.yaml]\n# mine\n"
+    assert yaml.safe_load((repo / "jobs/a/kustomization.yaml").read_text())["resources"] == [
+        "resnet.yaml"
+    ]
+    assert kustomize(repo / "jobs" / "a")[0]["kind"] == "PyTorchJob"
+    # analyze reads the folders (their kustomization files are not objects)
+    shutil.copy(EXAMPLES / "pytorch-three-zone" / "cluster" / "nodes.yaml", repo / "cluster")
+    analyzed = CliRunner().invoke(main, ["analyze", "-c", str(repo)])
+    assert analyzed.exit_code in (0, 1), analyzed.output
+
+
+def test_init_finds_a_stamped_identity_label_by_the_nodes_zones(tmp_path: Path) -> None:
+    """The zone-split example: its policies select pods on `zone`, which no manifest sets
+    and whose values are the nodes' zones."""
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLES / "zone-split", repo)
+    (repo / "topogen.yaml").unlink()
+    (repo / "topogen-after.yaml").unlink()
+    shutil.rmtree(repo / "workloads" / "after")
+    result = CliRunner().invoke(main, ["init", str(repo)])
+    assert result.exit_code == 0, result.output
+    (group,) = load_config(repo / "topogen.yaml").groups
+    assert group.identity_label == "zone"

@@ -1,5 +1,5 @@
-"""Render: one module per backend (templates in the top-level templates/ folder); it reads
-no inputs: what it needs of them comes through the pipeline."""
+"""Render: one module per backend (Jinja2 templates: templates/, installed as
+topogen/templates/); it reads no inputs: what it needs of them comes through the pipeline."""
 
 from topogen.render.base import RenderedFile, render_documents, to_yaml
 

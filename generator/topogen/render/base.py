@@ -8,7 +8,6 @@ to be Kubernetes objects before a backend returns it.
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -25,13 +24,11 @@ __all__ = ["TEMPLATES_DIR", "RenderedFile", "render_documents", "render_text", "
 
 
 def _templates_dir() -> Path:
-    """The repository's templates/ (source checkouts, editable installs), else the copy a
-    wheel installs under <prefix>/share/topogen/templates."""
-    candidates = [
-        Path(__file__).resolve().parents[3] / "templates",
-        Path(sys.prefix) / "share" / "topogen" / "templates",
-    ]
-    return next((c for c in candidates if (c / "kyverno").is_dir()), candidates[0])
+    """The package data topogen/templates/ of an installed wheel, else the repository's
+    top-level templates/ it is built from (source checkouts, editable installs)."""
+    here = Path(__file__).resolve()
+    installed = here.parents[1] / "templates"
+    return installed if installed.is_dir() else here.parents[3] / "templates"
 
 
 TEMPLATES_DIR = _templates_dir()

@@ -439,7 +439,7 @@ def _check_version(kubernetes_version: str) -> None:
 
 
 def gatekeeper_policies(
-    intent: AdmissionIntent, kubernetes_version: str = "1.35"
+    intent: AdmissionIntent, kubernetes_version: str = "1.36"
 ) -> list[RenderedFile]:
     _check_version(kubernetes_version)
     kind = constraint_kind(intent)

@@ -111,7 +111,7 @@ def _validating(intent: AdmissionIntent) -> RenderedFile:
 
 
 def native_policies(
-    intent: AdmissionIntent, kubernetes_version: str = "1.35"
+    intent: AdmissionIntent, kubernetes_version: str = "1.36"
 ) -> list[RenderedFile]:
     api_version = mutating_api_version(kubernetes_version)
     return [

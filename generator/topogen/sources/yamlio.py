@@ -56,6 +56,8 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 _MAX_EXPANDED_NODES = 2_000_000
 _MAX_EXPANSION = 50
 _YAML_SUFFIXES = (".yaml", ".yml", ".json")
+# a folder's kustomization is how kustomize builds it, not an object of it
+KUSTOMIZATION_FILES = frozenset({"kustomization.yaml", "kustomization.yml"})
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,8 @@ def expand_paths(
     root: Path | None = None,
     source: str | None = None,
 ) -> list[Path]:
-    """Files named directly, plus YAML files under named folders, sorted per folder.
+    """Files named directly, plus YAML files under named folders (kustomization files
+    and hidden folders left out), sorted per folder.
 
     With `root` (a resolved folder), every path, and every file found in a folder, must
     resolve (symlinks followed) to root or below it; `source` names the file that gave
@@ -131,7 +134,12 @@ def _yaml_files(folder: Path) -> list[Path]:
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
         for name in filenames:
             p = Path(dirpath) / name
-            if not name.startswith(".") and p.suffix in _YAML_SUFFIXES and p.is_file():
+            if (
+                not name.startswith(".")
+                and p.suffix in _YAML_SUFFIXES
+                and name not in KUSTOMIZATION_FILES
+                and p.is_file()
+            ):
                 found.append(p)
     return sorted(found)
 

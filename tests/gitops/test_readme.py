@@ -1,0 +1,87 @@
+"""The README's Quick start, line by line as a newcomer types it, in a fresh home folder."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tooling import REPO, require_tool
+
+from .gitops_kit import kubectl
+
+README = REPO / "README.md"
+
+
+def quick_start() -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    section = text.split("\n## Quick start\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    return [ln for ln in block.splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+def _expected_exit(line: str) -> int:
+    m = re.search(r"#\s*exit (\d)", line)
+    return int(m.group(1)) if m else 0
+
+
+def test_quick_start_is_on_the_first_screen() -> None:
+    """Clone to a rendered, tested repo of your own within the README's first 40 lines."""
+    head = README.read_text(encoding="utf-8").splitlines()[:40]
+    assert "## Quick start" in head
+    lines = quick_start()
+    first = {w: next(i for i, ln in enumerate(lines) if ln.startswith(w)) for w in _ORDER}
+    assert [first[w] for w in _ORDER] == sorted(first.values())  # in the order one needs them
+
+
+_ORDER = ("make venv", "topogen init", "topogen analyze -c ~", "topogen render", "make tools")
+_ORDER += ("kyverno test",)
+
+
+def test_quick_start_runs_line_by_line(tmp_path: Path) -> None:
+    """Every line, in order, with the exit code its comment states. `make venv` and `make
+    tools` are the Makefile's own (the venv and tools this suite runs with); the rest runs
+    as written, in a home folder of its own."""
+    kyverno = require_tool("kyverno")
+    kubectl_bin = Path(kubectl()).parent
+    makefile = "".join(
+        (REPO / m).read_text(encoding="utf-8") for m in ("Makefile", "tools/tools.mk")
+    )
+    script = ["set -u"]
+    for n, line in enumerate(quick_start(), 1):
+        command = line.split("  #", 1)[0].strip()
+        if command.startswith("make "):
+            target = command.split()[1]
+            assert re.search(rf"^{target}:", makefile, flags=re.M), target
+            continue
+        want = _expected_exit(line)
+        script += [
+            command,
+            f'rc=$?; if [ "$rc" -ne {want} ]; then echo "line {n} exited $rc, not {want}: '
+            f'{command[:60]}" >&2; exit 100; fi',
+        ]
+    home = tmp_path / "home"
+    home.mkdir()
+    bins = f"{Path(sys.executable).parent}:{kyverno.parent}:{kubectl_bin}:/usr/bin:/bin"
+    env = {**os.environ, "HOME": str(home), "PATH": bins}
+    env.pop("KUBECONFIG", None)
+    result = subprocess.run(
+        ["bash", "-c", "\n".join(script)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    repo = home / "my-gitops"
+    assert (
+        (repo / "topogen.yaml")
+        .read_text(encoding="utf-8")
+        .startswith("# yaml-language-server: $schema=topogen.schema.json\n")
+    )
+    assert (repo / "policies" / "default").is_dir()
+    assert "passed and 0 tests failed" in result.stdout
