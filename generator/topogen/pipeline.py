@@ -20,6 +20,7 @@ from topogen.sources.loader import (
     load_cluster_inputs,
     load_workload_inputs,
 )
+from topogen.textui import step
 
 __all__ = [
     "GATEKEEPER_FAILS_OPEN",
@@ -159,6 +160,7 @@ def _analyze(
     notes: list[str] = []
     pods = [(w.namespace, tuple(w.template.labels)) for w in all_workloads]
     for cluster in chosen:
+        step(f"cluster {cluster.name}: reading nodes and policies")
         inputs = load_cluster_inputs(cfg, cluster, loaded.services)
         namespaces = {**loaded.namespaces, **inputs.namespaces}
         policy_index = PolicyIndex(inputs.policies, namespaces)
@@ -176,6 +178,7 @@ def _analyze(
             f"cluster {cluster.name}: {n}"
             for n in policy_notes(policy_index, all_workloads, namespaces)
         )
+        step(f"cluster {cluster.name}: analysing {len(groups)} groups")
         found = [find_groups(group, all_workloads) for group in groups]
         _no_overlap(cfg, cluster.name, groups, found)
         check_profiles(groups, all_workloads, found)

@@ -88,8 +88,10 @@ class GroupPlan:
             return self._describe_spread()
         tols = ", ".join(_tol(t) for t in self.tolerations) or "none needed"
         ident = f", identity {self.identity[0]}={self.identity[1]}" if self.identity else ""
+        # a domain of its own name's one zone is said once, not `zone-a (zone-a)`
+        zones = "" if list(self.zones) == [self.domain] else f" ({', '.join(self.zones)})"
         return (
-            f"confine to {self.domain} ({', '.join(self.zones)}): coordinator tolerates "
+            f"confine to {self.domain}{zones}: coordinator tolerates "
             f"{tols}, node affinity {self.zone_label} in [{', '.join(self.zones)}]{ident}; "
             f"workers require pod affinity to {self._anchor_text()} on {self.topology_key}"
         )

@@ -7,6 +7,7 @@ from typing import Any
 
 from topogen.model import Finding
 from topogen.pipeline import AnalysisReport
+from topogen.textui import fit_row, paint
 
 __all__ = ["analysis_json", "analysis_table", "finding_dict", "placement_lines"]
 
@@ -113,7 +114,17 @@ def _count(report: AnalysisReport) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
-def analysis_table(report: AnalysisReport, width: int = 200) -> str:
+_VERDICT_STYLE = {
+    "HARD_BLOCK": "red",
+    "UNSCHEDULABLE": "red",
+    "IDENTITY_MISMATCH": "magenta",
+    "CROSS_ZONE": "yellow",
+    "OK": "green",
+}
+
+
+def analysis_table(report: AnalysisReport, width: int | None = None, colour: bool = False) -> str:
+    """The table, the REASON column cut to `width` (None: whole), verdicts in colour."""
     rows = _role_rows(report)
     header = ["CLUSTER", "GROUP", "JOB", "ROLE", "ELIGIBLE ZONES", "IDENTITY", "VERDICT", "REASON"]
     table = [
@@ -133,12 +144,15 @@ def analysis_table(report: AnalysisReport, width: int = 200) -> str:
         max(len(h), *(len(row[i]) for row in table)) if table else len(h)
         for i, h in enumerate(header)
     ]
-    widths[-1] = 0
-    lines = []
-    for row in [header, *table]:
-        cells = [c if i == len(row) - 1 else c.ljust(widths[i]) for i, c in enumerate(row)]
-        line = "  ".join(cells)
-        lines.append(line if len(line) <= width else line[: width - 3] + "...")
+    lines = [fit_row(header, widths, width)]
+    for row in table:
+        line = fit_row(row, widths, width)
+        if colour:  # after fitting: the codes take no columns
+            at = sum(w + 2 for w in widths[:6])
+            verdict = row[6].ljust(widths[6])
+            styled = paint(verdict, _VERDICT_STYLE.get(row[6], "bold"), colour)
+            line = line[:at] + styled + line[at + len(verdict) :]
+        lines.append(line)
     lines.append("")
     for f in report.findings:
         if not f.kind.is_problem:

@@ -13,6 +13,7 @@ from email.parser import Parser
 from pathlib import Path
 
 from setuptools import find_packages
+
 from tooling import REPO
 
 TEMPLATES = REPO / "templates"

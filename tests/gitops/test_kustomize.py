@@ -298,3 +298,22 @@ def test_gatekeeper_fails_open_by_default_and_says_so(tmp_path: Path) -> None:
     assert "gatekeeper.failurePolicy: Fail" in warning
     rendered = CliRunner().invoke(main, ["render", "-c", str(config), "--out", str(tmp_path / "o")])
     assert f"topogen: warning: {warning}" in rendered.stderr
+
+
+@pytest.mark.parametrize("example", ["zone-split", "hostnetwork-mpi", "pytorch-three-zone"])
+def test_stdout_means_what_the_overlay_builds(example: str, tmp_path: Path) -> None:
+    """`render --stdout --cluster C` (the Argo CD plugin) prints the objects the real
+    `kubectl kustomize kustomize/overlays/C` builds: cluster label and sync waves too."""
+    config = EXAMPLES / example / "topogen.yaml"
+    out = render(config, tmp_path)
+    for overlay in sorted((out / "kustomize" / "overlays").iterdir()):
+        built = sorted(kustomize(overlay), key=ident)
+        streamed = CliRunner().invoke(
+            main, ["render", "-c", str(config), "--stdout", "--cluster", overlay.name]
+        )
+        assert streamed.exit_code == 0, streamed.output
+        docs = sorted((d for d in yaml.safe_load_all(streamed.stdout) if d), key=ident)
+        assert docs == built
+        waves = [o["metadata"].get("annotations", {}) for o in docs if "policies" in str(o)]
+        assert any("argocd.argoproj.io/sync-wave" in a for a in waves)
+        assert all(o["metadata"]["labels"]["topogen.io/cluster"] == overlay.name for o in docs)

@@ -7,6 +7,7 @@ from fractions import Fraction
 from typing import Any
 
 from topogen.audit.core import AuditReport, GroupAudit, PodRow
+from topogen.textui import fit_row
 
 __all__ = ["audit_json", "audit_table"]
 
@@ -61,7 +62,8 @@ def audit_json(report: AuditReport) -> str:
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
-def audit_table(report: AuditReport, width: int = 200) -> str:
+def audit_table(report: AuditReport, width: int | None = None) -> str:
+    """The table, its last column cut to `width` (None: whole)."""
     header = ["JOB", "POD", "ROLE", "NODE", "ZONE", "PHASE", "GPU UTIL", "PEERS"]
     table = [
         [
@@ -80,8 +82,7 @@ def audit_table(report: AuditReport, width: int = 200) -> str:
     widths = [max([len(h), *(len(row[i]) for row in table)]) for i, h in enumerate(header)]
     lines = []
     for row in [header, *table]:
-        line = "  ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip()
-        lines.append(line if len(line) <= width else line[: width - 3] + "...")
+        lines.append(fit_row(row, widths, width))
     lines.append("")
     for g in report.groups:
         running = sum(1 for r in g.rows if r.phase == "Running")

@@ -19,6 +19,7 @@ from topogen.cli.output import json_as_yaml, output_option
 from topogen.config import load_config, with_default_namespace
 from topogen.pipeline import analyze
 from topogen.report import analysis_json, analysis_table
+from topogen.textui import install_progress, terminal_width, use_colour
 
 
 @main.command("analyze", short_help=SHORT_HELP["analyze"])
@@ -42,14 +43,16 @@ def analyze_command(
     IDENTITY_MISMATCH finding; 2: usage or input error.
     """
     cfg = with_default_namespace(load_config(config_path, allow_outside=allow_outside), namespace)
+    done = install_progress()
     report = analyze(cfg, list(clusters) or None)
+    done()
     for w in report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)
     if verbose:
         for s in report.skipped:
             click.echo(f"topogen: skipped {s}", err=True)
     if output == "text":
-        text = analysis_table(report)
+        text = analysis_table(report, terminal_width(), use_colour())
     else:
         text = analysis_json(report)
         text = json_as_yaml(text) if output == "yaml" else text

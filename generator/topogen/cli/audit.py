@@ -18,6 +18,7 @@ from topogen.cli import (
 from topogen.cli.output import json_as_yaml, output_option
 from topogen.cli.snapshot import live_options, live_source
 from topogen.config import load_config
+from topogen.textui import install_progress, terminal_width
 
 
 @main.command("audit", short_help=SHORT_HELP["audit"])
@@ -53,7 +54,9 @@ def audit_command(
     Exit 0: every group healthy; 1: a group is broken; 2: usage, input or cluster error.
     """
     cfg = load_config(config_path, allow_outside=allow_outside)
+    done = install_progress()
     report = audit_live(cfg, live_source(context, kubeconfig, timeout), cluster, prometheus)
+    done()
     for w in report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)
     if verbose:
@@ -64,7 +67,7 @@ def audit_command(
             err=True,
         )
     if output == "text":
-        text = audit_table(report)
+        text = audit_table(report, terminal_width())
     else:
         text = audit_json(report)
         text = json_as_yaml(text) if output == "yaml" else text

@@ -26,6 +26,7 @@ from topogen.diff import (
     to_markdown,
     to_text,
 )
+from topogen.textui import use_colour
 
 _FORMATS = ("text", "markdown", "json", "yaml")
 
@@ -33,7 +34,9 @@ _FORMATS = ("text", "markdown", "json", "yaml")
 def _formatted(report: DiffReport, fmt: str) -> str:
     if fmt == "yaml":
         return json_as_yaml(to_json(report))
-    return {"text": to_text, "markdown": to_markdown, "json": to_json}[fmt](report)
+    if fmt == "text":
+        return to_text(report, colour=use_colour())
+    return to_markdown(report) if fmt == "markdown" else to_json(report)
 
 
 @main.command("diff", short_help=SHORT_HELP["diff"])

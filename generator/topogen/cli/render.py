@@ -24,6 +24,7 @@ from topogen.emit.stream import stream_json
 from topogen.emit.writer import GENERATED_HEADER, WriteReport, stream_objects, write_tree
 from topogen.rendering import RenderResult, render
 from topogen.report import placement_lines
+from topogen.textui import install_progress
 
 
 def _shown_config(config: Path, out: Path) -> str:
@@ -82,7 +83,9 @@ def render_command(
     unless --partial; 2: usage or input error.
     """
     cfg = with_default_namespace(load_config(config_path, allow_outside=allow_outside), namespace)
+    done = install_progress()
     result = render(cfg, list(clusters) or None)
+    done()
     for w in result.report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)
     out = Path(out_dir) if out_dir else Path(config_path).parent

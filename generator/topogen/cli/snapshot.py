@@ -24,6 +24,7 @@ from topogen.sources.live import (
     snapshot_document,
     snapshot_yaml,
 )
+from topogen.textui import install_progress
 
 __all__ = ["live_options", "live_source"]
 
@@ -114,7 +115,9 @@ def snapshot_command(
         if out is not None:
             raise click.UsageError(f"-o {output} names a file: give --out FILE once")
         out = output
+    done = install_progress()
     objects = read_cluster(live_source(context, kubeconfig, timeout))
+    done()
     for w in objects.warnings:
         click.echo(f"topogen: warning: {w}", err=True)
     if fmt == "yaml":

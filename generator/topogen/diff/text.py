@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from topogen.diff.model import DiffReport
+from topogen.diff.model import DiffReport, ObjectChange
 from topogen.diff.present import field_lines, finding_label, meaning, summary_parts
+from topogen.textui import paint
 
 __all__ = ["to_text"]
 
@@ -11,7 +12,29 @@ _MARK = {"added": "+", "removed": "-", "changed": "~"}
 _FINDING_MARK = {"appears": "+", "disappears": "-", "changes": "~"}
 
 
-def to_text(report: DiffReport, *, fields: bool = True) -> str:
+def to_text(report: DiffReport, *, fields: bool = True, colour: bool = False) -> str:
+    """The report for a terminal; `colour`: + green, - red, ~ yellow."""
+    return _painted(_text(report, fields), colour)
+
+
+_MARK_STYLE = {"+": "green", "-": "red", "~": "yellow"}
+
+
+def _painted(text: str, colour: bool) -> str:
+    if not colour:
+        return text
+    out = []
+    for line in text.split("\n"):
+        body = line.lstrip(" ")
+        mark = body[:1]
+        if mark in _MARK_STYLE and body[1:2] == " ":
+            pad = line[: len(line) - len(body)]
+            line = pad + paint(mark, _MARK_STYLE[mark], True) + body[1:]
+        out.append(line)
+    return "\n".join(out)
+
+
+def _text(report: DiffReport, fields: bool) -> str:
     lines = [
         "topogen diff",
         f"  old: {report.old_label}" + (f" ({report.old_what})" if report.old_what else ""),
@@ -41,9 +64,12 @@ def to_text(report: DiffReport, *, fields: bool = True) -> str:
             lines.append(f"  ~ plan  {p.cluster}/{p.group}: {p.headline}")
             lines.append(f"      before: {p.old}")
             lines.append(f"      now:    {p.new}")
+    fixtures = [o for o in report.objects if _fixture(o)]
     if report.objects:
         lines += ["", "OUTPUT"]
         for o in report.objects:
+            if _fixture(o):
+                continue
             lines.append(f"  {_MARK[o.status]} {o.key.describe()}  {o.key.location or '.'}")
             lines.append(f"      {meaning(o)}")
             if not fields:
@@ -52,4 +78,30 @@ def to_text(report: DiffReport, *, fields: bool = True) -> str:
                 header, old, new = field_lines(change)
                 lines.append(f"      @ {header}")
                 lines += [f"        - {v}" for v in old] + [f"        + {v}" for v in new]
+        lines += _fixture_lines(fixtures)
     return "\n".join(lines) + "\n"
+
+
+def _fixture(o: ObjectChange) -> bool:
+    """An object of a generated CLI test folder (sample pods and their expected results)."""
+    return o.key.is_object and "tests" in o.key.location.split("/")
+
+
+def _fixture_lines(fixtures: list[ObjectChange]) -> list[str]:
+    """Test fixtures grouped: one line per folder, change and kind (`-o json` lists each)."""
+    groups: dict[tuple[str, str, str], list[ObjectChange]] = {}
+    for o in fixtures:
+        groups.setdefault((o.key.location, o.status, o.key.kind), []).append(o)
+    lines = []
+    for (location, status, kind), changes in sorted(groups.items()):
+        names = sorted({o.key.name for o in changes})
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        noun = kind if len(changes) == 1 else f"{kind}s"
+        lines.append(
+            f"  {_MARK[status]} {len(changes)} {noun} {status} (test fixtures: {shown})  {location}"
+        )
+        said = list(dict.fromkeys(meaning(o) for o in changes))  # what they mean, once each
+        lines += [f"      {m}" for m in said[:5]]
+        if len(said) > 5:
+            lines.append(f"      ... and {len(said) - 5} more (`-o json` lists them all)")
+    return lines

@@ -237,6 +237,9 @@ def _shown(path: Path) -> str:
 
 
 def stream_objects(files: Sequence[RenderedFile], header: str) -> str:
-    """One YAML stream of every Kubernetes object (no CLI tests, no JSON files)."""
-    docs = [o for f in sorted(files, key=lambda f: f.path) for o in f.objects]
+    """One YAML stream of every Kubernetes object (no CLI tests, no JSON files), each as
+    its cluster's overlay builds it (cluster label, sync wave: emit.stream)."""
+    from topogen.emit.stream import applied_objects
+
+    docs = applied_objects(files)
     return header + "".join(f"---\n{to_yaml(d)}\n" for d in docs)

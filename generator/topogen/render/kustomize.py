@@ -29,7 +29,13 @@ from topogen.render.intent import AdmissionIntent, intent_for
 from topogen.render.workload_patches import WorkloadPatch, workload_patches
 from topogen.yamlfast import load_all_fast
 
-__all__ = ["DEPRECATED_FIELDS", "GATEKEEPER_WEBHOOKS", "kustomize_files", "workload_patch_files"]
+__all__ = [
+    "DEPRECATED_FIELDS",
+    "GATEKEEPER_WEBHOOKS",
+    "SYNC_WAVES",
+    "kustomize_files",
+    "workload_patch_files",
+]
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 ROOT = "kustomize"
@@ -71,8 +77,8 @@ GATEKEEPER_WEBHOOKS = (
     ),
 )
 _MANAGED = "app.kubernetes.io/managed-by=topogen"
-# Argo CD sync waves of topogen's admission objects (kustomize/base)
-_WAVES: list[tuple[dict[str, str], str]] = [
+# Argo CD sync waves of topogen's admission objects (kustomize/base; --stdout sets the same)
+SYNC_WAVES: list[tuple[dict[str, str], str]] = [
     ({"group": "policies.kyverno.io", "labelSelector": _MANAGED}, "-1"),
     ({"group": "kyverno.io", "kind": "ClusterPolicy", "labelSelector": _MANAGED}, "-1"),
     ({"group": "templates.gatekeeper.sh", "labelSelector": _MANAGED}, "-2"),
@@ -222,7 +228,7 @@ def kustomize_files(
         _kustomization(f"{d}/{KUSTOMIZATION}", "resources.yaml.j2", resources=names)
         for d, names in folders.items()
     ]
-    out.append(_kustomization(f"{ROOT}/base/{KUSTOMIZATION}", "base.yaml.j2", waves=_WAVES))
+    out.append(_kustomization(f"{ROOT}/base/{KUSTOMIZATION}", "base.yaml.j2", waves=SYNC_WAVES))
     legacy = _legacy_validate_rules(files)
     for name, actions in sorted(_ACTIONS.items()):
         out.append(

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import yaml
 
 from topogen.errors import TopogenError
+from topogen.textui import step
 from topogen.yamlfast import YAML_UNSAFE_IN_JSON
 
 __all__ = [
@@ -302,6 +303,7 @@ class _Session:
             items.extend(got)
             meta = page.get("metadata")
             token = (meta.get("continue") if isinstance(meta, dict) else None) or None
+            step(f"{self.host}: {len(items)} {kind.plural} read" + ("..." if token else ""))
             if not token:
                 return items
 
