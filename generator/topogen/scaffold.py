@@ -25,6 +25,7 @@ from topogen.scaffold_layout import (
     workload_kustomization,
 )
 from topogen.schema import SCHEMA_FILE, schema_text
+from topogen.sources.objects import typed_item
 from topogen.sources.yamlio import expand_paths, load_yaml_text
 
 __all__ = ["CONFIG_NAME", "OPERATORS", "Found", "InitResult", "detect", "init_repository"]
@@ -88,8 +89,12 @@ def _objects(doc: Any) -> Iterator[dict[str, Any]]:
     if not isinstance(doc, dict):
         return
     items = doc.get("items")
-    if str(doc.get("kind", "")).endswith("List") and isinstance(items, list):
+    kind = str(doc.get("kind", ""))
+    if kind.endswith("List") and isinstance(items, list):
+        item_kind = kind.removesuffix("List")  # a typed list's items may name none
         for item in items:
+            if item_kind and isinstance(item, dict):
+                item = dict(typed_item(item, item_kind, doc.get("apiVersion")))
             yield from _objects(item)
     else:
         yield doc

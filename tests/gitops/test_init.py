@@ -55,6 +55,20 @@ JOBS = {
         metadata: {name: vc, namespace: vc}
         spec: {tasks: []}
     """,
+    "training/ray.yaml": """
+        apiVersion: ray.io/v1
+        kind: RayJob
+        metadata: {name: tune, namespace: ray}
+        spec: {entrypoint: python tune.py}
+    """,
+    # a typed list, as `kubectl get lws -o yaml` prints it: items name no kind
+    "training/lws.yaml": """
+        apiVersion: leaderworkerset.x-k8s.io/v1
+        kind: LeaderWorkerSetList
+        items:
+          - metadata: {name: vllm, namespace: serve}
+            spec: {replicas: 2}
+    """,
     # a plain batch Job is not an operator's object
     "apps/batch.yaml": """
         apiVersion: batch/v1
@@ -101,6 +115,8 @@ def test_init_detects_operators_and_namespaces(tmp_path: Path) -> None:
         "kubeflow-trainer": ["llm"],
         "jobset": ["batch-a", "batch-b"],
         "volcano": ["vc"],
+        "kuberay": ["ray"],
+        "leaderworkerset": ["serve"],
     }
     # folders, not files: a manifest added there later is read too
     assert cfg.workloads == ["training/"]
@@ -112,6 +128,8 @@ def test_init_detects_operators_and_namespaces(tmp_path: Path) -> None:
         "kubeflow-trainer": "llama",
         "jobset": "batch-a-training",  # two jobs in two namespaces
         "volcano": "vc",
+        "kuberay": "tune",
+        "leaderworkerset": "vllm",
     }
     (cluster,) = cfg.clusters
     assert cluster.name == "lab"
@@ -122,8 +140,10 @@ def test_init_detects_operators_and_namespaces(tmp_path: Path) -> None:
     assert kust["resources"] == [
         "jobset.yaml",
         "llm/",
+        "lws.yaml",
         "mpi/allreduce.yaml",
         "pytorch/resnet.yaml",
+        "ray.yaml",
         "volcano.yaml",
     ]
     assert (

@@ -109,6 +109,24 @@ def test_every_kind_has_a_sample_whose_pods_say_where_their_template_is(
 
 
 @pytest.mark.parametrize(("op", "kind"), KINDS, ids=_ids)
+def test_every_kind_reads_alike_from_its_typed_list(op: Operator, kind: tuple[str, str]) -> None:
+    """`kubectl get <kind> -o yaml` prints a `<Kind>List` whose items name no kind or
+    apiVersion: each item takes the list's, and reads as the manifest itself does."""
+    (doc,) = yaml.safe_load_all(dedent_docs(_text(op, kind)))
+    item = {k: v for k, v in doc.items() if k not in ("kind", "apiVersion")}
+    listed = {"apiVersion": doc["apiVersion"], "kind": f"{doc['kind']}List", "items": [item]}
+    (obj,) = flatten([Document(listed, "list.yaml", 0)])
+    assert (obj.api_version, obj.kind) == (doc["apiVersion"], doc["kind"])
+    assert operator_for(obj.api_version, obj.kind) is op
+    want = read_workloads([_sample(op, kind)], [])
+    got = read_workloads([obj], [])
+    assert got
+    assert [(w.name, w.replica_name, w.template) for w in got] == [
+        (w.name, w.replica_name, w.template) for w in want
+    ]
+
+
+@pytest.mark.parametrize(("op", "kind"), KINDS, ids=_ids)
 def test_a_malformed_manifest_is_an_input_error_naming_it(
     op: Operator, kind: tuple[str, str]
 ) -> None:

@@ -12,7 +12,7 @@ from topogen.manifest import KubeObject
 from topogen.names import dns_label_problem, object_name_problem
 from topogen.sources.yamlio import Document
 
-__all__ = ["MAX_QUANTITY", "flatten", "parse_quantity", "quantity_of"]
+__all__ = ["MAX_QUANTITY", "flatten", "parse_quantity", "quantity_of", "typed_item"]
 
 SNAPSHOT_KIND = "TopogenSnapshot"
 # what stands for the 5 random characters the API server appends to a generateName
@@ -63,13 +63,13 @@ def _expand(
         for i, item in enumerate(items):
             at = f"{outer}items[{i}]"
             if item_kind and isinstance(item, dict):
-                item = _typed(item, item_kind, api_version)
+                item = typed_item(item, item_kind, api_version)
             yield from _expand(item, path, at, 1)
         return
     yield data, where
 
 
-def _typed(item: Mapping[str, Any], kind: str, api_version: Any) -> Mapping[str, Any]:
+def typed_item(item: Mapping[str, Any], kind: str, api_version: Any) -> Mapping[str, Any]:
     """A typed list's item with the list's kind and apiVersion where it names none."""
     if item.get("kind") and item.get("apiVersion"):
         return item
