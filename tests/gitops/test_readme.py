@@ -85,3 +85,29 @@ def test_quick_start_runs_line_by_line(tmp_path: Path) -> None:
     )
     assert (repo / "policies" / "default").is_dir()
     assert "passed and 0 tests failed" in result.stdout
+
+
+def test_no_command_uses_a_go_tool_before_the_readme_says_make_tools() -> None:
+    """Reading from the top, the first command that runs a tool `make tools` builds (a
+    `.tools/bin/` path or the tool's name) comes after a `make tools` line, and every
+    code block that runs one has its own `make tools` line first (the Quick tour is read
+    on its own too)."""
+    mk = (REPO / "tools" / "tools.mk").read_text(encoding="utf-8")
+    listed = re.search(r"^TOOLS_LIST\s*\?=\s*((?:.*\\\n)*.*)$", mk, flags=re.M)
+    assert listed is not None
+    tools = set(listed.group(1).replace("\\", " ").split())
+    assert {"kyverno", "promtool", "gator", "cyclonus"} <= tools
+    text = README.read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0] for b in text.split("```sh\n")[1:]]
+    said = False
+    for block in blocks:
+        in_block = False
+        for line in block.splitlines():
+            command = line.split("  #", 1)[0].strip()
+            if command.startswith("make tools"):
+                said = in_block = True
+                continue
+            words = command.replace("|", " ").split()
+            uses = [w for w in words if w.startswith(".tools/bin/") or w in tools]
+            if uses and not command.startswith("make "):
+                assert said and in_block, f"README runs {uses[0]} before `make tools`: {line}"
