@@ -17,7 +17,7 @@ help:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install -qq -e '.[dev]'  # -qq: setuptools' note on editable finders
+	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -35,7 +35,7 @@ test: $(STAMP) tools
 # BENCH_ARGS=--admission-only for the admission latency alone (Kyverno's admission
 # controller and Gatekeeper's controller-manager on kube-apiserver's webhook path).
 bench: $(STAMP) tools
-	$(BIN)/pip install -qq -e '.[dev,bench]'
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 # bench/ too: its scripts import the live test harnesses (tests/live), checked there

@@ -33,7 +33,12 @@ def test_package_data_globs_cover_every_template() -> None:
     that could be packages (cheap: no build)."""
     setup = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
     setup = setup["setuptools"]
-    assert setup["package-dir"] == {"": "generator", "topogen.templates": "templates"}
+    assert setup["package-dir"] == {"": "generator"}
+    # the package's templates are the top-level templates/ (a relative symlink: the
+    # layout stays as documented, and an editable install needs no import hook)
+    link = REPO / "generator" / "topogen" / "templates"
+    assert link.is_symlink() and link.readlink().as_posix() == "../../templates"
+    assert link.resolve() == TEMPLATES.resolve() and (TEMPLATES / "kyverno").is_dir()
     matched: set[str] = set()
     for package, globs in setup["package-data"].items():
         if not package.startswith("topogen.templates"):

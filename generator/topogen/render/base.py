@@ -23,15 +23,8 @@ from topogen.yamlfast import YAML_UNSAFE_IN_JSON, load_all_fast
 __all__ = ["TEMPLATES_DIR", "RenderedFile", "render_documents", "render_text", "to_yaml"]
 
 
-def _templates_dir() -> Path:
-    """The package data topogen/templates/ of an installed wheel, else the repository's
-    top-level templates/ it is built from (source checkouts, editable installs)."""
-    here = Path(__file__).resolve()
-    installed = here.parents[1] / "templates"
-    return installed if installed.is_dir() else here.parents[3] / "templates"
-
-
-TEMPLATES_DIR = _templates_dir()
+# package data: topogen/templates/ (in a checkout, a symlink to the top-level templates/)
+TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
