@@ -30,7 +30,8 @@ demo: $(STAMP)
 test: $(STAMP) tools
 	$(BIN)/pytest -n 2 --dist loadfile
 
-# Never part of `make test`. BENCH_ARGS="--quick --runs 2 --kyverno-pods 500" for a short run;
+# Never part of `make test`. BENCH_ARGS="--quick --skip-kyverno --skip-admission --skip-fleet" for the
+# shortest run (README: Performance, with its measured time);
 # BENCH_ARGS=--fleet-only for the fleet measure alone (the real kube-scheduler, ~15 min).
 # BENCH_ARGS=--admission-only for the admission latency alone (Kyverno's admission
 # controller and Gatekeeper's controller-manager on kube-apiserver's webhook path).
