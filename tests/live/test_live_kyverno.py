@@ -653,14 +653,16 @@ def test_kyverno_admission_controller_runs_the_legacy_cluster_policies_as_the_cl
 ) -> None:
     """The kyverno-legacy engine (ClusterPolicy) through the same admission controller: the
     engine cases' pods and failed checks are what the CLI is held to. The validate
-    ClusterPolicy runs in Audit with emitWarning true, so Kyverno admits every pod (an
+    ClusterPolicy's rules run in Audit with emitWarning true, so Kyverno admits every pod (an
     Enforce denial would hide the mutated pod) and warns once per rule it evaluated: a
     failed rule's warning is its message."""
     cp, k = plane
     for ns in sorted({c.pod["metadata"]["namespace"] for c in suite.cases}):
         cp.ensure_namespace(ns)
     mutate, validate = [copy.deepcopy(f.objects[0]) for f in kyverno_legacy_policies(suite.intent)]
-    validate["spec"] |= {"emitWarning": True, "validationFailureAction": "Audit"}
+    validate["spec"]["emitWarning"] = True
+    for rule in validate["spec"]["rules"]:  # the action is each rule's (validate.failureAction)
+        rule["validate"]["failureAction"] = "Audit"
     check_of = {
         r["name"]: c
         for r, c in zip(validate["spec"]["rules"], check_ids(suite.intent), strict=True)
