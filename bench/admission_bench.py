@@ -69,6 +69,16 @@ def target_rows(adm: dict[str, dict[str, Any] | None]) -> list[tuple[str, str, b
                 f"({got['fleet']} fleet, {got['pods']} pods)"
             )
             rows.append((target, measured, ratio <= limit))
+            if f"enforce_{q}_ratio" in got:  # the policies as the enforce Component makes them
+                ratio = got[f"enforce_{q}_ratio"]
+                rows.append(
+                    (
+                        f"{target}, Enforce",
+                        f"{prefix}admission {q}, generated Enforce / reference: {ratio:.2f}x "
+                        f"({got['fleet']} fleet, {got['pods']} pods)",
+                        ratio <= limit,
+                    )
+                )
     return rows
 
 

@@ -142,8 +142,9 @@ class GatekeeperPath:
 
     def clean(self, namespaces: Sequence[str]) -> None:
         kube = self.cp.kube()
-        for ns in namespaces:
-            kube.delete(f"/api/v1/namespaces/{ns}/pods", gracePeriodSeconds=0)
+        for ns in namespaces:  # a loaded machine can take minutes over hundreds of pods
+            path = f"/api/v1/namespaces/{ns}/pods"
+            kube.request("DELETE", path, query={"gracePeriodSeconds": 0}, timeout=600)
 
 
 def run_gatekeeper_admission(

@@ -30,6 +30,7 @@ __all__ = [
     "ClusterConfig",
     "GatekeeperConfig",
     "GroupConfig",
+    "KyvernoConfig",
     "MonitoringConfig",
     "MonitoringMetrics",
     "TopogenConfig",
@@ -242,6 +243,24 @@ class GatekeeperConfig(_Strict):
     failure_policy: Literal["Ignore", "Fail"] = Field("Ignore", alias="failurePolicy")
 
 
+class KyvernoConfig(_Strict):
+    """`kyverno:` how the Kyverno (CEL) engine's policies run.
+
+    generateValidatingAdmissionPolicy: under Enforce, each ValidatingPolicy asks Kyverno to
+    generate a native ValidatingAdmissionPolicy and binding from it
+    (spec.autogen.validatingAdmissionPolicy.enabled), so the API server validates the
+    group's pods itself, Kyverno registers no webhook for the policy and writes no admission
+    report for it, and validation holds while Kyverno is down. Audit keeps the policy on
+    Kyverno's webhook (its admission reports are Audit's output), as does a group in a
+    system namespace (Kyverno's install leaves those out of its webhooks; a
+    ValidatingAdmissionPolicy would not). false: every ValidatingPolicy stays on the webhook.
+    """
+
+    generate_validating_admission_policy: bool = Field(
+        True, alias="generateValidatingAdmissionPolicy"
+    )
+
+
 class TopogenConfig(_Strict):
     api_version: Literal["topogen.io/v1alpha1"] = Field(alias="apiVersion")
     kind: Literal["TopogenConfig"]
@@ -258,6 +277,7 @@ class TopogenConfig(_Strict):
     gatekeeper: GatekeeperConfig = Field(
         default_factory=lambda: GatekeeperConfig.model_validate({})
     )
+    kyverno: KyvernoConfig = Field(default_factory=lambda: KyvernoConfig.model_validate({}))
 
     # set by load_config, not by users
     base_dir: Path = Field(Path("."), exclude=True)

@@ -104,7 +104,11 @@ def _plan_files(cfg: TopogenConfig, cluster_name: str, plan: GroupPlan) -> list[
         return []
     cluster = cfg.cluster(cluster_name)
     engines = _engines(cluster.kubernetes_version)
-    intent = intent_for(plan, cfg.validation_action_for(cluster))
+    intent = intent_for(
+        plan,
+        cfg.validation_action_for(cluster),
+        api_server_validation=cfg.kyverno.generate_validating_admission_policy,
+    )
     out: list[RenderedFile] = []
     for engine in cfg.engines_for(cluster):
         for backend in engines.get(engine, ()):

@@ -150,20 +150,28 @@ def test_admission_percentiles_and_variants() -> None:
         {"kind": "MutatingPolicy", "metadata": {"labels": {}}, "spec": {}},
         {
             "kind": "ValidatingPolicy",
-            "metadata": {"labels": {}},
+            "metadata": {"labels": {"topogen.io/api-server-validation": "allowed"}},
             "spec": {
                 "validationActions": ["Audit"],
                 "evaluation": {"admission": {"enabled": True}},
+                "autogen": {"validatingAdmissionPolicy": {"enabled": False}},
             },
         },
     ]
     v = admission.variants(generated)
     assert list(v) == list(admission.VARIANTS)
-    assert v["generated, Enforce"][1]["spec"]["validationActions"] == ["Deny"]
+    for name, vap in (
+        ("generated, Enforce", True),
+        ("generated, Enforce on Kyverno's webhook", False),
+    ):
+        spec = v[name][1]["spec"]
+        assert spec["validationActions"] == ["Deny"]
+        assert spec["autogen"]["validatingAdmissionPolicy"] == {"enabled": vap}
     assert all(
-        p["metadata"]["labels"] == {"reports.kyverno.io/disabled": "true"}
+        p["metadata"]["labels"]["reports.kyverno.io/disabled"] == "true"
         for p in v["generated, no admission reports"]
     )
+    assert generated[1]["spec"]["autogen"]["validatingAdmissionPolicy"] == {"enabled": False}
     background = v["generated, Audit in background scans only"][1]["spec"]
     assert background["evaluation"]["admission"]["enabled"] is False
     assert generated[1]["spec"]["validationActions"] == ["Audit"]  # copies, not the input
@@ -174,15 +182,29 @@ def test_admission_percentiles_and_variants() -> None:
         "reference": counts | {"p50": 8.0, "p99": 16.0, "mean": 9.0},
         "generated": counts | {"slow": 1, "p50": 16.0, "p99": 40.0, "mean": 20.0},
     }
-    adm = {"stats": stats, "p50_ratio": 2.0, "p99_ratio": 2.5, "pods": 10, "group": "g",
-           "fleet": "large", "rounds": 4, "policies": ["a.yaml"]}  # fmt: skip
+    adm = admission.ratios(stats) | {"pods": 10, "group": "g", "fleet": "large", "rounds": 4,
+                                     "policies": ["a.yaml"], "nudged": 1}  # fmt: skip
+    assert adm["p50_ratio"] == 2.0 and adm["enforce_p50_ratio"] == 1.25
     text = "\n".join(admission.report_lines(adm))
     assert "| generated | 10 | 10 | 1 | 16.00 | 40.00 | 20.00 | 3.20 | 4.00 |" in text
     assert "| none | 10 | 0 | 0 | 5.00 |" in text
-    assert "**2.00x** at p50, **2.50x** at p99" in text
-    assert (
-        "- generated, Enforce (validationActions [Deny]" in text and "1.25x the reference" in text
-    )
+    assert "**2.00x** at p50, **2.50x** at p99; as the enforce Component" in text
+    assert "**1.25x** at p50, **1.25x** at p99." in text
+    assert "- generated, Enforce (as kustomize/components/enforce" in text
+    assert "1.25x the reference" in text and "it did so 1 time(s)" in text
+    import admission_bench
+
+    rows = admission_bench.target_rows({"kyverno": adm, "gatekeeper": None})
+    assert rows[:4] == [
+        ("admission p50 at most 1.2x the reference",
+         "admission p50, generated / reference: 2.00x (large fleet, 10 pods)", False),
+        ("admission p50 at most 1.2x the reference, Enforce",
+         "admission p50, generated Enforce / reference: 1.25x (large fleet, 10 pods)", False),
+        ("admission p99 at most 1.5x the reference",
+         "admission p99, generated / reference: 2.50x (large fleet, 10 pods)", False),
+        ("admission p99 at most 1.5x the reference, Enforce",
+         "admission p99, generated Enforce / reference: 1.25x (large fleet, 10 pods)", True),
+    ]  # fmt: skip
 
 
 def _gatekeeper(p50: float = 1.25, p99: float = 2.0) -> dict[str, Any]:

@@ -202,6 +202,10 @@ def test_every_component_combination_builds(
         "enforce": "Enforce",
     }[last]
     assert _actions(built) == {(kind, action) for kind in VALIDATING[cluster]}
+    for vpol in (o for o in built if o["kind"] == "ValidatingPolicy"):
+        # Enforce: Kyverno generates a ValidatingAdmissionPolicy; Audit: its webhook
+        autogen = vpol["spec"]["autogen"]["validatingAdmissionPolicy"]
+        assert autogen == {"enabled": action == "Enforce"}
     if "workload-patches" in components:
         coordinator = next(o for o in built if o["kind"] == "Deployment")
         spec = coordinator["spec"]["template"]["spec"]

@@ -9,11 +9,16 @@ environment from the Deployment in config/install-latest-testing.yaml. Out of cl
 Service and put that address in the serving certificate it generates (the CA and the TLS
 pair are Secrets in its namespace, as in a cluster); `--kubeconfig` names the API server
 (admin credentials: the chart's RBAC is not reproduced). The API server runs with the
-webhook admission plugins on.
+webhook admission plugins on, and the ValidatingAdmissionPolicy plugin (on by default in a
+cluster): a ValidatingPolicy with spec.autogen.validatingAdmissionPolicy.enabled becomes a
+ValidatingAdmissionPolicy and binding (`vpol-<name>`, made by Kyverno's
+admissionpolicygenerator), and gets no webhook. No garbage collector runs here, so
+`delete` removes those with their policy, as a cluster's would by their owner reference.
 """
 
 from __future__ import annotations
 
+import time
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +35,13 @@ from live_harness import (
     free_port,
     wait_until,
 )
-from webhook_harness import CONTROLLER_TIMEOUT, insecure, install_crds, manifest_docs
+from webhook_harness import (
+    CONTROLLER_TIMEOUT,
+    WEBHOOK_PLUGINS,
+    insecure,
+    install_crds,
+    manifest_docs,
+)
 
 from tooling import module_dir
 
@@ -56,9 +67,30 @@ def crds(module: Path, folders: Sequence[str]) -> list[dict[str, Any]]:
     return out
 
 
+PLUGINS = (*WEBHOOK_PLUGINS, "ValidatingAdmissionPolicy")
+NUDGE = 5.0  # s: see Kyverno.generated
+VAP = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
+VAP_BINDING = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
+
+
 def _at_admission(policy: Mapping[str, Any]) -> bool:
     evaluation = policy["spec"].get("evaluation") or {}
     return (evaluation.get("admission") or {}).get("enabled", True) is not False
+
+
+def generates_vap(policy: Mapping[str, Any]) -> bool:
+    """A ValidatingPolicy Kyverno turns into a ValidatingAdmissionPolicy (no webhook)."""
+    autogen = policy["spec"].get("autogen") or {}
+    return policy["kind"] == "ValidatingPolicy" and bool(
+        (autogen.get("validatingAdmissionPolicy") or {}).get("enabled")
+    )
+
+
+def vap_names(policy: Mapping[str, Any]) -> tuple[str, str]:
+    """The ValidatingAdmissionPolicy and binding Kyverno generates for a ValidatingPolicy
+    (pkg/controllers/admissionpolicygenerator: vpol-<name>, its binding <that>-binding)."""
+    name = f"vpol-{policy['metadata']['name']}"
+    return name, f"{name}-binding"
 
 
 def _flag(arg: str) -> str:
@@ -77,6 +109,10 @@ class Kyverno:
     proc: Process | None = None
     installed_args: list[str] = field(default_factory=list)
     installed_env: dict[str, str] = field(default_factory=dict)
+    # generated bindings seen without the policy's status.generated (since when), and how
+    # many were deleted for Kyverno to reconcile again (see `generated`)
+    ungenerated: dict[str, float] = field(default_factory=dict)
+    nudged: int = 0
 
     def install(self) -> None:
         """Namespace, CRDs and ConfigMaps as the release manifest has them."""
@@ -202,19 +238,70 @@ class Kyverno:
         kube = self.cp.kube()
         for obj in objs:
             kube.delete(f"{collection_path(obj)}/{obj['metadata']['name']}")
+        for obj in objs:
+            if obj["kind"] == "ValidatingPolicy":
+                self.delete_generated(obj["metadata"]["name"])
+
+    def delete_generated(self, policy: str | None = None) -> None:
+        """The ValidatingAdmissionPolicies Kyverno generated (for `policy`, or all), as the
+        garbage collector removes them with their owner."""
+        kube = self.cp.kube()
+        for path in (VAP, VAP_BINDING):
+            for item in kube.get(path, labelSelector="app.kubernetes.io/managed-by=kyverno")[
+                "items"
+            ]:
+                owners = {o["name"] for o in item["metadata"].get("ownerReferences") or []}
+                if policy is None or policy in owners:
+                    kube.delete(f"{path}/{item['metadata']['name']}")
+
+    def generated(self, policy: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The ValidatingAdmissionPolicy Kyverno generated from `policy`, once it and its
+        binding exist and the policy's status says so (then Kyverno's webhook controller
+        leaves the policy out); None before.
+
+        Kyverno v1.19.1's admissionpolicygenerator writes that status once per reconcile
+        without retrying on a conflict (controller.go updatePolicyStatus), and the status
+        controller writes the same status when the policy is created: the write is lost
+        often, the VAP enforces and the policy keeps its webhook too, until the next
+        reconcile (the policy's spec, its VAP or binding changed, or Kyverno restarted).
+        A binding without that status for NUDGE seconds is deleted, for Kyverno to make it
+        again (what `kubectl delete validatingadmissionpolicybinding` does in a cluster)."""
+        vap, binding = vap_names(policy)
+        kube = self.cp.kube()
+        try:
+            status = kube.get(f"{collection_path(policy)}/{policy['metadata']['name']}")
+            got: dict[str, Any] = kube.get(f"{VAP}/{vap}")
+            kube.get(f"{VAP_BINDING}/{binding}")
+        except KubeError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        if (status.get("status") or {}).get("generated"):
+            return got
+        first = self.ungenerated.setdefault(binding, time.monotonic())
+        if time.monotonic() - first > NUDGE:
+            del self.ungenerated[binding]
+            self.nudged += 1
+            kube.delete(f"{VAP_BINDING}/{binding}")
+        return None
 
     def wait_registered(
         self, objs: Sequence[Mapping[str, Any]], timeout: float = CONTROLLER_TIMEOUT
     ) -> None:
         """Until each policy has its webhook in Kyverno's resource configurations (a
-        policy with evaluation.admission.enabled false gets none)."""
+        policy with evaluation.admission.enabled false gets none; one that generates a
+        ValidatingAdmissionPolicy: until that and its binding exist and no webhook)."""
 
         def registered() -> bool:
             for obj in objs:
                 if not _at_admission(obj):
                     continue
                 kind = "mutating" if obj["kind"] == "MutatingPolicy" else "validating"
-                if not self.webhooks_for(kind, obj["metadata"]["name"]):
+                hooks = self.webhooks_for(kind, obj["metadata"]["name"])
+                if generates_vap(obj):
+                    if hooks or self.generated(obj) is None:
+                        return False
+                elif not hooks:
                     return False
             return True
 

@@ -12,6 +12,9 @@ cluster, through the API server's webhooks.
     untouched;
 (4) Kyverno down: the webhooks' failurePolicy is the rendered Fail, and a user creating
     a group pod gets the API server's error, while other pods are admitted.
+Under Enforce the ValidatingPolicy has Kyverno generate a ValidatingAdmissionPolicy: (3)
+and (4) again with the API server validating, and the generated validate test's
+expectations through it.
 The engine-neutral cases of tests/engines run through it too, held to the expectations
 the CLI is held to. One control plane and one Kyverno serve the whole module.
 """
@@ -27,8 +30,8 @@ from typing import Any
 
 import pytest
 import yaml
-from kyverno_harness import Kyverno, start_kyverno
-from live_harness import ADMIN_TOKEN, ControlPlane, start_control_plane
+from kyverno_harness import PLUGINS, VAP, VAP_BINDING, Kyverno, start_kyverno, vap_names
+from live_harness import ADMIN_TOKEN, ControlPlane, KubeError, start_control_plane
 from live_kit import (
     EXAMPLE,
     NS,
@@ -42,7 +45,7 @@ from live_kit import (
     project,
     write_config,
 )
-from webhook_harness import WEBHOOK_PLUGINS, wait_admitted, wait_bound
+from webhook_harness import wait_admitted, wait_bound
 
 from engines.cases import Suite, expected, suites
 from engines.engines import Checks, check_ids
@@ -69,7 +72,7 @@ def kyverno_plane(
         require_tool(tool)
     binary = require_tool("kyverno-admission-controller")
     work = tmp_path_factory.mktemp("kyverno-plane")
-    cp = start_control_plane(TOOLS_BIN, work, admission=WEBHOOK_PLUGINS)
+    cp = start_control_plane(TOOLS_BIN, work, admission=PLUGINS)
     try:
         k = start_kyverno(cp, binary, work / "kyverno")
     except BaseException:
@@ -92,6 +95,7 @@ def plane(kyverno_plane: tuple[ControlPlane, Kyverno]) -> Iterator[tuple[Control
     yield cp, k
     for kind in ("mutatingpolicies", "validatingpolicies"):
         cp.kube().delete(f"/apis/policies.kyverno.io/v1/{kind}")
+    k.delete_generated()
     k.wait_unregistered([NAME + s for s in ("-coordinator", "-worker", "-validate")])
 
 
@@ -354,9 +358,10 @@ def test_kyverno_state3_pytorchjob_pods_land_in_one_zone(
         assert term["labelSelector"]["matchLabels"]["training.kubeflow.org/job-name"] == "resnet"
 
 
-def _validate_only(action: str) -> list[dict[str, Any]]:
+def _validate_only(action: str, api_server: bool = False) -> list[dict[str, Any]]:
     (policy,) = [p for p in _policy_docs(GENERATED) if p["kind"] == "ValidatingPolicy"]
     policy["spec"]["validationActions"] = [action]
+    policy["spec"]["autogen"]["validatingAdmissionPolicy"] = {"enabled": api_server}
     return [policy]
 
 
@@ -364,21 +369,28 @@ def _generated_resources(test: str) -> list[dict[str, Any]]:
     return docs(GENERATED / "tests" / test / "resources.yaml")
 
 
-@pytest.mark.parametrize("action", ["Audit", "Deny"])
+@pytest.mark.parametrize("action", ["Audit", "Deny", "Deny, API server"])
 def test_kyverno_validation_as_the_generated_tests_expect(
     plane: tuple[ControlPlane, Kyverno], action: str
 ) -> None:
     """The generated validate test's pods, created through the API server with the
     ValidatingPolicy alone (as the test evaluates it): Audit admits every pod and reports
     pass/fail as the test expects (skipped pods never reach Kyverno); Deny (Enforce)
-    rejects exactly the failing ones, with the check's message."""
+    rejects exactly the failing ones, with the check's message, on Kyverno's webhook and
+    through the ValidatingAdmissionPolicy Kyverno generates (the enforce Component's
+    spec.autogen.validatingAdmissionPolicy.enabled), which the API server runs itself."""
     cp, k = plane
     test = "topogen-ml-training-validate"
     want = _expectations(GENERATED / "tests" / test / "kyverno-test.yaml")
     pods = _generated_resources(test)
     bad = next(p for p in pods if want[_key(p)] == "fail")
-    if action == "Deny":
-        _install(k, _validate_only(action), bad)
+    api_server = action == "Deny, API server"
+    if action != "Audit":
+        _install(k, _validate_only("Deny", api_server), bad)
+        wait_admitted(  # not Kyverno's webhook: the API server's policy
+            "the ValidatingAdmissionPolicy at admission",
+            lambda: not api_server or create_pod_raw(cp, bad)[0] == 403,
+        )
     else:
         _install_audit(k, _validate_only(action), bad)
     got: dict[str, tuple[int, str]] = {}
@@ -386,15 +398,22 @@ def test_kyverno_validation_as_the_generated_tests_expect(
         cp.ensure_namespace(pod["metadata"]["namespace"])
         status, body, _ = create_pod_raw(cp, pod, dry_run=False)
         got[_key(pod)] = (status, body.get("message", ""))
-    if action == "Deny":
+    vap, binding = vap_names({"metadata": {"name": f"{NAME}-validate"}})
+    if action != "Audit":
         for key, result in want.items():
             status, message = got[key]
-            if result == "fail":
+            if result != "fail":
+                assert status == 201, (key, status, message)
+            elif api_server:
+                assert status == 403, (key, status, message)
+                assert message.startswith(
+                    f'pods "{key.split("/")[1]}" is forbidden: ValidatingAdmissionPolicy '
+                    f"'{vap}' with binding '{binding}' denied request: pod {key.split('/')[1]}: "
+                ), message
+            else:
                 assert status == 400, (key, status, message)
                 assert f"Policy {NAME}-validate failed: pod {key.split('/')[1]}: " in message
                 assert message.startswith('admission webhook "vpol.validate.kyverno.svc-fail-')
-            else:
-                assert status == 201, (key, status, message)
         return
     assert {s for s, _ in got.values()} == {201}
     reported = {key for key, r in want.items() if r != "skip"}
@@ -513,6 +532,116 @@ def test_kyverno_down_the_rendered_fail_rejects_group_pods_only(
             == "zone-a"
         ),
     )
+
+
+# --- (3) and (4) under Enforce: Kyverno's generated ValidatingAdmissionPolicy ----------------
+
+
+def _relabel(cp: ControlPlane, pod: Mapping[str, Any], labels: Mapping[str, str]) -> int:
+    """PATCH a stored pod's labels (an UPDATE the ValidatingPolicy judges, no mutation does)."""
+    ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+    try:
+        cp.kube().request(
+            "PATCH",
+            f"/api/v1/namespaces/{ns}/pods/{name}",
+            {"metadata": {"labels": dict(labels)}},
+            content_type="application/merge-patch+json",
+        )
+    except KubeError as exc:
+        return exc.status
+    return 200
+
+
+def test_kyverno_enforce_validation_runs_in_the_api_server_and_holds_while_kyverno_is_down(
+    plane: tuple[ControlPlane, Kyverno], tmp_path: Path
+) -> None:
+    """validationAction Enforce: the ValidatingPolicy asks Kyverno to generate a
+    ValidatingAdmissionPolicy (spec.autogen.validatingAdmissionPolicy.enabled). Kyverno
+    v1.19.1 creates `vpol-<name>` and its binding with the policy's matchConstraints,
+    matchConditions, variables and validations and the Deny action, and registers no
+    webhook for the policy (its MutatingPolicies keep theirs). The zone-split group's pods
+    are mutated by Kyverno and validated by the API server, land in one zone, and no
+    admission report is written for the ValidatingPolicy; a mis-placed coordinator is
+    rejected by the API server with the policy's message. With Kyverno gone, creating a
+    group pod still fails at the MutatingPolicies' webhooks (failurePolicy Fail, as
+    rendered), while the validation holds: a relabel claiming another zone is rejected by
+    the API server, a harmless one is admitted, other pods are admitted as they are."""
+    cp, k = plane
+    snap = _with_example(cp, tmp_path)
+    # no garbage collector here: earlier pods' reports outlive them
+    cp.kube().delete(f"/apis/reports.kyverno.io/v1/namespaces/{NS}/ephemeralreports")
+    config = write_config(tmp_path, nodes=[snap], workloads=[BEFORE])
+    policies = _render(config, tmp_path / "out", "Enforce")
+    (policy,) = [p for p in policies if p["kind"] == "ValidatingPolicy"]
+    assert policy["spec"]["validationActions"] == ["Deny"]
+    assert policy["spec"]["autogen"]["validatingAdmissionPolicy"] == {"enabled": True}
+    pods = pods_of(docs(BEFORE))
+    misplaced = copy.deepcopy(pods[0])
+    misplaced["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": "zone-b"}
+    _install(k, policies, misplaced)
+
+    vap, binding = vap_names(policy)
+    generated = cp.kube().get(f"{VAP}/{vap}")["spec"]
+    spec = policy["spec"]
+    constraints = generated["matchConstraints"]
+    for key in ("namespaceSelector", "objectSelector"):
+        assert constraints[key] == spec["matchConstraints"][key], key
+    assert constraints["resourceRules"] == [
+        r | {"scope": "*"} for r in spec["matchConstraints"]["resourceRules"]
+    ]
+    for key in ("matchConditions", "variables", "validations"):
+        assert generated[key] == spec[key], key
+    assert generated["failurePolicy"] == "Fail"  # the API server's default; not copied
+    bound = cp.kube().get(f"{VAP_BINDING}/{binding}")["spec"]
+    assert bound == {"policyName": vap, "validationActions": ["Deny"]}
+    assert not k.webhooks_for("validating", policy["metadata"]["name"])
+    for role in ("coordinator", "worker"):
+        (hook,) = k.webhooks_for("mutating", f"{NAME}-{role}")
+        assert hook["failurePolicy"] == "Fail"
+
+    wait_admitted(  # the webhook is gone once the status is written; the VAP is loaded anew
+        "the ValidatingAdmissionPolicy at admission",
+        lambda: "ValidatingAdmissionPolicy" in create_pod_raw(cp, misplaced)[1].get("message", ""),
+    )
+    status, body, _ = create_pod_raw(cp, misplaced, dry_run=False)
+    assert status == 403, body
+    assert body["message"].startswith(
+        f"pods \"trainer-coordinator-0\" is forbidden: ValidatingAdmissionPolicy '{vap}' "
+        f"with binding '{binding}' denied request: pod trainer-coordinator-0: the "
+        "coordinator of group ml-training must be pinned to topology.kubernetes.io/zone in "
+        "[zone-a]"
+    ), body["message"]
+
+    stored = _schedule(cp, pods)
+    assert set(_zones(cp, stored).values()) == {"zone-a"}
+
+    def results() -> dict[str, set[tuple[str, str]]]:
+        return {p: {(r["policy"], r["result"]) for r in rs} for p, rs in _reports(cp, NS).items()}
+
+    mutated = {
+        name: {(f"{NAME}-{'coordinator' if 'coordinator' in name else 'worker'}", "pass")}
+        for name in stored
+    }
+    wait_admitted("the MutatingPolicies' admission reports", lambda: results() == mutated)
+
+    # Kyverno down
+    coordinator = stored["trainer-coordinator-0"]
+    outsider = copy.deepcopy(pods[0])
+    outsider["metadata"] |= {"name": "web-0", "labels": {"app.kubernetes.io/name": "web"}}
+    k.kill()
+    again = copy.deepcopy(pods[-1])
+    again["metadata"]["name"] += "-again"
+    status, body, _ = create_pod_raw(cp, again, dry_run=False)
+    assert status == 500 and body["reason"] == "InternalError", body
+    assert (
+        'failed calling webhook "mpol.validate.kyverno.svc-fail-finegrained-' in (body["message"])
+    )
+    assert _relabel(cp, coordinator, {"zone": "zone-b"}) == 403
+    assert _relabel(cp, coordinator, {"owner": "research"}) == 200
+    assert cp.pod(NS, "trainer-coordinator-0")["metadata"]["labels"]["zone"] == "zone-a"
+    status, body, _ = create_pod_raw(cp, outsider, dry_run=False)
+    assert status == 201 and project(body) == project(outsider), body
+    k.start()
 
 
 # --- the engine-neutral cases through admission --------------------------------------------

@@ -75,6 +75,9 @@ class AdmissionIntent:
     # spread: the jobs each queued job never shares its domain with ((namespace, job) ->
     # exclusions); a job not listed gets none
     job_excludes: tuple[tuple[tuple[str, str], tuple[Exclusion, ...]], ...] = ()
+    # the engine may hand validation to the API server under Enforce (Kyverno: a
+    # ValidatingAdmissionPolicy generated from the ValidatingPolicy; config kyverno:)
+    api_server_validation: bool = False
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -163,7 +166,9 @@ def named_jobs(intent: AdmissionIntent, namespace: str) -> tuple[str, ...]:
     return tuple(sorted(job for (ns, job), _ in intent.job_zones if ns == namespace))
 
 
-def intent_for(plan: GroupPlan, validation_action: str) -> AdmissionIntent:
+def intent_for(
+    plan: GroupPlan, validation_action: str, *, api_server_validation: bool = False
+) -> AdmissionIntent:
     assert plan.domain is not None, "only enforceable plans have an intent"
     p = plan.profile
     job_zones: tuple[tuple[tuple[str, str], tuple[str, ...]], ...] = ()
@@ -209,6 +214,7 @@ def intent_for(plan: GroupPlan, validation_action: str) -> AdmissionIntent:
         fallback_zones=fallback,
         job_identity=bool(job_zones) and plan.identity_source == "static",
         job_excludes=job_excludes,
+        api_server_validation=api_server_validation,
     )
 
 

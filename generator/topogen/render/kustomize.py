@@ -26,6 +26,7 @@ from topogen.errors import TopogenError
 from topogen.pipeline import AnalysisReport, ClusterAnalysis
 from topogen.render.base import RenderedFile, render_text, to_yaml
 from topogen.render.intent import AdmissionIntent, intent_for
+from topogen.render.kyverno import API_SERVER_LABEL
 from topogen.render.workload_patches import WorkloadPatch, workload_patches
 from topogen.yamlfast import load_all_fast
 
@@ -156,7 +157,12 @@ def _cluster_of(folder: str) -> str | None:
 
 def _intents(ca: ClusterAnalysis, cfg: TopogenConfig) -> list[AdmissionIntent]:
     action = cfg.validation_action_for(cfg.cluster(ca.cluster))
-    return [intent_for(p, action) for p in ca.plans if p.enforceable and not p.refused]
+    vap = cfg.kyverno.generate_validating_admission_policy
+    return [
+        intent_for(p, action, api_server_validation=vap)
+        for p in ca.plans
+        if p.enforceable and not p.refused
+    ]
 
 
 def _patch_file(p: WorkloadPatch, taken: set[str]) -> str:
@@ -237,6 +243,9 @@ def kustomize_files(
                 "validation-action.yaml.j2",
                 legacy=_legacy_action_patches(legacy, actions["kyverno_legacy"]),
                 **actions,
+                api_server=name == "enforce",
+                api_server_selector="app.kubernetes.io/managed-by=topogen,"
+                + "=".join(API_SERVER_LABEL),
             )
         )
     for ca in sorted(report.clusters, key=lambda c: c.cluster):

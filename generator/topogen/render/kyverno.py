@@ -5,6 +5,18 @@ server calls Kyverno only for pods of the group's namespaces that carry the job 
 outage blocks no other pod. A detached pod (KubeRay's submitter) has no job label, and a
 label selector cannot OR, so it gets a policy pair of its own (`-detached`,
 `-detached-validate`) selecting it by its own label, pinned like the coordinator.
+
+Under Enforce a ValidatingPolicy asks Kyverno to generate a native ValidatingAdmissionPolicy
+and binding from it (`vpol-<name>`, spec.autogen.validatingAdmissionPolicy.enabled; config
+kyverno.generateValidatingAdmissionPolicy): Kyverno v1.19.1's admissionpolicygenerator
+copies matchConstraints, matchConditions, variables and validations as they are
+(pkg/admissionpolicy/builder.go; the CEL is the native engine's, which the API server
+runs), the binding carries validationActions, and Kyverno's webhook controller then
+registers no webhook for the policy. The API server validates the pods itself: no webhook
+round trip and no admission report on the pod's path, and validation holds while Kyverno
+is down. Audit stays on the webhook (Kyverno's admission reports are its output); so does
+a group in a namespace Kyverno's install leaves out (a ValidatingAdmissionPolicy knows
+nothing of Kyverno's config), which carries no API_SERVER_LABEL for the enforce Component.
 """
 
 from __future__ import annotations
@@ -16,7 +28,27 @@ from topogen.render import cel, cel_spread
 from topogen.render.base import RenderedFile, render_documents
 from topogen.render.intent import AdmissionIntent, kyverno_library_annotations, policy_metadata
 
-__all__ = ["kyverno_policies", "policy_names", "webhook_selectors"]
+__all__ = [
+    "API_SERVER_LABEL",
+    "KYVERNO_EXCLUDED_NAMESPACES",
+    "kyverno_policies",
+    "policy_names",
+    "webhook_selectors",
+]
+
+# a ValidatingPolicy Kyverno may turn into a ValidatingAdmissionPolicy under Enforce (what
+# kustomize/components/enforce selects to switch the generation on)
+API_SERVER_LABEL = ("topogen.io/api-server-validation", "allowed")
+# left out of Kyverno's webhooks by its install (the `webhooks` namespaceSelector and
+# resourceFilters of its ConfigMap, config/install-latest-testing.yaml)
+KYVERNO_EXCLUDED_NAMESPACES = ("kube-node-lease", "kube-public", "kube-system", "kyverno")
+
+
+def api_server_validation(intent: AdmissionIntent) -> bool:
+    """Whether the group's ValidatingPolicies may become ValidatingAdmissionPolicies."""
+    return intent.api_server_validation and not set(intent.namespaces) & set(
+        KYVERNO_EXCLUDED_NAMESPACES
+    )
 
 
 def _meta(intent: AdmissionIntent, role: str) -> dict[str, Any]:
@@ -114,12 +146,17 @@ def validating_policy(
     intent: AdmissionIntent, name: str = "", detached: LabelSelector | None = None
 ) -> RenderedFile:
     name = name or f"{intent.name}-validate"
-    actions = ["Deny"] if intent.validation_action == "Enforce" else ["Audit"]
+    enforce = intent.validation_action == "Enforce"
+    meta = _meta(intent, "validate")
+    allowed = api_server_validation(intent)
+    if allowed:
+        meta["labels"][API_SERVER_LABEL[0]] = API_SERVER_LABEL[1]
     text, objs = render_documents(
         "kyverno/validating-policy.yaml.j2",
         name=name,
-        **_meta(intent, "validate"),
-        actions=actions,
+        **meta,
+        actions=["Deny"] if enforce else ["Audit"],
+        generate_vap=allowed and enforce,
         **webhook_selectors(intent, detached),
         match_conditions=cel.match_role(intent, None),
         variables=cel.validation_variables(intent),
