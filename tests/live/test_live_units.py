@@ -221,7 +221,11 @@ def test_an_answer_trickling_in_is_cut_at_the_budget(tmp_path: Path) -> None:
     )
     start = time.monotonic()
     try:
-        with pytest.raises(LiveError, match=r"took longer than 1\.5s"):
+        # the deadline between pages, or the read timeout inside one when a byte comes
+        # later than what is left of the budget (a loaded machine): either names the budget
+        with pytest.raises(
+            LiveError, match=r"took longer than 1\.5s|did not answer within the 1\.5s budget"
+        ):
             read_cluster(LiveSource(kubeconfig=str(config), timeout=1.5))
     finally:
         stop.set()
