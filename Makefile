@@ -32,7 +32,7 @@ test: $(STAMP) tools
 
 # Never part of `make test`. BENCH_ARGS="--quick --skip-kyverno --skip-admission --skip-fleet" for the
 # shortest run (README: Performance, with its measured time);
-# BENCH_ARGS=--fleet-only for the fleet measure alone (the real kube-scheduler, ~15 min).
+# BENCH_ARGS=--fleet-only for the fleet measure alone (the real kube-scheduler, 20-35 min here).
 # BENCH_ARGS=--admission-only for the admission latency alone (Kyverno's admission
 # controller and Gatekeeper's controller-manager on kube-apiserver's webhook path).
 bench: $(STAMP) tools
