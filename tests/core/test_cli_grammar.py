@@ -157,7 +157,6 @@ def test_completion_scripts(shell: str) -> None:
     assert f"{shell}_complete" in result.stdout or f"{shell}_source" in result.stdout
 
 
-@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_bash_completion_completes_commands_and_formats() -> None:
     """The printed script, sourced by a real bash, completes `topogen ana` and `-o `."""
     topogen = Path(sys.executable).parent / "topogen"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Protocol
 
 from topogen.manifest import KubeObject
@@ -137,6 +137,18 @@ class Operator(ABC):
         worker's term names its job's coordinators."""
         return Profile(
             self.name, job, role, (role_in(role, coordinator),), (role_in(role, worker),)
+        )
+
+    def rules_anchored_on_members(
+        self, job: str, role: str, coordinator: list[str], worker: list[str]
+    ) -> Profile:
+        """The base rules with any member of the job as the workers' anchor (for jobs
+        whose coordinator is not created first: whichever member exists anchors them)."""
+        members = role_in(role, [*coordinator, *worker])
+        return replace(
+            Operator.rules(self, job, role, coordinator, worker),
+            anchors=(members,),
+            members=members,
         )
 
 

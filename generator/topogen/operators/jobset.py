@@ -19,8 +19,7 @@ from typing import Any
 
 from topogen.errors import InputError
 from topogen.manifest import KubeObject, as_list, as_map
-from topogen.operators.base import Inputs, Operator, PodSet, role_in, template_of
-from topogen.operators.profile import Profile
+from topogen.operators.base import Inputs, Operator, PodSet, template_of
 
 __all__ = [
     "COMPLETION_INDEX",
@@ -197,15 +196,4 @@ class JobSet(Operator):
             obj, obj.name, spec, where="spec", at=("spec", "replicatedJobs"), late=late
         )
 
-    def rules(self, job: str, role: str, coordinator: list[str], worker: list[str]) -> Profile:
-        profile = super().rules(job, role, coordinator, worker)
-        members = role_in(role, [*coordinator, *worker])
-        return Profile(
-            profile.name,
-            job,
-            role,
-            profile.coordinator,
-            profile.worker,
-            (members,),
-            members=members,
-        )
+    rules = Operator.rules_anchored_on_members

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from topogen.manifest import KubeObject, as_list, as_map
-from topogen.operators.base import Inputs, Operator, PodSet, role_in, template_of
-from topogen.operators.profile import Profile
+from topogen.operators.base import Inputs, Operator, PodSet, template_of
 
 __all__ = ["JOB_LABEL", "TASK_LABEL", "Volcano"]
 
@@ -57,15 +56,4 @@ class Volcano(Operator):
                 (INDEX_LABEL,),
             )
 
-    def rules(self, job: str, role: str, coordinator: list[str], worker: list[str]) -> Profile:
-        profile = super().rules(job, role, coordinator, worker)
-        members = role_in(role, [*coordinator, *worker])
-        return Profile(
-            profile.name,
-            job,
-            role,
-            profile.coordinator,
-            profile.worker,
-            (members,),
-            members=members,
-        )
+    rules = Operator.rules_anchored_on_members
