@@ -253,19 +253,31 @@ def targets(results: list[dict[str, Any]]) -> list[str]:
             *(f"| {t} | {m} | {marks[h]} |" for t, m, h in target_rows(results))]  # fmt: skip
 
 
-def _startup_line(topogen: Measured, cyclonus: Measured) -> str:
-    return (
+# what any Python CLI on topogen's stack pays before its own first line: the interpreter,
+# click and PyYAML (with the standard modules they import)
+FLOOR_CODE = "import click, yaml"
+
+
+def _startup_line(topogen: Measured, cyclonus: Measured, floor: Measured | None = None) -> str:
+    line = (
         "Start-up alone (the same measure on commands that read no input): "
         f"`topogen connectivity --help` (interpreter and imports) {topogen.wall_med:.2f} s, "
         f"{topogen.cpu_med:.2f} s of CPU; `cyclonus version` {cyclonus.wall_med:.2f} s, "
         f"{cyclonus.cpu_med:.2f} s of CPU."
     )
+    if floor is not None:
+        line += (
+            f" The floor of topogen's stack, `python -c '{FLOOR_CODE}'` (the interpreter and "
+            f"the two libraries the CLI is built on): {floor.wall_med:.2f} s, "
+            f"{floor.cpu_med:.2f} s of CPU."
+        )
+    return line
 
 
 def report_lines(
     results: list[dict[str, Any]],
     runs: int,
-    startup: tuple[Measured, Measured] | None = None,
+    startup: tuple[Measured, Measured] | tuple[Measured, Measured, Measured] | None = None,
 ) -> list[str]:
     """The race section's lines; `startup`: both engines on a command that reads nothing."""
     seed = results[0]["spec"].seed if results else 1
@@ -342,7 +354,9 @@ def run(
     results = bench(workloads, 1, runs, work, full=full, fresh_peer=fresh_peer)
     help_cmd = [str(race.TOPOGEN), "connectivity", "--help"]
     startup = (_timed(help_cmd, work / "help.txt", runs, "topogen connectivity --help"),
-               _timed([str(race.CYCLONUS), "version"], work / "version.txt", runs, "cyclonus"))  # fmt: skip
+               _timed([str(race.CYCLONUS), "version"], work / "version.txt", runs, "cyclonus"),
+               _timed([str(race.TOPOGEN.parent / "python"), "-c", FLOOR_CODE],
+                      work / "floor.txt", runs, "the Python floor"))  # fmt: skip
     out = (work / "version.txt").read_text(encoding="utf-8")
     version = re.search(r'"Version": "([^"]*)"', out)
     lines = [

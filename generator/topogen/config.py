@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -387,6 +386,8 @@ def _did_you_mean(loc: tuple[int | str, ...]) -> str:
     if model is None:
         return ""
     keys = [f.alias or n for n, f in model.model_fields.items() if not f.exclude]
+    import difflib  # only on an unknown key: kept off every start-up
+
     close = difflib.get_close_matches(str(loc[-1]), keys, n=1, cutoff=0.6)
     return f" (did you mean {close[0]}?)" if close else ""
 

@@ -289,6 +289,14 @@ def test_the_race_section_is_spliced_in_and_replaced() -> None:
         "`topogen connectivity --help` (interpreter and imports) 0.16 s, 0.16 s of CPU; "
         "`cyclonus version` 0.01 s, 0.01 s of CPU." in "\n".join(startup)
     )
+    assert "floor" not in "\n".join(startup)
+    floor = racebench.report_lines(
+        _races(0.5, 2.0), 3, (_measured(0.16), _measured(0.01), _measured(0.11))
+    )
+    assert (
+        "The floor of topogen's stack, `python -c 'import click, yaml'` (the interpreter and "
+        "the two libraries the CLI is built on): 0.11 s, 0.11 s of CPU." in "\n".join(floor)
+    )
     assert f"| {SPEED} |" in "\n".join(lines)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import atexit
-import difflib
 import gc
 import importlib
 import os
@@ -96,6 +95,8 @@ class _Group(click.Group):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
         if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            import difflib  # only on a mistyped command: kept off every start-up
+
             close = difflib.get_close_matches(name, self.list_commands(ctx), n=2, cutoff=0.6)
             hint = " Did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
             ctx.fail(f"No such command {name!r}.{hint}")
