@@ -66,6 +66,7 @@ class GroupPlan:
     domains: tuple[tuple[str, tuple[str, ...]], ...] = ()  # spread: every domain it may use
     job_domains: tuple[JobDomain, ...] = ()  # spread: the known jobs' domains
     fallback: str = ""  # spread: what a job that appears after the render gets
+    fallback_domains: tuple[str, ...] = ()  # spread: the domains such a job may use
     # per worker selector of the profile: what its co-location term adds to the job label
     # (empty: the profile's own); and the detached pods' selectors (KubeRay's submitters)
     anchors: tuple[LabelSelector, ...] = ()
@@ -78,6 +79,13 @@ class GroupPlan:
     @property
     def spread(self) -> bool:
         return self.placement == "spread"
+
+    @property
+    def fallback_zones(self) -> tuple[str, ...]:
+        """Spread: the zones a job that appears after the render may use (in zone order)."""
+        named = dict(self.domains)
+        mine = {z for d in self.fallback_domains for z in named.get(d, ())}
+        return tuple(z for z in self.zones if z in mine)
 
     def describe_fix(self) -> str:
         if self.refused:
@@ -290,13 +298,6 @@ def _plan_spread(
         label_filter=label_filter(ctx.index.cilium),
     )
     default = used[0]
-    fallback = (
-        f"a job that appears after the render is pinned to {default} (the domain with the "
-        "most GPUs, preferZones first)"
-        if source == "static"
-        else "a job that appears after the render may land in any of them, its workers "
-        "following its coordinator"
-    )
     plan = replace(
         base,
         domain=default,
@@ -306,7 +307,6 @@ def _plan_spread(
         placement="spread",
         identity_source=source,
         domains=domains,
-        fallback=fallback,
         # several domains: spans between them are the design (workers follow their
         # coordinator), spans inside one are not; one domain: as pinned
         denied_zone_pairs=tuple(
@@ -394,7 +394,55 @@ def _with_jobs(
             "until others finish"
         )
     note = "; ".join(n for n in (worker_anchors(plan.profile, planned)[1], note) if n)
-    return replace(plan, job_domains=tuple(sorted(out, key=lambda d: d.job)), note=note)
+    where, why = _fallback(plan, planned, a)
+    return replace(
+        plan,
+        job_domains=tuple(sorted(out, key=lambda d: d.job)),
+        note=note,
+        fallback_domains=where,
+        fallback=why,
+    )
+
+
+def _fallback(
+    plan: GroupPlan, planned: Sequence[JobAnalysis], a: Assignment
+) -> tuple[tuple[str, ...], str]:
+    """The domains a job that appears after the render gets, and why: those whose GPUs
+    left over once the known jobs are packed (queue slots included) hold the group's
+    smallest known job, else the one with the most left over. Static identity: one of
+    them (preferZones first, then the most left over); placement identity: all of them
+    (the coordinator chooses, its workers follow)."""
+    order = [n for n, _ in plan.domains]
+    left = {n: a.left.get(_unit(plan.topology_key, n), Fraction(0)) for n in order}
+    need = min(j.domains[0].gpus_needed for j in planned)
+    prefer = {z: i for i, z in enumerate(plan.group.prefer_zones)}
+    room = [n for n in order if left[n] >= need]
+    most = min(order, key=lambda n: (-left[n], order.index(n)))
+    after = "appears after the render"
+    job = f"a job of the group ({_count(need)} GPU{'' if need == 1 else 's'})"
+    more = f" and {len(order) - 6} more" if len(order) > 6 else ""
+    spare = ", ".join(f"{n} {_count(left[n])}" for n in order[:6]) + more
+    facts = f"GPUs left over once the known jobs are packed: {spare}"
+    if plan.identity_source == "static":
+        pick = min(
+            room or [most], key=lambda n: (prefer.get(n, len(prefer)), -left[n], order.index(n))
+        )
+        why = (
+            f"the domain that keeps room for {job} with the most GPUs left over, preferZones first"
+            if room
+            else f"no domain keeps room for {job}: the most left over"
+        )
+        return (pick,), f"a job that {after} is pinned to {pick} ({why}; {facts})"
+    if not room:
+        return (most,), (
+            f"a job that {after} is pinned to {most} (no domain keeps room for {job}: the most "
+            f"left over; {facts})"
+        )
+    where = "any of them" if len(room) == len(order) else ", ".join(room)
+    return tuple(room), (
+        f"a job that {after} may land in {where}, its workers following its coordinator "
+        f"(the domains that keep room for {job}; {facts})"
+    )
 
 
 def _jobs_text(jobs: Sequence[JobName], most: int = 3) -> str:

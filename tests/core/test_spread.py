@@ -222,17 +222,64 @@ def test_groups_planned_together_do_not_count_the_same_gpus(tmp_path: Path) -> N
     domains = [j.domain for p in report.plans for j in p.job_domains]
     assert sorted(domains) == ["zone-a", "zone-b"]
     assert all(j.reason.startswith("packed") for p in report.plans for j in p.job_domains)
-    # a group without an identity label: a later job may land in any of the domains
+    # a group without an identity label: a later job may land in any domain that keeps room
+    # for one of its jobs once the known jobs run; none does here, so the most left over
     assert {p.identity_source for p in report.plans} == {"none"}
-    assert all("may land in any of them" in p.fallback for p in report.plans)
-    assert intent_for(report.plans[0], "Audit").fallback_zones == ("zone-a", "zone-b")
+    assert all("pinned to zone-a (no domain keeps room" in p.fallback for p in report.plans)
+    assert [p.fallback_domains for p in report.plans] == [("zone-a",), ("zone-a",)]
+    assert intent_for(report.plans[0], "Audit").fallback_zones == ("zone-a",)
 
 
-def test_a_pinned_group_takes_its_gpus_before_spread_groups_are_packed(tmp_path: Path) -> None:
-    jobs = _job("left", 8, "team-a") + _job("right", 8, "team-b")
-    groups = [{"name": "team-a", "namespaces": ["team-a"], "placement": "pin"},
-              {"name": "team-b", "namespaces": ["team-b"]}]  # fmt: skip
-    pinned, spread = analyze(load_config(_three_zones(tmp_path, jobs, groups))).plans
-    assert pinned.domain == "zone-a"
-    (job,) = spread.job_domains
-    assert job.domain == "zone-b" and job.reason.startswith("packed")
+def _fallback_plan(tmp_path: Path, group: dict) -> object:
+    """A 6-GPU and a 2-GPU job on zones of 8, 8 and 2 GPUs: packed together into zone-a
+    (the first of the equals it fills), leaving 0, 8 and 2 GPUs."""
+    jobs = _job("big", 6) + _job("small", 2)
+    (plan,) = analyze(load_config(_three_zones(tmp_path, jobs, [group]))).plans
+    assert {j.name: j.domain for j in plan.job_domains} == {"big": "zone-a", "small": "zone-a"}
+    return plan
+
+
+def test_a_later_static_job_goes_where_the_packing_leaves_the_most_gpus(tmp_path: Path) -> None:
+    """Not the domain with the most GPUs (zone-a, first of the 8s, which the known jobs
+    fill): the one with the most left over once they are packed (zone-b, 8), and
+    preferZones first among those that still hold a job of the group (2 GPUs)."""
+    plan = _fallback_plan(tmp_path / "s", {"identityLabel": "zone"})
+    assert plan.identity_source == "static" and plan.fallback_domains == ("zone-b",)
+    assert plan.fallback.startswith("a job that appears after the render is pinned to zone-b")
+    assert "zone-a 0, zone-b 8, zone-c 2" in plan.fallback
+    intent = intent_for(plan, "Audit")
+    assert zones_for(intent, "ml", "job-from-later") == ("zone-b",)
+    assert buckets(intent)[-1].identity == ("zone", "zone-b")
+    doc = json.loads(analysis_json(analyze(load_config(tmp_path / "s" / "topogen.yaml"))))
+    assert doc["plans"][0]["fallbackDomains"] == ["zone-b"]
+    assert doc["plans"][0]["fallbackZones"] == ["zone-b"]
+    preferred = _fallback_plan(tmp_path / "p", {"identityLabel": "zone",
+                                                "preferZones": ["zone-a", "zone-c"]})  # fmt: skip
+    assert preferred.fallback_domains == ("zone-c",)  # zone-a is preferred but full
+
+
+def test_a_later_job_with_placement_identity_may_use_the_domains_with_room(tmp_path: Path) -> None:
+    """No identity label (the zone changes nothing): the coordinator of a job the render
+    did not know may land in zone-b or zone-c, never in zone-a whose GPUs the packing gave
+    away; every fallback zone is one of the plan's (where the traffic is allowed)."""
+    plan = _fallback_plan(tmp_path, {})
+    assert plan.identity_source == "none"
+    assert plan.fallback_domains == ("zone-b", "zone-c")
+    assert "may land in zone-b, zone-c, its workers following" in plan.fallback
+    intent = intent_for(plan, "Audit")
+    assert intent.fallback_zones == ("zone-b", "zone-c")
+    assert set(intent.fallback_zones) < set(plan.zones) == {"zone-a", "zone-b", "zone-c"}
+    assert zones_for(intent, "ml", "small") == ("zone-a",)
+
+
+def test_assignment_left_never_exceeds_the_packed_jobs_room() -> None:
+    """What a later job may have: the packed jobs' room less what the queue slots take."""
+    got = assign([JobNeed(f"j{i}", F(6), ("a", "b")) for i in range(6)],
+                 {"a": F(8), "b": F(8), "c": F(2)})  # fmt: skip
+    assert got.left == {"a": F(2), "b": F(2), "c": F(2)}
+    for seed in range(20):
+        rng = random.Random(seed)
+        jobs = [JobNeed(f"j{i}", F(rng.randint(1, 9)), ("a", "b", "c")[: rng.randint(1, 3)],
+                        rng.choice("xy")) for i in range(12)]  # fmt: skip
+        got = assign(jobs, {"a": F(10), "b": F(7), "c": F(3)})
+        assert all(F(0) <= got.left[d] <= got.free[d] for d in got.free)
