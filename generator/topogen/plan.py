@@ -407,21 +407,27 @@ def _with_jobs(
 def _fallback(
     plan: GroupPlan, planned: Sequence[JobAnalysis], a: Assignment
 ) -> tuple[tuple[str, ...], str]:
-    """The domains a job that appears after the render gets, and why: those whose GPUs
-    left over once the known jobs are packed (queue slots included) hold the group's
-    smallest known job, else the one with the most left over. Static identity: one of
-    them (preferZones first, then the most left over); placement identity: all of them
-    (the coordinator chooses, its workers follow)."""
-    order = [n for n, _ in plan.domains]
-    left = {n: a.left.get(_unit(plan.topology_key, n), Fraction(0)) for n in order}
+    """The domains a job that appears after the render gets, and why: of the domains that
+    could hold each known job of the group alone (all of them if none could), those whose
+    GPUs left over once the known jobs are packed (queue slots included) hold its smallest
+    known job, else the one with the most left over. Static identity: one of them
+    (preferZones first, then the most left over); placement identity: all of them (the
+    coordinator chooses, its workers follow)."""
+    named = [n for n, _ in plan.domains]
+    index = [_domain_index(j) for j in planned]
+    # domains that could hold each known job alone, so a job like them can run there
+    order = [n for n in named if all(n in ix and ix[n].ok for ix in index)] or named
+    left = {n: a.left.get(_unit(plan.topology_key, n), Fraction(0)) for n in named}
     need = min(j.domains[0].gpus_needed for j in planned)
     prefer = {z: i for i, z in enumerate(plan.group.prefer_zones)}
     room = [n for n in order if left[n] >= need]
     most = min(order, key=lambda n: (-left[n], order.index(n)))
     after = "appears after the render"
     job = f"a job of the group ({_count(need)} GPU{'' if need == 1 else 's'})"
-    more = f" and {len(order) - 6} more" if len(order) > 6 else ""
-    spare = ", ".join(f"{n} {_count(left[n])}" for n in order[:6]) + more
+    if len(order) < len(named):
+        job += f" among the domains that hold each of its known jobs ({', '.join(order)})"
+    more = f" and {len(named) - 6} more" if len(named) > 6 else ""
+    spare = ", ".join(f"{n} {_count(left[n])}" for n in named[:6]) + more
     facts = f"GPUs left over once the known jobs are packed: {spare}"
     if plan.identity_source == "static":
         pick = min(
@@ -438,7 +444,7 @@ def _fallback(
             f"a job that {after} is pinned to {most} (no domain keeps room for {job}: the most "
             f"left over; {facts})"
         )
-    where = "any of them" if len(room) == len(order) else ", ".join(room)
+    where = "any of them" if len(room) == len(named) else ", ".join(room)
     return tuple(room), (
         f"a job that {after} may land in {where}, its workers following its coordinator "
         f"(the domains that keep room for {job}; {facts})"

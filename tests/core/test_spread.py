@@ -254,22 +254,31 @@ def test_a_later_static_job_goes_where_the_packing_leaves_the_most_gpus(tmp_path
     assert doc["plans"][0]["fallbackDomains"] == ["zone-b"]
     assert doc["plans"][0]["fallbackZones"] == ["zone-b"]
     preferred = _fallback_plan(tmp_path / "p", {"identityLabel": "zone",
-                                                "preferZones": ["zone-a", "zone-c"]})  # fmt: skip
-    assert preferred.fallback_domains == ("zone-c",)  # zone-a is preferred but full
+                                                "preferZones": ["zone-a", "zone-b"]})  # fmt: skip
+    assert preferred.fallback_domains == ("zone-b",)  # zone-a is preferred but full
+    # zone-c (2 GPUs left) keeps room for the small job but could not hold the big one
+    assert "among the domains that hold each of its known jobs (zone-a, zone-b)" in plan.fallback
 
 
 def test_a_later_job_with_placement_identity_may_use_the_domains_with_room(tmp_path: Path) -> None:
     """No identity label (the zone changes nothing): the coordinator of a job the render
-    did not know may land in zone-b or zone-c, never in zone-a whose GPUs the packing gave
-    away; every fallback zone is one of the plan's (where the traffic is allowed)."""
-    plan = _fallback_plan(tmp_path, {})
+    did not know may land in a domain that keeps room for a job of the group and could
+    hold each known one: zone-b, not zone-a whose GPUs the packing gave away, nor zone-c
+    (2 GPUs, too few for the 6-GPU job); every fallback zone is one of the plan's."""
+    plan = _fallback_plan(tmp_path / "a", {})
     assert plan.identity_source == "none"
-    assert plan.fallback_domains == ("zone-b", "zone-c")
-    assert "may land in zone-b, zone-c, its workers following" in plan.fallback
+    assert plan.fallback_domains == ("zone-b",)
+    assert "may land in zone-b, its workers following" in plan.fallback
     intent = intent_for(plan, "Audit")
-    assert intent.fallback_zones == ("zone-b", "zone-c")
+    assert intent.fallback_zones == ("zone-b",)
     assert set(intent.fallback_zones) < set(plan.zones) == {"zone-a", "zone-b", "zone-c"}
     assert zones_for(intent, "ml", "small") == ("zone-a",)
+    # two 2-GPU jobs: every domain could hold each, and those that keep 2 GPUs are the set
+    jobs = _job("one", 2) + _job("two", 2)
+    (two,) = analyze(load_config(_three_zones(tmp_path / "b", jobs, [{}]))).plans
+    assert {j.name: j.domain for j in two.job_domains} == {"one": "zone-c", "two": "zone-a"}
+    assert two.fallback_domains == ("zone-a", "zone-b")  # zone-c's 2 GPUs are taken
+    assert "left over once the known jobs are packed: zone-a 6, zone-b 8, zone-c 0" in two.fallback
 
 
 def test_assignment_left_never_exceeds_the_packed_jobs_room() -> None:
