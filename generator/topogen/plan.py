@@ -20,6 +20,8 @@ from topogen.analysis.placement import place_in_domains
 from topogen.anchors import detached_selectors, worker_anchors
 from topogen.cilium.labelfilter import label_filter
 from topogen.config import GroupConfig
+from topogen.fallback import Fallback, choose
+from topogen.fallback import gpu_count as _count
 from topogen.identity import identity_source
 from topogen.model import LabelSelector, PolicyRef, Toleration
 from topogen.operators.base import Profile
@@ -404,50 +406,17 @@ def _with_jobs(
     )
 
 
-def _fallback(
-    plan: GroupPlan, planned: Sequence[JobAnalysis], a: Assignment
-) -> tuple[tuple[str, ...], str]:
-    """The domains a job that appears after the render gets, and why: of the domains that
-    could hold each known job of the group alone (all of them if none could), those whose
-    GPUs left over once the known jobs are packed (queue slots included) hold its smallest
-    known job, else the one with the most left over. Static identity: one of them
-    (preferZones first, then the most left over); placement identity: all of them (the
-    coordinator chooses, its workers follow)."""
-    named = [n for n, _ in plan.domains]
+def _fallback(plan: GroupPlan, planned: Sequence[JobAnalysis], a: Assignment) -> Fallback:
+    """Where a job that appears after the render goes (topogen.fallback)."""
+    names = [n for n, _ in plan.domains]
     index = [_domain_index(j) for j in planned]
-    # domains that could hold each known job alone, so a job like them can run there
-    order = [n for n in named if all(n in ix and ix[n].ok for ix in index)] or named
-    left = {n: a.left.get(_unit(plan.topology_key, n), Fraction(0)) for n in named}
-    need = min(j.domains[0].gpus_needed for j in planned)
-    prefer = {z: i for i, z in enumerate(plan.group.prefer_zones)}
-    room = [n for n in order if left[n] >= need]
-    most = min(order, key=lambda n: (-left[n], order.index(n)))
-    after = "appears after the render"
-    job = f"a job of the group ({_count(need)} GPU{'' if need == 1 else 's'})"
-    if len(order) < len(named):
-        job += f" among the domains that hold each of its known jobs ({', '.join(order)})"
-    more = f" and {len(named) - 6} more" if len(named) > 6 else ""
-    spare = ", ".join(f"{n} {_count(left[n])}" for n in named[:6]) + more
-    facts = f"GPUs left over once the known jobs are packed: {spare}"
-    if plan.identity_source == "static":
-        pick = min(
-            room or [most], key=lambda n: (prefer.get(n, len(prefer)), -left[n], order.index(n))
-        )
-        why = (
-            f"the domain that keeps room for {job} with the most GPUs left over, preferZones first"
-            if room
-            else f"no domain keeps room for {job}: the most left over"
-        )
-        return (pick,), f"a job that {after} is pinned to {pick} ({why}; {facts})"
-    if not room:
-        return (most,), (
-            f"a job that {after} is pinned to {most} (no domain keeps room for {job}: the most "
-            f"left over; {facts})"
-        )
-    where = "any of them" if len(room) == len(named) else ", ".join(room)
-    return tuple(room), (
-        f"a job that {after} may land in {where}, its workers following its coordinator "
-        f"(the domains that keep room for {job}; {facts})"
+    return choose(
+        names,
+        [n for n in names if all(n in ix and ix[n].ok for ix in index)],
+        {n: a.left.get(_unit(plan.topology_key, n), Fraction(0)) for n in names},
+        min(j.domains[0].gpus_needed for j in planned),
+        plan.group.prefer_zones,
+        plan.identity_source == "static",
     )
 
 
@@ -493,11 +462,6 @@ def plan_cluster(
 def _unit(key: str, domain: str) -> str:
     """A domain as the packing names it: the co-location key and the domain's name."""
     return f"{key}\0{domain}"
-
-
-def _count(q: Fraction) -> str:
-    """A GPU count as written: 4, 1.5 (exact: quantities are capped at 2^63-1)."""
-    return str(q.numerator) if q.denominator == 1 else f"{float(q):g}"
 
 
 def _by_name(job: JobAnalysis, name: str) -> DomainCheck:

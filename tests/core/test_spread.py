@@ -13,6 +13,7 @@ import yaml
 from helpers import GPU_TAINT, GPU_TOLERATION, config_doc, deployment, node_doc, write_tree
 from topogen.cilium.labelfilter import LabelFilter
 from topogen.config import load_config
+from topogen.fallback import choose
 from topogen.identity import identity_source
 from topogen.packing import Assignment, JobNeed, assign
 from topogen.pipeline import analyze
@@ -292,3 +293,29 @@ def test_assignment_left_never_exceeds_the_packed_jobs_room() -> None:
                         rng.choice("xy")) for i in range(12)]  # fmt: skip
         got = assign(jobs, {"a": F(10), "b": F(7), "c": F(3)})
         assert all(F(0) <= got.left[d] <= got.free[d] for d in got.free)
+
+
+def test_the_fallback_given_a_packing() -> None:
+    """topogen.fallback.choose on left-over GPUs as a packing leaves them."""
+    names = ["a", "b", "c", "d"]
+    left = {"a": F(0), "b": F(3), "c": F(5), "d": F(9)}
+    # d could not hold every known job alone: never chosen, even with the most left over
+    assert choose(names, ["a", "b", "c"], left, F(3), (), True)[0] == ("c",)
+    assert choose(names, ["a", "b", "c"], left, F(3), ("b",), True)[0] == ("b",)
+    assert choose(names, ["a", "b", "c"], left, F(3), ("a",), True)[0] == ("c",)  # a is full
+    assert choose(names, ["a", "b", "c"], left, F(3), (), False)[0] == ("b", "c")
+    assert choose(names, ["a", "b", "c"], left, F(4), (), False)[0] == ("c",)
+    # no domain keeps room: the most left over (ties: the plan's order), either identity
+    for static in (True, False):
+        where, why = choose(names, names, left, F(10), (), static)
+        assert where == ("d",) and "no domain keeps room for a job of the group (10 GPUs)" in why
+        assert "a 0, b 3, c 5, d 9" in why
+        # the plan's order already puts preferZones first, then the most GPUs
+        assert choose(names, names, {n: F(0) for n in names}, F(1), (), static)[0] == ("a",)
+    # none could hold every known job: all of them count; fractions as written
+    assert choose(["a", "b"], [], {"a": F(1, 2), "b": F(3, 2)}, F(1, 2), (), False) == (
+        ("a", "b"),
+        "a job that appears after the render may land in any of them, its workers following "
+        "its coordinator (the domains that keep room for a job of the group (0.5 GPUs); GPUs "
+        "left over once the known jobs are packed: a 0.5, b 1.5)",
+    )
