@@ -159,11 +159,10 @@ def render(sc: sf.Scenario, plan: str, jobs: Sequence[sf.Job], work: Path) -> Re
     plans = json.loads(an.stdout)["plans"]
     zones = {p["group"]: tuple(p["zones"]) for p in plans}
     per_job = {j["job"]: tuple(j["zones"]) for p in plans for j in p.get("jobPlacements") or []}
-    # the static fallback pins a job the render did not know to the plan's domain (a zone
-    # here); a placement-identity one may use every zone of the plan
-    fallback: dict[str, tuple[str, ...]] = {p["group"]: (p["domain"],) for p in plans
-                if p.get("placement") == "spread" and p.get("identitySource") == "static"
-                and p.get("domain")}  # fmt: skip
+    # a job the render did not know: the plan's fallback zones (static identity: one
+    # domain's; placement identity: the domains that keep room once the known jobs run)
+    fallback: dict[str, tuple[str, ...]] = {p["group"]: tuple(p["fallbackZones"]) for p in plans
+                if p.get("placement") == "spread" and p.get("fallbackZones")}  # fmt: skip
     return Rendered(plan, config, objects, refused, zones, seconds, per_job, fallback)
 
 

@@ -49,6 +49,9 @@ class Assignment:
     free: dict[str, Fraction]  # domain -> GPUs left when the packed jobs run
     # queued job -> the jobs of its domain it never runs beside (both ways round)
     excludes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # domain -> GPUs no known job ever needs: `free` less the room the queue slots take
+    # (what a job that appears after the render can have without crowding a known one)
+    left: dict[str, Fraction] = field(default_factory=dict)
 
 
 def assign(jobs: Sequence[JobNeed], capacity: Mapping[str, Fraction]) -> Assignment:
@@ -67,7 +70,8 @@ def assign(jobs: Sequence[JobNeed], capacity: Mapping[str, Fraction]) -> Assignm
     packed = set(where)
     free = {d: Fraction(r, scale) for d, r in room.items()}
     excludes = _queue(left, order, where, room, packed)
-    return Assignment(where, frozenset(packed), free, excludes)
+    spare = {d: Fraction(r, scale) for d, r in room.items()}
+    return Assignment(where, frozenset(packed), free, excludes, spare)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ from topogen.analysis.placement import place_in_domains
 from topogen.anchors import detached_selectors, worker_anchors
 from topogen.cilium.labelfilter import label_filter
 from topogen.config import GroupConfig
+from topogen.fallback import Fallback, choose
+from topogen.fallback import gpu_count as _count
 from topogen.identity import identity_source
 from topogen.model import LabelSelector, PolicyRef, Toleration
 from topogen.operators.base import Profile
@@ -66,6 +68,7 @@ class GroupPlan:
     domains: tuple[tuple[str, tuple[str, ...]], ...] = ()  # spread: every domain it may use
     job_domains: tuple[JobDomain, ...] = ()  # spread: the known jobs' domains
     fallback: str = ""  # spread: what a job that appears after the render gets
+    fallback_domains: tuple[str, ...] = ()  # spread: the domains such a job may use
     # per worker selector of the profile: what its co-location term adds to the job label
     # (empty: the profile's own); and the detached pods' selectors (KubeRay's submitters)
     anchors: tuple[LabelSelector, ...] = ()
@@ -78,6 +81,13 @@ class GroupPlan:
     @property
     def spread(self) -> bool:
         return self.placement == "spread"
+
+    @property
+    def fallback_zones(self) -> tuple[str, ...]:
+        """Spread: the zones a job that appears after the render may use (in zone order)."""
+        named = dict(self.domains)
+        mine = {z for d in self.fallback_domains for z in named.get(d, ())}
+        return tuple(z for z in self.zones if z in mine)
 
     def describe_fix(self) -> str:
         if self.refused:
@@ -290,13 +300,6 @@ def _plan_spread(
         label_filter=label_filter(ctx.index.cilium),
     )
     default = used[0]
-    fallback = (
-        f"a job that appears after the render is pinned to {default} (the domain with the "
-        "most GPUs, preferZones first)"
-        if source == "static"
-        else "a job that appears after the render may land in any of them, its workers "
-        "following its coordinator"
-    )
     plan = replace(
         base,
         domain=default,
@@ -306,7 +309,6 @@ def _plan_spread(
         placement="spread",
         identity_source=source,
         domains=domains,
-        fallback=fallback,
         # several domains: spans between them are the design (workers follow their
         # coordinator), spans inside one are not; one domain: as pinned
         denied_zone_pairs=tuple(
@@ -394,7 +396,28 @@ def _with_jobs(
             "until others finish"
         )
     note = "; ".join(n for n in (worker_anchors(plan.profile, planned)[1], note) if n)
-    return replace(plan, job_domains=tuple(sorted(out, key=lambda d: d.job)), note=note)
+    where, why = _fallback(plan, planned, a)
+    return replace(
+        plan,
+        job_domains=tuple(sorted(out, key=lambda d: d.job)),
+        note=note,
+        fallback_domains=where,
+        fallback=why,
+    )
+
+
+def _fallback(plan: GroupPlan, planned: Sequence[JobAnalysis], a: Assignment) -> Fallback:
+    """Where a job that appears after the render goes (topogen.fallback)."""
+    names = [n for n, _ in plan.domains]
+    index = [_domain_index(j) for j in planned]
+    return choose(
+        names,
+        [n for n in names if all(n in ix and ix[n].ok for ix in index)],
+        {n: a.left.get(_unit(plan.topology_key, n), Fraction(0)) for n in names},
+        min(j.domains[0].gpus_needed for j in planned),
+        plan.group.prefer_zones,
+        plan.identity_source == "static",
+    )
 
 
 def _jobs_text(jobs: Sequence[JobName], most: int = 3) -> str:
@@ -439,11 +462,6 @@ def plan_cluster(
 def _unit(key: str, domain: str) -> str:
     """A domain as the packing names it: the co-location key and the domain's name."""
     return f"{key}\0{domain}"
-
-
-def _count(q: Fraction) -> str:
-    """A GPU count as written: 4, 1.5 (exact: quantities are capped at 2^63-1)."""
-    return str(q.numerator) if q.denominator == 1 else f"{float(q):g}"
 
 
 def _by_name(job: JobAnalysis, name: str) -> DomainCheck:

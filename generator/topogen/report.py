@@ -98,6 +98,8 @@ def analysis_json(report: AnalysisReport) -> str:
                 "domains": [name for name, _ in p.domains],
                 "jobPlacements": p.job_placement(),
                 "fallback": p.fallback,
+                "fallbackDomains": list(p.fallback_domains),
+                "fallbackZones": list(p.fallback_zones),
             }
             for p in report.plans
         ],

@@ -13,6 +13,7 @@ import yaml
 from helpers import GPU_TAINT, GPU_TOLERATION, config_doc, deployment, node_doc, write_tree
 from topogen.cilium.labelfilter import LabelFilter
 from topogen.config import load_config
+from topogen.fallback import choose
 from topogen.identity import identity_source
 from topogen.packing import Assignment, JobNeed, assign
 from topogen.pipeline import analyze
@@ -222,17 +223,99 @@ def test_groups_planned_together_do_not_count_the_same_gpus(tmp_path: Path) -> N
     domains = [j.domain for p in report.plans for j in p.job_domains]
     assert sorted(domains) == ["zone-a", "zone-b"]
     assert all(j.reason.startswith("packed") for p in report.plans for j in p.job_domains)
-    # a group without an identity label: a later job may land in any of the domains
+    # a group without an identity label: a later job may land in any domain that keeps room
+    # for one of its jobs once the known jobs run; none does here, so the most left over
     assert {p.identity_source for p in report.plans} == {"none"}
-    assert all("may land in any of them" in p.fallback for p in report.plans)
-    assert intent_for(report.plans[0], "Audit").fallback_zones == ("zone-a", "zone-b")
+    assert all("pinned to zone-a (no domain keeps room" in p.fallback for p in report.plans)
+    assert [p.fallback_domains for p in report.plans] == [("zone-a",), ("zone-a",)]
+    assert intent_for(report.plans[0], "Audit").fallback_zones == ("zone-a",)
 
 
-def test_a_pinned_group_takes_its_gpus_before_spread_groups_are_packed(tmp_path: Path) -> None:
-    jobs = _job("left", 8, "team-a") + _job("right", 8, "team-b")
-    groups = [{"name": "team-a", "namespaces": ["team-a"], "placement": "pin"},
-              {"name": "team-b", "namespaces": ["team-b"]}]  # fmt: skip
-    pinned, spread = analyze(load_config(_three_zones(tmp_path, jobs, groups))).plans
-    assert pinned.domain == "zone-a"
-    (job,) = spread.job_domains
-    assert job.domain == "zone-b" and job.reason.startswith("packed")
+def _fallback_plan(tmp_path: Path, group: dict) -> object:
+    """A 6-GPU and a 2-GPU job on zones of 8, 8 and 2 GPUs: packed together into zone-a
+    (the first of the equals it fills), leaving 0, 8 and 2 GPUs."""
+    jobs = _job("big", 6) + _job("small", 2)
+    (plan,) = analyze(load_config(_three_zones(tmp_path, jobs, [group]))).plans
+    assert {j.name: j.domain for j in plan.job_domains} == {"big": "zone-a", "small": "zone-a"}
+    return plan
+
+
+def test_a_later_static_job_goes_where_the_packing_leaves_the_most_gpus(tmp_path: Path) -> None:
+    """Not the domain with the most GPUs (zone-a, first of the 8s, which the known jobs
+    fill): the one with the most left over once they are packed (zone-b, 8), and
+    preferZones first among those that still hold a job of the group (2 GPUs)."""
+    plan = _fallback_plan(tmp_path / "s", {"identityLabel": "zone"})
+    assert plan.identity_source == "static" and plan.fallback_domains == ("zone-b",)
+    assert plan.fallback.startswith("a job that appears after the render is pinned to zone-b")
+    assert "zone-a 0, zone-b 8, zone-c 2" in plan.fallback
+    intent = intent_for(plan, "Audit")
+    assert zones_for(intent, "ml", "job-from-later") == ("zone-b",)
+    assert buckets(intent)[-1].identity == ("zone", "zone-b")
+    doc = json.loads(analysis_json(analyze(load_config(tmp_path / "s" / "topogen.yaml"))))
+    assert doc["plans"][0]["fallbackDomains"] == ["zone-b"]
+    assert doc["plans"][0]["fallbackZones"] == ["zone-b"]
+    preferred = _fallback_plan(tmp_path / "p", {"identityLabel": "zone",
+                                                "preferZones": ["zone-a", "zone-b"]})  # fmt: skip
+    assert preferred.fallback_domains == ("zone-b",)  # zone-a is preferred but full
+    # zone-c (2 GPUs left) keeps room for the small job but could not hold the big one
+    assert "among the domains that hold each of its known jobs (zone-a, zone-b)" in plan.fallback
+
+
+def test_a_later_job_with_placement_identity_may_use_the_domains_with_room(tmp_path: Path) -> None:
+    """No identity label (the zone changes nothing): the coordinator of a job the render
+    did not know may land in a domain that keeps room for a job of the group and could
+    hold each known one: zone-b, not zone-a whose GPUs the packing gave away, nor zone-c
+    (2 GPUs, too few for the 6-GPU job); every fallback zone is one of the plan's."""
+    plan = _fallback_plan(tmp_path / "a", {})
+    assert plan.identity_source == "none"
+    assert plan.fallback_domains == ("zone-b",)
+    assert "may land in zone-b, its workers following" in plan.fallback
+    intent = intent_for(plan, "Audit")
+    assert intent.fallback_zones == ("zone-b",)
+    assert set(intent.fallback_zones) < set(plan.zones) == {"zone-a", "zone-b", "zone-c"}
+    assert zones_for(intent, "ml", "small") == ("zone-a",)
+    # two 2-GPU jobs: every domain could hold each, and those that keep 2 GPUs are the set
+    jobs = _job("one", 2) + _job("two", 2)
+    (two,) = analyze(load_config(_three_zones(tmp_path / "b", jobs, [{}]))).plans
+    assert {j.name: j.domain for j in two.job_domains} == {"one": "zone-c", "two": "zone-a"}
+    assert two.fallback_domains == ("zone-a", "zone-b")  # zone-c's 2 GPUs are taken
+    assert "left over once the known jobs are packed: zone-a 6, zone-b 8, zone-c 0" in two.fallback
+
+
+def test_assignment_left_never_exceeds_the_packed_jobs_room() -> None:
+    """What a later job may have: the packed jobs' room less what the queue slots take."""
+    got = assign([JobNeed(f"j{i}", F(6), ("a", "b")) for i in range(6)],
+                 {"a": F(8), "b": F(8), "c": F(2)})  # fmt: skip
+    assert got.left == {"a": F(2), "b": F(2), "c": F(2)}
+    for seed in range(20):
+        rng = random.Random(seed)
+        jobs = [JobNeed(f"j{i}", F(rng.randint(1, 9)), ("a", "b", "c")[: rng.randint(1, 3)],
+                        rng.choice("xy")) for i in range(12)]  # fmt: skip
+        got = assign(jobs, {"a": F(10), "b": F(7), "c": F(3)})
+        assert all(F(0) <= got.left[d] <= got.free[d] for d in got.free)
+
+
+def test_the_fallback_given_a_packing() -> None:
+    """topogen.fallback.choose on left-over GPUs as a packing leaves them."""
+    names = ["a", "b", "c", "d"]
+    left = {"a": F(0), "b": F(3), "c": F(5), "d": F(9)}
+    # d could not hold every known job alone: never chosen, even with the most left over
+    assert choose(names, ["a", "b", "c"], left, F(3), (), True)[0] == ("c",)
+    assert choose(names, ["a", "b", "c"], left, F(3), ("b",), True)[0] == ("b",)
+    assert choose(names, ["a", "b", "c"], left, F(3), ("a",), True)[0] == ("c",)  # a is full
+    assert choose(names, ["a", "b", "c"], left, F(3), (), False)[0] == ("b", "c")
+    assert choose(names, ["a", "b", "c"], left, F(4), (), False)[0] == ("c",)
+    # no domain keeps room: the most left over (ties: the plan's order), either identity
+    for static in (True, False):
+        where, why = choose(names, names, left, F(10), (), static)
+        assert where == ("d",) and "no domain keeps room for a job of the group (10 GPUs)" in why
+        assert "a 0, b 3, c 5, d 9" in why
+        # the plan's order already puts preferZones first, then the most GPUs
+        assert choose(names, names, {n: F(0) for n in names}, F(1), (), static)[0] == ("a",)
+    # none could hold every known job: all of them count; fractions as written
+    assert choose(["a", "b"], [], {"a": F(1, 2), "b": F(3, 2)}, F(1, 2), (), False) == (
+        ("a", "b"),
+        "a job that appears after the render may land in any of them, its workers following "
+        "its coordinator (the domains that keep room for a job of the group (0.5 GPUs); GPUs "
+        "left over once the known jobs are packed: a 0.5, b 1.5)",
+    )

@@ -185,9 +185,8 @@ def intent_for(
                 if j.excludes
             )
         )
-        fallback = (
-            plan.zones if plan.identity_source != "static" else dict(plan.domains)[plan.domain]
-        )
+        fallback = plan.fallback_zones  # a job the render did not know (plan._fallback)
+        assert fallback, "a spread plan over several domains has a fallback"
         # per-job zones name a job by its job label alone (plan.plan_group pins the rest)
         assert not (plan.detached or p.scope), "per-job zones for a job no label names"
     return AdmissionIntent(
