@@ -171,23 +171,31 @@ def test_admission_percentiles_and_variants() -> None:
         p["metadata"]["labels"]["reports.kyverno.io/disabled"] == "true"
         for p in v["generated, no admission reports"]
     )
+    assert [p["kind"] for p in v["generated, mutations only"]] == ["MutatingPolicy"]
+    (ref,) = admission.reference_variants()["reference, no admission report"]
+    assert ref["metadata"]["labels"] == {"reports.kyverno.io/disabled": "true"}
     assert generated[1]["spec"]["autogen"]["validatingAdmissionPolicy"] == {"enabled": False}
     background = v["generated, Audit in background scans only"][1]["spec"]
     assert background["evaluation"]["admission"]["enabled"] is False
     assert generated[1]["spec"]["validationActions"] == ["Audit"]  # copies, not the input
-    counts = {"count": 10, "changed": 10, "slow": 0}
+    counts = {"count": 10, "changed": 10, "slow": 0, "calls": 1.0, "reports": 1.0}
     stats = {n: counts | {"p50": 10.0, "p99": 20.0, "mean": 12.0} for n in v}
     stats |= {
         "none": counts | {"changed": 0, "p50": 5.0, "p99": 10.0, "mean": 6.0},
         "reference": counts | {"p50": 8.0, "p99": 16.0, "mean": 9.0},
-        "generated": counts | {"slow": 1, "p50": 16.0, "p99": 40.0, "mean": 20.0},
-    }
+        "generated": counts | {"slow": 1, "calls": 2.0, "reports": 2.0, "p50": 16.0,
+                               "p99": 40.0, "mean": 20.0},
+        "reference, no admission report": counts | {"reports": 0.0, "p50": 6.0, "p99": 12.0,
+                                                    "mean": 7.0},
+    }  # fmt: skip
     adm = admission.ratios(stats) | {"pods": 10, "group": "g", "fleet": "large", "rounds": 4,
                                      "policies": ["a.yaml"], "nudged": 1}  # fmt: skip
     assert adm["p50_ratio"] == 2.0 and adm["enforce_p50_ratio"] == 1.25
     text = "\n".join(admission.report_lines(adm))
-    assert "| generated | 10 | 10 | 1 | 16.00 | 40.00 | 20.00 | 3.20 | 4.00 |" in text
-    assert "| none | 10 | 0 | 0 | 5.00 |" in text
+    assert "| generated | 10 | 10 | 1 | 2.00 | 2.00 | 16.00 | 40.00 | 20.00 | 3.20 | 4.00 |" in text
+    assert "| none | 10 | 0 | 0 | 1.00 | 1.00 | 5.00 |" in text
+    assert "| reference, no admission report | 10 | 10 | 0 | 1.00 | 0.00 | 6.00 |" in text
+    assert "- reference, no admission report (" in text and "0.75x the reference" in text
     assert "**2.00x** at p50, **2.50x** at p99; as the enforce Component" in text
     assert "**1.25x** at p50, **1.25x** at p99." in text
     assert "- generated, Enforce (as kustomize/components/enforce" in text
@@ -227,7 +235,7 @@ def test_gatekeeper_admission_report_and_reference() -> None:
     assert ref["spec"]["parameters"]["values"]["fromList"] == [agk.TOLERATION]
     text = "\n".join(agk.report_lines(_gatekeeper()))
     assert "failurePolicy Ignore" in text and "2 Assign, 1 ConstraintTemplate" in text
-    assert "| generated | 10 | 10 | 2 | 5.00 | 16.00 | 1.00 | 2.50 | 4.00 |" in text
+    assert "| generated | 10 | 10 | 2 | 0.00 | 0.00 | 5.00 | 16.00 | 1.00 | 2.50 | 4.00 |" in text
     assert "**1.25x** at p50, **2.00x** at p99" in text
 
 
