@@ -10,20 +10,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from topogen.analysis.bits import bits as _bits
-from topogen.analysis.bits import transpose
 from topogen.analysis.context import AnalysisContext
+from topogen.analysis.denied_pairs import denied_zone_pairs
 from topogen.analysis.domains import DomainCheck
-from topogen.analysis.families import Family
 from topogen.analysis.findings import JobAnalysis
-from topogen.analysis.placement import place_in_domains
 from topogen.anchors import detached_selectors, worker_anchors
 from topogen.cilium.labelfilter import label_filter
 from topogen.config import GroupConfig
 from topogen.fallback import Fallback, choose
 from topogen.fallback import gpu_count as _count
 from topogen.identity import identity_source
-from topogen.model import LabelSelector, PolicyRef, Toleration
+from topogen.model import LabelSelector, Toleration
 from topogen.operators.base import Profile
 from topogen.operators.registry import profile_for
 from topogen.packing import Assignment, JobNeed, assign
@@ -156,7 +153,7 @@ def plan_group(
     )
     planned = [j for j in jobs if not j.job.kueue_managed and j.members]
     kueue = tuple(sorted(j.job.key for j in jobs if j.job.kueue_managed))
-    denied = _denied_zone_pairs(planned, ctx)
+    denied = denied_zone_pairs(planned, ctx)
 
     def make(
         domain: str | None,
@@ -474,80 +471,3 @@ def _domain_index(job: JobAnalysis) -> dict[str, DomainCheck]:
     for d in job.domains:
         out.setdefault(d.name, d)
     return out
-
-
-def _denied_zone_pairs(
-    jobs: Sequence[JobAnalysis], ctx: AnalysisContext
-) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
-    """Zone pairs across which some job's internal traffic would be denied.
-
-    Each member is pinned to each zone, tolerating every taint (traffic, not taints, is
-    the question here), and every pair of its job's members is checked both ways.
-    Jobs whose members have the same identities and zones add the same pairs: each
-    such combination is looked at once.
-    """
-    eng = ctx.engine
-    single = ctx.cluster.one_zone
-    combos: dict[tuple[int, int, int, int], tuple[Family, Family]] = {}
-    for job in jobs:
-        members = list(job.members)
-        placed = [
-            place_in_domains(m.template, ctx.cluster.nodes, single.zones, single.anywhere)
-            for m in members
-        ]
-        fams = [
-            eng.host_family_in_zones(pl, single.names, m.template.ports)
-            if m.template.host_network
-            else ctx.family(m)
-            for m, pl in zip(members, placed, strict=True)
-        ]
-        nonempty = [
-            sum(1 << eng.zone_index[z] for d, z in enumerate(single.names) if pl.nonempty(d))
-            for pl in placed
-        ]
-        for i, a in enumerate(members):
-            for j in range(len(members)):
-                if i == j and a.replicas < 2:
-                    continue
-                key = (fams[i].fid, fams[j].fid, nonempty[i], nonempty[j])
-                combos.setdefault(key, (fams[i], fams[j]))
-    n = eng.n
-    rows: dict[tuple[PolicyRef, ...], list[int]] = {}
-    cols: dict[tuple[PolicyRef, ...], list[int]] = {}
-    for (_, _, ni, nj), (fa, fb) in combos.items():
-        m = eng.matrix(fa, fb)
-        for policies, prow in m.row_policies:
-            acc = rows.setdefault(policies, [0] * n)
-            for za in _bits(ni):
-                acc[za] |= prow[za] & nj
-        for policies, pcol in m.col_policies:
-            acc = cols.setdefault(policies, [0] * n)
-            for zb in _bits(nj):
-                acc[zb] |= pcol[zb] & ni
-    for policies, acc in cols.items():
-        by_row = rows.setdefault(policies, [0] * n)
-        for za, row in enumerate(transpose(acc, n)):
-            by_row[za] |= row
-    # per zone pair (in order): which of the policy tuples deny it, either way round; each
-    # distinct combination of tuples named once
-    tuples = list(rows)
-    both = [[r | c for r, c in zip(rows[p], transpose(rows[p], n), strict=True)] for p in tuples]
-    named: dict[int, tuple[str, ...]] = {}
-    zones = eng.zones
-    out = []
-    for za in range(n):
-        above = ~((2 << za) - 1)  # zones after za
-        any_row = 0
-        for sym in both:
-            any_row |= sym[za]
-        for zb in _bits(any_row & above):
-            mask = 0
-            for k, sym in enumerate(both):
-                if sym[za] >> zb & 1:
-                    mask |= 1 << k
-            text = named.get(mask)
-            if text is None:
-                refs = {p for k in _bits(mask) for p in tuples[k]}
-                text = named[mask] = tuple(sorted(str(p) for p in refs))
-            out.append((zones[za], zones[zb], text))
-    return tuple(out)

@@ -24,6 +24,7 @@ import yaml
 from core import reference_impl as ref
 from topogen.analysis import AnalysisContext, ClusterIndex, PolicyIndex, analyze_job, find_groups
 from topogen.analysis.cluster import candidate_domains
+from topogen.analysis.denied_pairs import denied_zone_pairs
 from topogen.analysis.members import Member, pin
 from topogen.analysis.packing import _room, room
 from topogen.analysis.paths import BlockedPaths
@@ -35,7 +36,6 @@ from topogen.model import (
     PodTemplate,
     Toleration,
 )
-from topogen.plan import _denied_zone_pairs
 from topogen.sources.loader import load_cluster_inputs, load_workload_inputs
 from topogen.sources.yamlio import load_yaml_text
 from topogen.yamlfast import load_all_fast
@@ -90,7 +90,7 @@ def test_jobs_analyze_as_the_reference_does(fleet_config: Path) -> None:
             analyses.append(got)
             checked += 1
         planned = [j for j in analyses if not j.job.kueue_managed and j.members]
-        assert _denied_zone_pairs(planned, ctx) == ref.denied_zone_pairs(planned, rctx)
+        assert denied_zone_pairs(planned, ctx) == ref.denied_zone_pairs(planned, rctx)
     assert checked >= 10
 
 
