@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
-__all__ = ["Fallback", "choose", "gpu_count"]
+from topogen.analysis.fit import quantity
+
+__all__ = ["Fallback", "choose"]
 
 Fallback = tuple[tuple[str, ...], str]  # the domains, and why
 _SHOWN = 6  # domains whose left-over GPUs the reason lists
@@ -28,40 +30,35 @@ def choose(
     prefer: Sequence[str],
     static: bool,
 ) -> Fallback:
-    """`domains` in the plan's order (preferZones first, then the most GPUs); `holds_all`: those that could hold each known job
-    alone; `left`: GPUs left over per domain; `need`: the smallest known job's GPUs."""
+    """`domains` in the plan's order (preferZones first, then the most GPUs); `holds_all`:
+    those that could hold each known job alone; `left`: GPUs left over per domain; `need`:
+    the smallest known job's GPUs."""
     left = {n: left.get(n, Fraction(0)) for n in domains}
-    order = [n for n in domains if n in set(holds_all)] or list(domains)
-    rank = {z: i for i, z in enumerate(prefer)}
+    holders = set(holds_all)
+    order = [n for n in domains if n in holders] or list(domains)
     room = [n for n in order if left[n] >= need]
-    most = min(order, key=lambda n: (-left[n], order.index(n)))
-    job = f"a job of the group ({gpu_count(need)} GPU{'' if need == 1 else 's'})"
+    job = f"a job of the group ({quantity(need)} GPU{'' if need == 1 else 's'})"
     if len(order) < len(domains):
         job += f" among the domains that hold each of its known jobs ({', '.join(order)})"
     more = f" and {len(domains) - _SHOWN} more" if len(domains) > _SHOWN else ""
-    spare = ", ".join(f"{n} {gpu_count(left[n])}" for n in domains[:_SHOWN])
+    spare = ", ".join(f"{n} {quantity(left[n])}" for n in domains[:_SHOWN])
     facts = f"GPUs left over once the known jobs are packed: {spare}{more}"
     after = "a job that appears after the render"
-    if static:
-        pick = min(room or [most], key=lambda n: (rank.get(n, len(rank)), -left[n], order.index(n)))
-        why = (
-            f"the domain that keeps room for {job} with the most GPUs left over, preferZones first"
-            if room
-            else f"no domain keeps room for {job}: the most left over"
-        )
-        return (pick,), f"{after} is pinned to {pick} ({why}; {facts})"
     if not room:
+        most = min(order, key=lambda n: (-left[n], order.index(n)))
         return (most,), (
             f"{after} is pinned to {most} (no domain keeps room for {job}: the most left "
             f"over; {facts})"
+        )
+    if static:
+        rank = {z: i for i, z in enumerate(prefer)}
+        pick = min(room, key=lambda n: (rank.get(n, len(rank)), -left[n], order.index(n)))
+        return (pick,), (
+            f"{after} is pinned to {pick} (the domain that keeps room for {job} with the most "
+            f"GPUs left over, preferZones first; {facts})"
         )
     where = "any of them" if len(room) == len(domains) else ", ".join(room)
     return tuple(room), (
         f"{after} may land in {where}, its workers following its coordinator (the domains "
         f"that keep room for {job}; {facts})"
     )
-
-
-def gpu_count(q: Fraction) -> str:
-    """A GPU count as written: 4, 1.5 (exact: quantities are capped at 2^63-1)."""
-    return str(q.numerator) if q.denominator == 1 else f"{float(q):g}"

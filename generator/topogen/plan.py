@@ -14,11 +14,11 @@ from topogen.analysis.context import AnalysisContext
 from topogen.analysis.denied_pairs import denied_zone_pairs
 from topogen.analysis.domains import DomainCheck
 from topogen.analysis.findings import JobAnalysis
+from topogen.analysis.fit import quantity as _count
 from topogen.anchors import detached_selectors, worker_anchors
 from topogen.cilium.labelfilter import label_filter
 from topogen.config import GroupConfig
 from topogen.fallback import Fallback, choose
-from topogen.fallback import gpu_count as _count
 from topogen.identity import identity_source
 from topogen.model import LabelSelector, Toleration
 from topogen.operators.base import Profile

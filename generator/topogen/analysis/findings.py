@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from topogen.analysis.context import AnalysisContext
 from topogen.analysis.domains import DomainCheck, check_domains
+from topogen.analysis.fit import quantity
 from topogen.analysis.members import Member, members_of
 from topogen.analysis.paths import BlockedPath, BlockedPaths
 from topogen.model import Finding, FindingKind, PodAffinityTerm, TrainingGroup
@@ -214,12 +215,10 @@ def unmatched_affinity(
 def _n(domains: list[DomainCheck]) -> str:
     if not domains:
         return "0"
-    need = domains[0].gpus_needed
-    return str(need.numerator) if need.denominator == 1 else f"{float(need):g}"
+    return quantity(domains[0].gpus_needed)
 
 
 def _domain_problem(d: DomainCheck) -> str:
-    gpus = d.gpus_free
-    free = str(gpus.numerator) if gpus.denominator == 1 else f"{float(gpus):g}"
+    free = quantity(d.gpus_free)
     first = d.problems[0] if d.problems else "does not fit"
     return f"{d.name} ({free} GPUs): {first}"

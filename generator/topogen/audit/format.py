@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import json
-from fractions import Fraction
 from typing import Any
 
+from topogen.analysis.fit import quantity as _gpus
 from topogen.audit.core import AuditReport, GroupAudit, PodRow
 from topogen.textui import fit_row
 
 __all__ = ["audit_json", "audit_table"]
-
-
-def _gpus(q: Fraction) -> str:
-    return str(q.numerator) if q.denominator == 1 else f"{float(q):g}"
 
 
 def _util(row: PodRow, measured: bool) -> str:
