@@ -104,6 +104,7 @@ def fleet_dir(spec: fleetgen.FleetSpec) -> Path:
     name = f"{spec.nodes}n-{spec.zones}z-{spec.policies}p-{spec.jobs}j-s{spec.seed}"
     out = FLEETS / f"{name}-{fleetgen.generator_digest()}"
     if not (out / "MANIFEST").exists():
+        FLEETS.mkdir(exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".gen-", dir=FLEETS))
         fleetgen.write_fleet(spec, tmp)
         shutil.rmtree(out, ignore_errors=True)
@@ -600,7 +601,6 @@ def main(argv: Iterable[str] | None = None) -> int:
     # install compiles on first import, unless PYTHONDONTWRITEBYTECODE forbids it)
     subprocess.run([str(PYTHON), "-m", "compileall", "-q", str(ROOT / "generator")], check=True)
     env = machine()
-    FLEETS.mkdir(exist_ok=True)
     results = []
     with tempfile.TemporaryDirectory(prefix="topogen-bench-", dir=scratch()) as tmp:
         work = Path(tmp)
