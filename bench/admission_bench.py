@@ -131,7 +131,11 @@ def splice(text: str, adm: dict[str, dict[str, Any] | None]) -> str:
     else:
         body = body.rstrip("\n") + "\n\n" + section(adm)
     lines = body.split("\n")
+    rows = [_row(*r) for r in target_rows(adm)]
+    if "## Targets" not in lines:  # a file of its own (--out): a Targets table of its own
+        table = ["## Targets", "", "| target | measured | holds |", "|---|---|---|", *rows]
+        return body.rstrip("\n") + "\n\n" + "\n".join(table) + "\n"
     start = lines.index("## Targets")
     end = next(i for i in range(start + 3, len(lines)) if not lines[i].startswith("|"))
-    rows = [_row(*r) for r in target_rows(adm)]
-    return "\n".join([*lines[: end - 1], *rows, *lines[end - 1 :]])
+    at = max(end - 1, start + 4)  # before the last row, never above the header's separator
+    return "\n".join([*lines[:at], *rows, *lines[at:]])

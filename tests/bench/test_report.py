@@ -333,3 +333,18 @@ def test_a_kept_cyclonus_run_is_named_by_binary_inputs_and_arguments(tmp_path: P
     assert answers.name == times.name.removesuffix(".json") + ".tsv"
     keys = {racebench.peer_cache(roots[0], sampled)[0], racebench.peer_cache(roots[1], sampled)[0]}
     assert len(keys | {times}) == 3
+
+
+def test_the_admission_section_spliced_into_a_file_of_its_own_brings_its_targets() -> None:
+    import admission_bench
+
+    text = admission_bench.splice("", {"kyverno": None, "gatekeeper": None})
+    assert text.count(admission_bench.BEGIN) == 1 and text.endswith("\n")
+    head, targets = text.split("\n\n## Targets\n\n", 1)
+    assert head.endswith(admission_bench.END)
+    assert targets.splitlines()[:3] == [
+        "| target | measured | holds |",
+        "|---|---|---|",
+        "| admission p50 at most 1.2x the reference | not measured | n/a |",
+    ]
+    assert admission_bench.splice(text, {"kyverno": None, "gatekeeper": None}) == text
