@@ -19,7 +19,10 @@ __all__ = [
     "escape_pointer",
     "lit",
     "match_role",
-    "mutation_affinity_patch",
+    "ENSURE_AFFINITY",
+    "affinity_field_patch",
+    "mutation_node_affinity_patch",
+    "mutation_pod_affinity_patch",
     "mutation_identity_patch",
     "mutation_tolerations_patch",
     "toleration_dicts",
@@ -217,15 +220,33 @@ def _pinned_term(intent: AdmissionIntent) -> str:
     return f"({has_zone} ? {keep} : {add})"
 
 
-def mutation_node_affinity_patch(intent: AdmissionIntent) -> str:
-    term = "{'nodeSelectorTerms': [{'matchExpressions': [variables.zoneRequirement]}]}"
+def affinity_field_patch(field: str, value: str, ensured: bool) -> str:
+    """The first branches of a patch adding spec.affinity.<field> = value where it is
+    missing. `ensured`: an earlier patch of the same JSONPatch list adds /spec/affinity
+    where the pod has none, so this one adds only its field (the expression still sees
+    the pod as sent)."""
+    add_field = f"[JSONPatch{{op: 'add', path: '/spec/affinity/{field}', value: {value}}}]"
+    if ensured:
+        return f"!has(object.spec.affinity) || !has(object.spec.affinity.{field}) ? {add_field} : "
     return (
-        "!has(object.spec.affinity) ? [JSONPatch{op: 'add', path: '/spec/affinity', value: "
-        "{'nodeAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': " + term + "}}}] : "
-        "!has(object.spec.affinity.nodeAffinity) ? [JSONPatch{op: 'add', path: "
-        "'/spec/affinity/nodeAffinity', value: {'requiredDuringSchedulingIgnoredDuringExecution':"
-        " " + term + "}}] : "
-        f"!has({NODE_REQ}) ? [JSONPatch{{op: 'add', path: '{NODE_REQ_PATH}', value: {term}}}] : "
+        f"!has(object.spec.affinity) ? [JSONPatch{{op: 'add', path: '/spec/affinity', value: "
+        f"{{'{field}': {value}}}}}] : !has(object.spec.affinity.{field}) ? {add_field} : "
+    )
+
+
+ENSURE_AFFINITY = (
+    "has(object.spec.affinity) ? [] : [JSONPatch{op: 'add', path: '/spec/affinity', value: {}}]"
+)
+
+
+def mutation_node_affinity_patch(intent: AdmissionIntent, ensured: bool = False) -> str:
+    """Always adds where the pod has no affinity: a join led by ENSURE_AFFINITY that holds
+    this patch never leaves an empty affinity."""
+    term = "{'nodeSelectorTerms': [{'matchExpressions': [variables.zoneRequirement]}]}"
+    required = "{'requiredDuringSchedulingIgnoredDuringExecution': " + term + "}"
+    return (
+        affinity_field_patch("nodeAffinity", required, ensured)
+        + f"!has({NODE_REQ}) ? [JSONPatch{{op: 'add', path: '{NODE_REQ_PATH}', value: {term}}}] : "
         f"[JSONPatch{{op: 'replace', path: '{NODE_REQ_PATH}/nodeSelectorTerms', value: "
         f"{NODE_REQ}.nodeSelectorTerms.map(t, {_pinned_term(intent)})}}]"
     )
@@ -272,16 +293,12 @@ def has_coordinator_term(intent: AdmissionIntent) -> str:
     )
 
 
-def mutation_pod_affinity_patch() -> str:
+def mutation_pod_affinity_patch(ensured: bool = False) -> str:
+    required = "{'requiredDuringSchedulingIgnoredDuringExecution': [variables.coordinatorTerm]}"
     return (
         "variables.hasCoordinatorTerm ? [] : "
-        "!has(object.spec.affinity) ? [JSONPatch{op: 'add', path: '/spec/affinity', value: "
-        "{'podAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': "
-        "[variables.coordinatorTerm]}}}] : "
-        "!has(object.spec.affinity.podAffinity) ? [JSONPatch{op: 'add', path: "
-        "'/spec/affinity/podAffinity', value: {'requiredDuringSchedulingIgnoredDuringExecution':"
-        " [variables.coordinatorTerm]}}] : "
-        f"!has({POD_REQ}) ? [JSONPatch{{op: 'add', path: '{POD_REQ_PATH}', value: "
+        + affinity_field_patch("podAffinity", required, ensured)
+        + f"!has({POD_REQ}) ? [JSONPatch{{op: 'add', path: '{POD_REQ_PATH}', value: "
         "[variables.coordinatorTerm]}] : "
         f"[JSONPatch{{op: 'add', path: '{POD_REQ_PATH}/-', value: variables.coordinatorTerm}}]"
     )
@@ -305,10 +322,6 @@ def mutation_identity_patch(intent: AdmissionIntent) -> str:
         f"{only}{lit(key)} in object.metadata.labels && object.metadata.labels[{lit(key)}] == "
         f"{zone_lit} ? [] : [JSONPatch{{op: 'add', path: {lit(path)}, value: {zone_lit}}}]"
     )
-
-
-def mutation_affinity_patch(intent: AdmissionIntent) -> str:
-    return mutation_node_affinity_patch(intent)
 
 
 # --- validation --------------------------------------------------------------------------

@@ -4,7 +4,7 @@ exclusions, looked up by the pod's namespace and job label (render/cel.py has th
 
 from __future__ import annotations
 
-from topogen.render.cel import NAMESPACE, lit, zone_requirement
+from topogen.render.cel import NAMESPACE, affinity_field_patch, lit, zone_requirement
 from topogen.render.intent import AdmissionIntent, anti_affinity_term
 
 __all__ = [
@@ -78,16 +78,14 @@ def mutation_variables(intent: AdmissionIntent) -> list[dict[str, str]]:
     return out
 
 
-def mutation_anti_affinity_patch() -> str:
+def mutation_anti_affinity_patch(ensured: bool = False) -> str:
     """Add the missing anti-affinity terms (variables.missingExclusions, named once: the
     native policies inline variables, and the table is the largest of them)."""
     return (
         "[variables.missingExclusions].map(m, size(m) == 0 ? [] : "
-        "!has(object.spec.affinity) ? [JSONPatch{op: 'add', path: '/spec/affinity', value: "
-        "{'podAntiAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': m}}}] : "
-        "!has(object.spec.affinity.podAntiAffinity) ? [JSONPatch{op: 'add', path: "
-        "'/spec/affinity/podAntiAffinity', value: "
-        "{'requiredDuringSchedulingIgnoredDuringExecution': m}}] : "
-        f"!has({ANTI_REQ}) ? [JSONPatch{{op: 'add', path: '{ANTI_REQ_PATH}', value: m}}] : "
+        + affinity_field_patch(
+            "podAntiAffinity", "{'requiredDuringSchedulingIgnoredDuringExecution': m}", ensured
+        )
+        + f"!has({ANTI_REQ}) ? [JSONPatch{{op: 'add', path: '{ANTI_REQ_PATH}', value: m}}] : "
         f"m.map(t, JSONPatch{{op: 'add', path: '{ANTI_REQ_PATH}/-', value: t}}))[0]"
     )

@@ -21,6 +21,7 @@ nothing of Kyverno's config), which carries no API_SERVER_LABEL for the enforce 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from topogen.model import LabelSelector
@@ -110,8 +111,9 @@ def joined_patches(patches: list[tuple[str, str]]) -> list[str]:
     patches of different fields joined into one (their lists concatenated). Kyverno
     encodes the pod, applies the patch and decodes the pod once per mutation
     (pkg/cel/policies/mpol/compiler/json.go), the largest part of a MutatingPolicy's cost
-    in its profile at admission. A patch of a field already in the join (a second affinity
-    patch) starts a new mutation: it must see the first applied. Each patch reads only
+    in its profile at admission. A patch of a field already in the join starts a new
+    mutation: it must see the first applied (none today: the affinity patches are one,
+    affinity_patch). Each patch reads only
     its own field (directly and through its variables), which the patches before it in
     a join do not write: the pod comes out the same as with one mutation per patch."""
     groups: list[list[str]] = []
@@ -124,6 +126,22 @@ def joined_patches(patches: list[tuple[str, str]]) -> list[str]:
             groups.append([expression])
             fields = {field}
     return [g[0] if len(g) == 1 else " + ".join(f"({e})" for e in g) for g in groups]
+
+
+def affinity_patch(intent: AdmissionIntent, role: str) -> str:
+    """The pod, node and anti-affinity patches as one JSONPatch list: led by an add of an
+    empty /spec/affinity where the pod has none, each then adds only its own field (one
+    encode-patch-decode of the pod instead of one per patch). The node patch is in every
+    list and always adds where there was no affinity, so none is left empty."""
+    kinds: list[Callable[[bool], str]] = []
+    if role != "coordinator":
+        kinds.append(cel.mutation_pod_affinity_patch)
+    kinds.append(lambda ensured: cel.mutation_node_affinity_patch(intent, ensured))
+    if intent.job_excludes:
+        kinds.append(cel_spread.mutation_anti_affinity_patch)
+    if len(kinds) == 1:
+        return kinds[0](False)
+    return " + ".join(f"({e})" for e in [cel.ENSURE_AFFINITY, *(k(True) for k in kinds)])
 
 
 def mutating_policy(
@@ -144,10 +162,7 @@ def mutating_policy(
             {"name": "coordinatorTerm", "expression": cel.coordinator_term(intent)},
             {"name": "hasCoordinatorTerm", "expression": cel.has_coordinator_term(intent)},
         ]
-        patches.append(("affinity", cel.mutation_pod_affinity_patch()))
-    patches.append(("affinity", cel.mutation_node_affinity_patch(intent)))
-    if intent.job_excludes:
-        patches.append(("affinity", cel_spread.mutation_anti_affinity_patch()))
+    patches.append(("affinity", affinity_patch(intent, role)))
     if cel.has_identity(intent):
         patches.append(("labels", cel.mutation_identity_patch(intent)))
     name = name or f"{intent.name}-{role}"
