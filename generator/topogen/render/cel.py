@@ -15,15 +15,15 @@ from topogen.model import LabelSelector, Toleration
 from topogen.render.intent import AdmissionIntent
 
 __all__ = [
+    "ENSURE_AFFINITY",
     "LABELS",
+    "affinity_field_patch",
     "escape_pointer",
     "lit",
     "match_role",
-    "ENSURE_AFFINITY",
-    "affinity_field_patch",
+    "mutation_identity_patch",
     "mutation_node_affinity_patch",
     "mutation_pod_affinity_patch",
-    "mutation_identity_patch",
     "mutation_tolerations_patch",
     "toleration_dicts",
 ]
