@@ -1013,4 +1013,6 @@ def test_kyverno_reports_controller_policy_reports(
     other = SEEN.get("background" if path == "admission" else "admission")
     if other is not None:  # both ran: the users' PolicyReports are the same either way
         assert seen == other
-    print(f"{path}: {len(seen)} PolicyReports, slowest {max(appeared.values()):.1f}s")
+    conditions = cp.kube().get(f"{collection_path(policy)}/{name}")["status"]["conditionStatus"]
+    print(f"{path}: {len(seen)} PolicyReports, slowest {max(appeared.values()):.1f}s;")
+    print(f"{path}: the policy's conditions {conditions.get('conditions')}")
