@@ -326,12 +326,10 @@ class Kyverno:
 
 REPORTS_DEPLOYMENT = "kyverno-reports-controller"
 LEASE = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/{REPORTS_DEPLOYMENT}"
-# The only flag changed from the Deployment's: --v=4 logs each scan and aggregation (the
-# Deployment's 2 logs neither), for a failing test to show. The background-scan interval
-# stays the Deployment's 1h: a new or changed pod is scanned 30s after the event
-# (enqueueDelay, a constant of pkg/controllers/report/background), not at the interval;
-# the interval only re-scans unchanged resources.
-REPORTS_CHANGED = ("--v=4",)
+# The Deployment's flags are kept as they are, the background-scan interval too (1h): a new
+# or changed pod is scanned 30s after its event (enqueueDelay, a constant of
+# pkg/controllers/report/background), not at the interval, which only re-scans unchanged
+# resources.
 
 
 @dataclass
@@ -365,14 +363,12 @@ class ReportsController:
         }
 
     def argv(self) -> list[str]:
-        changed = {_flag(a) for a in REPORTS_CHANGED}
-        drop = {*OWN_PORTS, "metricsHost", *changed}
+        drop = {*OWN_PORTS, "metricsHost"}
         args = [a for a in self.installed_args if _flag(a) not in drop]
         kubeconfig = self.cp.kubeconfig("kyverno-reports", ADMIN_TOKEN)
         return [
             str(self.binary),
             *args,
-            *REPORTS_CHANGED,
             f"--kubeconfig={kubeconfig}",
             "--metricsHost=127.0.0.1",
             f"--metricsPort={free_port()}",
