@@ -40,7 +40,9 @@ set -euo pipefail
 # (tools/cilium-oracle/*.go, hashed into its name). gator comes from tools/gatekeeper/ (the module is
 # Gatekeeper); opa needs no ldflags (its version is a constant in the source).
 # kyverno-admission-controller (cmd/kyverno, the admission controller's main)
-# shares tools/kyverno/ with the CLI; gatekeeper-controller-manager (the
+# and kyverno-reports-controller (cmd/reports-controller: background scans and
+# the aggregation of admission reports into PolicyReports) share tools/kyverno/
+# with the CLI; gatekeeper-controller-manager (the
 # Gatekeeper module's root package, upstream's `manager` binary) shares
 # tools/gatekeeper/ with gator.
 # ---------------------------------------------------------------------------
@@ -55,6 +57,7 @@ opa | github.com/open-policy-agent/opa | github.com/open-policy-agent/opa |
 cilium-oracle | github.com/cilium/cilium | topogen.local/tools/cilium-oracle | | cilium-oracle | src
 kyverno-webhooks | github.com/kyverno/kyverno | github.com/kyverno/kyverno/pkg/controllers/webhook |
 kyverno-admission-controller | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/kyverno | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@ | kyverno
+kyverno-reports-controller | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/reports-controller | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@ | kyverno
 gatekeeper-controller-manager | github.com/open-policy-agent/gatekeeper/v3 | github.com/open-policy-agent/gatekeeper/v3 | -X github.com/open-policy-agent/gatekeeper/v3/pkg/version.Version=@VERSION@ | gatekeeper
 cyclonus | github.com/mattfenwick/cyclonus | topogen.local/tools/cyclonus | -X github.com/mattfenwick/cyclonus/pkg/cli.version=@VERSION@ | cyclonus | src
 '

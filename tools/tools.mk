@@ -8,14 +8,14 @@
 TOOLS_DIR   := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 TOOLS_BIN   ?= .tools/bin
 TOOLS_LIST  ?= kyverno promtool etcd kube-apiserver kube-scheduler gator opa cilium-oracle \
-               kyverno-webhooks kyverno-admission-controller gatekeeper-controller-manager cyclonus
+               kyverno-webhooks kyverno-admission-controller kyverno-reports-controller gatekeeper-controller-manager cyclonus
 TOOLS_BUILD := $(TOOLS_DIR)/build.sh
 
 TOOLS_TARGETS := $(addprefix $(TOOLS_BIN)/,$(TOOLS_LIST))
 TOOLS_KYVERNO := $(TOOLS_BIN)/kyverno
 # Tools built from a shared module folder (the `| dir` column in build.sh).
 TOOLS_FROM_KUBE := $(filter $(addprefix $(TOOLS_BIN)/,kube-apiserver kube-scheduler),$(TOOLS_TARGETS))
-TOOLS_FROM_KYVERNO := $(filter $(TOOLS_BIN)/kyverno-admission-controller,$(TOOLS_TARGETS))
+TOOLS_FROM_KYVERNO := $(filter $(addprefix $(TOOLS_BIN)/,kyverno-admission-controller kyverno-reports-controller),$(TOOLS_TARGETS))
 TOOLS_FROM_GATEKEEPER := $(filter $(addprefix $(TOOLS_BIN)/,gator gatekeeper-controller-manager),$(TOOLS_TARGETS))
 TOOLS_GATOR := $(TOOLS_BIN)/gator
 TOOLS_OPA   := $(TOOLS_BIN)/opa
@@ -34,7 +34,7 @@ $(filter-out $(TOOLS_FROM_KUBE) $(TOOLS_FROM_KYVERNO) $(TOOLS_FROM_GATEKEEPER),$
 $(TOOLS_FROM_KUBE): $(TOOLS_BIN)/%: $(TOOLS_DIR)/kube/go.mod $(TOOLS_DIR)/kube/go.sum
 	$(TOOLS_BUILD) $*
 
-# Kyverno's admission controller is built from the CLI's module, tools/kyverno/.
+# Kyverno's admission and reports controllers are built from the CLI's module, tools/kyverno/.
 $(TOOLS_FROM_KYVERNO): $(TOOLS_BIN)/%: $(TOOLS_DIR)/kyverno/go.mod $(TOOLS_DIR)/kyverno/go.sum
 	$(TOOLS_BUILD) $*
 

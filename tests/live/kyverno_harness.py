@@ -14,6 +14,13 @@ cluster): a ValidatingPolicy with spec.autogen.validatingAdmissionPolicy.enabled
 ValidatingAdmissionPolicy and binding (`vpol-<name>`, made by Kyverno's
 admissionpolicygenerator), and gets no webhook. No garbage collector runs here, so
 `delete` removes those with their policy, as a cluster's would by their owner reference.
+
+Kyverno's reports controller (cmd/reports-controller, `start_reports_controller`) runs
+next to it the same way, from its own Deployment in that manifest: the background scan of
+policies with evaluation.background.enabled, and the aggregation of the admission
+controller's and its own EphemeralReports into PolicyReports (wgpolicyk8s.io/v1alpha2,
+one per resource). It serves no webhook; it is ready once it holds its leader-election
+Lease (only the leader runs the report controllers).
 """
 
 from __future__ import annotations
@@ -315,6 +322,116 @@ class Kyverno:
             self.proc,
             interval=0.2,
         )
+
+
+REPORTS_DEPLOYMENT = "kyverno-reports-controller"
+LEASE = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/{REPORTS_DEPLOYMENT}"
+# The Deployment's flags are kept as they are, the background-scan interval too (1h): a new
+# or changed pod is scanned 30s after its event (enqueueDelay, a constant of
+# pkg/controllers/report/background), not at the interval, which only re-scans unchanged
+# resources.
+
+
+@dataclass
+class ReportsController:
+    """One reports controller process (the Kyverno CRDs and ConfigMaps are the admission
+    controller's `install`: start that first)."""
+
+    cp: ControlPlane
+    binary: Path
+    work: Path
+    module: Path
+    proc: Process | None = None
+    installed_args: list[str] = field(default_factory=list)
+    installed_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def pod_name(self) -> str:
+        return f"{REPORTS_DEPLOYMENT}-out-of-cluster"
+
+    def load(self) -> None:
+        manifest = self.module / "config" / "install-latest-testing.yaml"
+        (deployment,) = [
+            d
+            for d in manifest_docs(manifest, ("Deployment",))
+            if d["metadata"]["name"] == REPORTS_DEPLOYMENT
+        ]
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        self.installed_args = list(container["args"])
+        self.installed_env = {
+            e["name"]: e.get("value", "") for e in container.get("env", []) if "valueFrom" not in e
+        }
+
+    def argv(self) -> list[str]:
+        drop = {*OWN_PORTS, "metricsHost"}
+        args = [a for a in self.installed_args if _flag(a) not in drop]
+        kubeconfig = self.cp.kubeconfig("kyverno-reports", ADMIN_TOKEN)
+        return [
+            str(self.binary),
+            *args,
+            f"--kubeconfig={kubeconfig}",
+            "--metricsHost=127.0.0.1",
+            f"--metricsPort={free_port()}",
+        ]
+
+    def env(self) -> dict[str, str]:
+        sigstore = self.work / "sigstore"
+        sigstore.mkdir(parents=True, exist_ok=True)
+        return {
+            **self.installed_env,
+            "KYVERNO_NAMESPACE": NAMESPACE,
+            "KYVERNO_POD_NAME": self.pod_name,
+            "TUF_ROOT": str(sigstore),
+            "HOME": str(self.work),
+        }
+
+    def leader(self) -> bool:
+        try:
+            lease = self.cp.kube().get(LEASE)
+        except KubeError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return bool((lease.get("spec") or {}).get("holderIdentity") == self.pod_name)
+
+    def start(self) -> None:
+        if not self.installed_args:
+            self.load()
+        self.proc = Process(
+            "kyverno-reports-controller",
+            self.argv(),
+            self.work / "reports-controller.log",
+            env=self.env(),
+        )
+        self.proc.start()
+        wait_until(
+            "kyverno-reports-controller's leader-election Lease",
+            self.leader,
+            CONTROLLER_TIMEOUT,
+            self.proc,
+            interval=0.25,
+        )
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.stop()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.alive()
+
+
+def start_reports_controller(cp: ControlPlane, binary: Path, work: Path) -> ReportsController:
+    """Kyverno's reports controller against `cp`, once the admission controller's
+    `install` has put the CRDs and ConfigMaps in (start_kyverno does)."""
+    module = module_dir("kyverno", "github.com/kyverno/kyverno")
+    work.mkdir(parents=True, exist_ok=True)
+    r = ReportsController(cp, binary, work, module)
+    try:
+        r.start()
+    except BaseException:
+        r.stop()
+        raise
+    return r
 
 
 def start_kyverno(cp: ControlPlane, binary: Path, work: Path) -> Kyverno:
