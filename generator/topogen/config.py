@@ -249,15 +249,24 @@ class KyvernoConfig(_Strict):
     generate a native ValidatingAdmissionPolicy and binding from it
     (spec.autogen.validatingAdmissionPolicy.enabled), so the API server validates the
     group's pods itself, Kyverno registers no webhook for the policy and writes no admission
-    report for it, and validation holds while Kyverno is down. Audit keeps the policy on
-    Kyverno's webhook (its admission reports are Audit's output), as does a group in a
-    system namespace (Kyverno's install leaves those out of its webhooks; a
-    ValidatingAdmissionPolicy would not). false: every ValidatingPolicy stays on the webhook.
+    report for it, and validation holds while Kyverno is down. Audit generates none (see
+    auditAtAdmission); a group in a system namespace keeps its Enforce policy on the
+    webhook (Kyverno's install leaves those out of its webhooks; a
+    ValidatingAdmissionPolicy would not). false: every Enforce ValidatingPolicy stays on
+    the webhook.
+
+    auditAtAdmission: under Audit, false (the default) takes each ValidatingPolicy off the
+    admission path (spec.evaluation.admission.enabled false): Kyverno registers no webhook
+    for it, and its results reach PolicyReports from the background scan of Kyverno's
+    reports controller (installed by default) instead of an admission report written while
+    the pod waits. true: Audit on Kyverno's webhook, as before; the reports then come from
+    admission. Enforce always validates at admission.
     """
 
     generate_validating_admission_policy: bool = Field(
         True, alias="generateValidatingAdmissionPolicy"
     )
+    audit_at_admission: bool = Field(False, alias="auditAtAdmission")
 
 
 class TopogenConfig(_Strict):

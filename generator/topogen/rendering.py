@@ -108,6 +108,7 @@ def _plan_files(cfg: TopogenConfig, cluster_name: str, plan: GroupPlan) -> list[
         plan,
         cfg.validation_action_for(cluster),
         api_server_validation=cfg.kyverno.generate_validating_admission_policy,
+        audit_at_admission=cfg.kyverno.audit_at_admission,
     )
     out: list[RenderedFile] = []
     for engine in cfg.engines_for(cluster):

@@ -203,9 +203,13 @@ def test_every_component_combination_builds(
     }[last]
     assert _actions(built) == {(kind, action) for kind in VALIDATING[cluster]}
     for vpol in (o for o in built if o["kind"] == "ValidatingPolicy"):
-        # Enforce: Kyverno generates a ValidatingAdmissionPolicy; Audit: its webhook
+        # Enforce: Kyverno generates a ValidatingAdmissionPolicy; Audit: background scans
         autogen = vpol["spec"]["autogen"]["validatingAdmissionPolicy"]
         assert autogen == {"enabled": action == "Enforce"}
+        assert vpol["spec"]["evaluation"] == {
+            "admission": {"enabled": action == "Enforce"},
+            "background": {"enabled": True},
+        }
     if "workload-patches" in components:
         coordinator = next(o for o in built if o["kind"] == "Deployment")
         spec = coordinator["spec"]["template"]["spec"]

@@ -72,6 +72,33 @@ def test_validating_policy_asks_for_a_vap_under_enforce_only(
     assert (LABEL in doc["metadata"]["labels"]) is label
 
 
+@pytest.mark.parametrize(
+    ("keys", "admission", "audit_component"),
+    [
+        ({}, False, False),  # Audit: the reports controller's background scans only
+        ({"validationAction": "Enforce"}, True, False),
+        ({"kyverno": {"auditAtAdmission": True}}, True, True),
+        ({"validationAction": "Enforce", "kyverno": {"auditAtAdmission": False}}, True, False),
+    ],
+    ids=["audit", "enforce", "audit-at-admission", "enforce-key-off"],
+)
+def test_audit_leaves_the_admission_path_unless_asked(
+    tmp_path: Path, keys: dict[str, Any], admission: bool, audit_component: bool
+) -> None:
+    """The policy as rendered, and what the audit and enforce Components set."""
+    doc = _validating(_config(tmp_path, **keys), tmp_path / "out")
+    assert doc["spec"]["evaluation"] == {
+        "admission": {"enabled": admission},
+        "background": {"enabled": True},
+    }
+    components = tmp_path / "out" / "kustomize" / "components"
+    for name, expected in (("enforce", True), ("audit", audit_component)):
+        text = (components / name / "kustomization.yaml").read_text()
+        patches = yaml.safe_load(text)["patches"]
+        ops = [op for p in patches for op in yaml.safe_load(p["patch"])]
+        assert {"op": "add", "path": "/spec/evaluation/admission/enabled", "value": expected} in ops
+
+
 @pytest.mark.parametrize("namespace", ["kube-system", "kube-public", "kube-node-lease", "kyverno"])
 def test_a_group_where_kyverno_is_left_out_keeps_the_webhook(namespace: str) -> None:
     """Kyverno's install leaves these namespaces out of its webhooks (and its mutations):

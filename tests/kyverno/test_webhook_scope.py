@@ -25,6 +25,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from gitops.gitops_kit import copy_inputs
 from tooling import REPO, require_tool
 from topogen.cli import main
 
@@ -50,9 +51,17 @@ CHART_WEBHOOKS = json.dumps(
 
 @pytest.fixture(scope="module")
 def policies(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example's policies with Audit at admission (kyverno.auditAtAdmission), so the
+    ValidatingPolicy has a webhook too (as rendered by default it has none: Audit runs in
+    background scans, test_live_kyverno.py test_kyverno_reports_controller_policy_reports)."""
     out = tmp_path_factory.mktemp("render")
+    inputs = tmp_path_factory.mktemp("inputs")
+    copy_inputs(EXAMPLE, inputs, ["cluster/nodes.yaml", "cilium/", "workloads/before/"])
+    raw = yaml.safe_load((EXAMPLE / "topogen.yaml").read_text())
+    raw["kyverno"] = {"auditAtAdmission": True}
+    (inputs / "topogen.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
     result = CliRunner().invoke(
-        main, ["render", "-c", str(EXAMPLE / "topogen.yaml"), "--out", str(out)]
+        main, ["render", "-c", str(inputs / "topogen.yaml"), "--out", str(out)]
     )
     assert result.exit_code == 0, result.output
     folder = out / "policies" / "lab" / "kyverno"

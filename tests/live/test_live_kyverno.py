@@ -140,10 +140,14 @@ def _with_example(cp: ControlPlane, tmp: Path) -> Path:
     return snap
 
 
-def _render(config: Path, out: Path, action: str | None = None) -> list[dict[str, Any]]:
-    if action is not None:
+def _render(
+    config: Path, out: Path, action: str | None = None, audit_at_admission: bool = False
+) -> list[dict[str, Any]]:
+    if action is not None or audit_at_admission:  # a config the test wrote, never an example's
         raw = yaml.safe_load(config.read_text())
-        raw["validationAction"] = action
+        raw["validationAction"] = action or raw.get("validationAction", "Audit")
+        if audit_at_admission:
+            raw["kyverno"] = {"auditAtAdmission": True}
         config.write_text(yaml.safe_dump(raw, sort_keys=False))
     rendered = cli("render", "-c", config, "--out", out)
     assert rendered.exit_code == 0, rendered.output
@@ -312,7 +316,8 @@ def test_kyverno_state3_zone_split_pods_mutated_at_admission_land_in_one_zone(
     kyverno_cli = require_tool("kyverno")
     snap = _with_example(cp, tmp_path)
     config = write_config(tmp_path, nodes=[snap], workloads=[BEFORE])
-    policies = _render(config, tmp_path / "out")
+    # Audit at admission, for its admission reports (as rendered: test_..._policy_reports)
+    policies = _render(config, tmp_path / "out", audit_at_admission=True)
     assert sorted(p["kind"] for p in policies) == ["MutatingPolicy"] * 2 + ["ValidatingPolicy"]
     pods = pods_of(docs(BEFORE))
     _install(k, policies, pods[0])
@@ -328,7 +333,7 @@ def test_kyverno_state3_zone_split_pods_mutated_at_admission_land_in_one_zone(
     (plan,) = analyze(load_config(config)).plans
     assert set(_zones(cp, stored).values()) == set(plan.zones) == {"zone-a"}
 
-    # Audit: admission reports per pod, its mutation and every check passed
+    # Audit at admission: admission reports per pod, its mutation and every check passed
     def results() -> dict[str, set[tuple[str, str]]]:
         return {p: {(r["policy"], r["result"]) for r in rs} for p, rs in _reports(cp, NS).items()}
 
@@ -375,10 +380,15 @@ def test_kyverno_state3_pytorchjob_pods_land_in_one_zone(
         assert term["labelSelector"]["matchLabels"]["training.kubeflow.org/job-name"] == "resnet"
 
 
-def _validate_only(action: str, api_server: bool = False) -> list[dict[str, Any]]:
+def _validate_only(
+    action: str, api_server: bool = False, admission: bool = True
+) -> list[dict[str, Any]]:
+    """The rendered ValidatingPolicy with `action`; on the admission path as the enforce
+    Component (and, for Audit, kyverno.auditAtAdmission) puts it, unless not `admission`."""
     (policy,) = [p for p in _policy_docs(GENERATED) if p["kind"] == "ValidatingPolicy"]
     policy["spec"]["validationActions"] = [action]
     policy["spec"]["autogen"]["validatingAdmissionPolicy"] = {"enabled": api_server}
+    policy["spec"]["evaluation"]["admission"]["enabled"] = admission
     return [policy]
 
 
@@ -492,8 +502,9 @@ def test_kyverno_leaves_other_namespaces_and_system_pods_untouched(
     cp, k = plane
     policies = _policy_docs(GENERATED)
     for p in policies:
-        if p["kind"] == "ValidatingPolicy":
+        if p["kind"] == "ValidatingPolicy":  # as the enforce Component makes it
             p["spec"]["validationActions"] = ["Deny"]
+            p["spec"]["evaluation"]["admission"]["enabled"] = True
     coordinator = pods_of(docs(BEFORE))[0]
     _install(k, policies, coordinator)
     assert create_pod_raw(cp, coordinator)[1]["metadata"]["labels"]["zone"] == "zone-a"
@@ -513,8 +524,9 @@ def test_kyverno_leaves_other_namespaces_and_system_pods_untouched(
 def test_kyverno_down_the_rendered_fail_rejects_group_pods_only(
     plane: tuple[ControlPlane, Kyverno],
 ) -> None:
-    """The generated policies render failurePolicy Fail, and Kyverno registers each as a
-    Fail webhook whose matchConditions the API server evaluates itself: with Kyverno
+    """The generated policies render failurePolicy Fail, and Kyverno registers each
+    MutatingPolicy as a Fail webhook whose matchConditions the API server evaluates itself
+    (the ValidatingPolicy, Audit as rendered, runs in background scans: no webhook): with Kyverno
     gone, creating a group pod fails with the API server's error (a Deployment or Job
     controller retries and records FailedCreate), other pods are admitted as they are."""
     cp, k = plane
@@ -523,9 +535,10 @@ def test_kyverno_down_the_rendered_fail_rejects_group_pods_only(
     pods = pods_of(docs(BEFORE))
     coordinator, worker = pods[0], pods[-1]
     _install(k, policies, coordinator)
-    for kind, name in (("mutating", "coordinator"), ("validating", "validate")):
-        (hook,) = k.webhooks_for(kind, f"{NAME}-{name}")
+    for role in ("coordinator", "worker"):
+        (hook,) = k.webhooks_for("mutating", f"{NAME}-{role}")
         assert hook["failurePolicy"] == "Fail", hook
+    assert not k.webhooks_for("validating", f"{NAME}-validate")
     outsider = copy.deepcopy(coordinator)
     outsider["metadata"] |= {"name": "web-0", "labels": {"app.kubernetes.io/name": "web"}}
 
@@ -700,6 +713,7 @@ def test_kyverno_admission_controller_behaves_as_the_cli(
             one["metadata"]["name"] = f"{validating['metadata']['name']}-check-{n}"
             one["spec"]["validations"] = [v]
             one["spec"]["validationActions"] = ["Warn"]
+            one["spec"]["evaluation"]["admission"]["enabled"] = True
             checks.append(one)
             check_of[one["metadata"]["name"]] = check
     only = [c for c in suite.cases if not c.admission]
@@ -756,9 +770,14 @@ def test_kyverno_registers_each_generated_policy_as_its_own_webhook(
     calls Kyverno at all. So the API server calls Kyverno only for pods of the group's
     namespaces with the job label, and of those only for the policy's role (what
     tests/kyverno/test_webhook_scope.py finds with Kyverno's builders, here as the running
-    admission controller registers it)."""
+    admission controller registers it). The ValidatingPolicy as kyverno.auditAtAdmission
+    (or, under Enforce, kyverno.generateValidatingAdmissionPolicy false) puts it on the
+    admission path; as rendered, Audit has no webhook."""
     cp, k = plane
     policies = _policy_docs(GENERATED)
+    for p in policies:
+        if p["kind"] == "ValidatingPolicy":
+            p["spec"]["evaluation"]["admission"]["enabled"] = True
     _install(k, policies, pods_of(docs(BEFORE))[0])
     config = cp.kube().get("/api/v1/namespaces/kyverno/configmaps/kyverno")["data"]
     webhooks = json.loads(config["webhooks"])
@@ -928,26 +947,26 @@ def test_kyverno_reports_controller_policy_reports(
 ) -> None:
     """The generated validate test's pods, created through the API server with the rendered
     ValidatingPolicy (Audit) and Kyverno's reports controller running as its Deployment
-    configures it. `background`: spec.evaluation.admission.enabled false (as a kustomize
-    patch sets it): Kyverno registers no webhook for the policy and the API server calls
+    configures it. `background`: as rendered (kyverno.auditAtAdmission false: the
+    policy's spec.evaluation.admission.enabled false): Kyverno registers no webhook for the policy and the API server calls
     none of Kyverno's validating webhooks for the pods; every pod is admitted, and the
     background scan's results reach a PolicyReport per pod (scope: the pod): fail for the
     test's failing pods, pass for its passing ones, none for its skipped ones.
-    `admission`: the policy as rendered (admission and background on): its webhook is
+    `admission`: as kyverno.auditAtAdmission renders it (admission on too): its webhook is
     called and the admission reports are aggregated into the same PolicyReports."""
     cp, k = plane
     test = "topogen-ml-training-validate"
     want = _expectations(GENERATED / "tests" / test / "kyverno-test.yaml")
     pods = _generated_resources(test)
-    (policy,) = _validate_only("Audit")
+    (rendered,) = [p for p in _policy_docs(GENERATED) if p["kind"] == "ValidatingPolicy"]
+    assert rendered["spec"]["validationActions"] == ["Audit"]
+    assert rendered["spec"]["evaluation"] == {"admission": {"enabled": False},
+                                              "background": {"enabled": True}}  # fmt: skip
+    (policy,) = _validate_only("Audit", admission=path == "admission")
     name = policy["metadata"]["name"]
-    assert policy["spec"]["validationActions"] == ["Audit"]
-    assert policy["spec"]["evaluation"] == {"admission": {"enabled": True},
-                                            "background": {"enabled": True}}  # fmt: skip
     namespaces = sorted({p["metadata"]["namespace"] for p in pods})
     bad = next(p for p in pods if want[_key(p)] == "fail")
     if path == "background":
-        policy["spec"]["evaluation"]["admission"]["enabled"] = False
         k.apply([policy])
         # the admission controller has seen it: its status controller wrote conditions
         wait_admitted(

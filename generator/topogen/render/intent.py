@@ -78,6 +78,8 @@ class AdmissionIntent:
     # the engine may hand validation to the API server under Enforce (Kyverno: a
     # ValidatingAdmissionPolicy generated from the ValidatingPolicy; config kyverno:)
     api_server_validation: bool = False
+    # Audit on the engine's admission webhook (Kyverno: else in background scans only)
+    audit_at_admission: bool = False
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -167,7 +169,11 @@ def named_jobs(intent: AdmissionIntent, namespace: str) -> tuple[str, ...]:
 
 
 def intent_for(
-    plan: GroupPlan, validation_action: str, *, api_server_validation: bool = False
+    plan: GroupPlan,
+    validation_action: str,
+    *,
+    api_server_validation: bool = False,
+    audit_at_admission: bool = False,
 ) -> AdmissionIntent:
     assert plan.domain is not None, "only enforceable plans have an intent"
     p = plan.profile
@@ -214,6 +220,7 @@ def intent_for(
         job_identity=bool(job_zones) and plan.identity_source == "static",
         job_excludes=job_excludes,
         api_server_validation=api_server_validation,
+        audit_at_admission=audit_at_admission,
     )
 
 

@@ -159,7 +159,9 @@ def _intents(ca: ClusterAnalysis, cfg: TopogenConfig) -> list[AdmissionIntent]:
     action = cfg.validation_action_for(cfg.cluster(ca.cluster))
     vap = cfg.kyverno.generate_validating_admission_policy
     return [
-        intent_for(p, action, api_server_validation=vap)
+        intent_for(
+            p, action, api_server_validation=vap, audit_at_admission=cfg.kyverno.audit_at_admission
+        )
         for p in ca.plans
         if p.enforceable and not p.refused
     ]
@@ -244,6 +246,7 @@ def kustomize_files(
                 legacy=_legacy_action_patches(legacy, actions["kyverno_legacy"]),
                 **actions,
                 api_server=name == "enforce",
+                at_admission=name == "enforce" or cfg.kyverno.audit_at_admission,
                 api_server_selector="app.kubernetes.io/managed-by=topogen,"
                 + "=".join(API_SERVER_LABEL),
             )

@@ -14,9 +14,12 @@ copies matchConstraints, matchConditions, variables and validations as they are
 runs), the binding carries validationActions, and Kyverno's webhook controller then
 registers no webhook for the policy. The API server validates the pods itself: no webhook
 round trip and no admission report on the pod's path, and validation holds while Kyverno
-is down. Audit stays on the webhook (Kyverno's admission reports are its output); so does
-a group in a namespace Kyverno's install leaves out (a ValidatingAdmissionPolicy knows
-nothing of Kyverno's config), which carries no API_SERVER_LABEL for the enforce Component.
+is down. Audit runs in the background scans of Kyverno's reports controller only
+(evaluation.admission.enabled false: no webhook, no admission report on the pod's path,
+the same PolicyReports), or on the webhook with config kyverno.auditAtAdmission. Enforce
+stays on the webhook for a group in a namespace Kyverno's install leaves out (a
+ValidatingAdmissionPolicy knows nothing of Kyverno's config), which carries no
+API_SERVER_LABEL for the enforce Component.
 """
 
 from __future__ import annotations
@@ -193,6 +196,7 @@ def validating_policy(
         **meta,
         actions=["Deny"] if enforce else ["Audit"],
         generate_vap=allowed and enforce,
+        at_admission=enforce or intent.audit_at_admission,
         **webhook_selectors(intent, detached),
         match_conditions=cel.match_role(intent, None),
         variables=cel.validation_variables(intent),
