@@ -153,7 +153,7 @@ def test_admission_percentiles_and_variants() -> None:
             "metadata": {"labels": {"topogen.io/api-server-validation": "allowed"}},
             "spec": {
                 "validationActions": ["Audit"],
-                "evaluation": {"admission": {"enabled": True}},
+                "evaluation": {"admission": {"enabled": False}},  # Audit as rendered
                 "autogen": {"validatingAdmissionPolicy": {"enabled": False}},
             },
         },
@@ -167,6 +167,7 @@ def test_admission_percentiles_and_variants() -> None:
         spec = v[name][1]["spec"]
         assert spec["validationActions"] == ["Deny"]
         assert spec["autogen"]["validatingAdmissionPolicy"] == {"enabled": vap}
+        assert spec["evaluation"]["admission"]["enabled"] is True
     assert all(
         p["metadata"]["labels"]["reports.kyverno.io/disabled"] == "true"
         for p in v["generated, no admission reports"]
@@ -175,8 +176,10 @@ def test_admission_percentiles_and_variants() -> None:
     (ref,) = admission.reference_variants()["reference, no admission report"]
     assert ref["metadata"]["labels"] == {"reports.kyverno.io/disabled": "true"}
     assert generated[1]["spec"]["autogen"]["validatingAdmissionPolicy"] == {"enabled": False}
-    background = v["generated, Audit in background scans only"][1]["spec"]
-    assert background["evaluation"]["admission"]["enabled"] is False
+    at_admission = v["generated, Audit at admission"][1]["spec"]
+    assert at_admission["evaluation"]["admission"]["enabled"] is True
+    assert at_admission["validationActions"] == ["Audit"]
+    assert generated[1]["spec"]["evaluation"]["admission"]["enabled"] is False
     assert generated[1]["spec"]["validationActions"] == ["Audit"]  # copies, not the input
     counts = {"count": 10, "changed": 10, "slow": 0, "calls": 1.0, "reports": 1.0}
     stats = {n: counts | {"p50": 10.0, "p99": 20.0, "mean": 12.0} for n in v}

@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tooling import require_tool
 
@@ -38,7 +39,13 @@ SUBMITTER = {
 
 
 def test_the_submitter_gets_webhooks_of_its_own(tmp_path: Path) -> None:
-    policies = render(write_config(tmp_path, "kuberay", [CASE / "manifest.yaml"]), tmp_path / "o")
+    """With Audit at admission (kyverno.auditAtAdmission), so the ValidatingPolicies have
+    webhooks too (as rendered, Audit runs in background scans and has none)."""
+    config = write_config(tmp_path, "kuberay", [CASE / "manifest.yaml"])
+    raw = yaml.safe_load(config.read_text())
+    raw["kyverno"] = {"auditAtAdmission": True}
+    config.write_text(yaml.safe_dump(raw, sort_keys=False))
+    policies = render(config, tmp_path / "o")
     folder = tmp_path / "policies"
     folder.mkdir()
     for p in policies.glob("topogen-*.yaml"):
