@@ -36,7 +36,7 @@ from live_harness import (
     free_port,
     wait_until,
 )
-from webhook_harness import CONTROLLER_TIMEOUT, install_crds, manifest_docs
+from webhook_harness import CONTROLLER_TIMEOUT, Controller, install_crds, manifest_docs
 
 from tooling import module_dir
 
@@ -79,7 +79,7 @@ def _certificates(work: Path) -> bytes:
 
 
 @dataclass
-class Gatekeeper:
+class Gatekeeper(Controller):
     cp: ControlPlane
     binary: Path
     work: Path
@@ -190,17 +190,6 @@ class Gatekeeper:
             self.proc,
             interval=0.25,
         )
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.stop()
-
-    def kill(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.alive()
 
     # -- policies --
 

@@ -45,6 +45,7 @@ from live_harness import (
 from webhook_harness import (
     CONTROLLER_TIMEOUT,
     WEBHOOK_PLUGINS,
+    Controller,
     insecure,
     install_crds,
     manifest_docs,
@@ -100,12 +101,37 @@ def vap_names(policy: Mapping[str, Any]) -> tuple[str, str]:
     return name, f"{name}-binding"
 
 
+def installed_container(
+    docs: Sequence[dict[str, Any]], deployment: str
+) -> tuple[list[str], dict[str, str]]:
+    """The args and literal env (not the downward API's) of the one container of one
+    Deployment of the release manifest."""
+    (d,) = [x for x in docs if x["kind"] == "Deployment" and x["metadata"]["name"] == deployment]
+    (c,) = d["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value", "") for e in c.get("env", []) if "valueFrom" not in e}
+    return list(c["args"]), env
+
+
+def out_of_cluster_env(installed: Mapping[str, str], work: Path, pod: str) -> dict[str, str]:
+    """The environment of a Kyverno process here: what the downward API gives it in a
+    cluster (its namespace and pod name), sigstore's cache and HOME under `work`."""
+    sigstore = work / "sigstore"
+    sigstore.mkdir(parents=True, exist_ok=True)
+    return {
+        **installed,
+        "KYVERNO_NAMESPACE": NAMESPACE,
+        "KYVERNO_POD_NAME": pod,
+        "TUF_ROOT": str(sigstore),
+        "HOME": str(work),
+    }
+
+
 def _flag(arg: str) -> str:
     return arg.lstrip("-").split("=", 1)[0]
 
 
 @dataclass
-class Kyverno:
+class Kyverno(Controller):
     """One admission controller process; `start()` installs what it needs first."""
 
     cp: ControlPlane
@@ -131,18 +157,7 @@ class Kyverno:
         for doc in docs:
             if doc["kind"] == "ConfigMap" and doc["metadata"]["namespace"] == NAMESPACE:
                 kube.create(collection_path(doc), doc, exist_ok=True)
-        (deployment,) = [
-            d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == DEPLOYMENT
-        ]
-        (container,) = [
-            c
-            for c in deployment["spec"]["template"]["spec"]["containers"]
-            if c["name"] == "kyverno"
-        ]
-        self.installed_args = list(container["args"])
-        self.installed_env = {
-            e["name"]: e.get("value", "") for e in container.get("env", []) if "valueFrom" not in e
-        }
+        self.installed_args, self.installed_env = installed_container(docs, DEPLOYMENT)
 
     def argv(self) -> list[str]:
         drop = set(OUT_OF_CLUSTER + OWN_PORTS)
@@ -162,15 +177,7 @@ class Kyverno:
         ]
 
     def env(self) -> dict[str, str]:
-        sigstore = self.work / "sigstore"
-        sigstore.mkdir(parents=True, exist_ok=True)
-        return {
-            **self.installed_env,
-            "KYVERNO_NAMESPACE": NAMESPACE,
-            "KYVERNO_POD_NAME": f"{DEPLOYMENT}-out-of-cluster",
-            "TUF_ROOT": str(sigstore),
-            "HOME": str(self.work),
-        }
+        return out_of_cluster_env(self.installed_env, self.work, f"{DEPLOYMENT}-out-of-cluster")
 
     def start(self) -> None:
         if not self.installed_args:
@@ -199,17 +206,6 @@ class Kyverno:
             self.proc,
             interval=0.25,
         )
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.stop()
-
-    def kill(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.alive()
 
     # -- what it registered --
 
@@ -333,7 +329,7 @@ LEASE = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/{REPORTS_DE
 
 
 @dataclass
-class ReportsController:
+class ReportsController(Controller):
     """One reports controller process (the Kyverno CRDs and ConfigMaps are the admission
     controller's `install`: start that first)."""
 
@@ -351,16 +347,8 @@ class ReportsController:
 
     def load(self) -> None:
         manifest = self.module / "config" / "install-latest-testing.yaml"
-        (deployment,) = [
-            d
-            for d in manifest_docs(manifest, ("Deployment",))
-            if d["metadata"]["name"] == REPORTS_DEPLOYMENT
-        ]
-        (container,) = deployment["spec"]["template"]["spec"]["containers"]
-        self.installed_args = list(container["args"])
-        self.installed_env = {
-            e["name"]: e.get("value", "") for e in container.get("env", []) if "valueFrom" not in e
-        }
+        docs = manifest_docs(manifest, ("Deployment",))
+        self.installed_args, self.installed_env = installed_container(docs, REPORTS_DEPLOYMENT)
 
     def argv(self) -> list[str]:
         drop = {*OWN_PORTS, "metricsHost"}
@@ -375,15 +363,7 @@ class ReportsController:
         ]
 
     def env(self) -> dict[str, str]:
-        sigstore = self.work / "sigstore"
-        sigstore.mkdir(parents=True, exist_ok=True)
-        return {
-            **self.installed_env,
-            "KYVERNO_NAMESPACE": NAMESPACE,
-            "KYVERNO_POD_NAME": self.pod_name,
-            "TUF_ROOT": str(sigstore),
-            "HOME": str(self.work),
-        }
+        return out_of_cluster_env(self.installed_env, self.work, self.pod_name)
 
     def leader(self) -> bool:
         try:
@@ -411,13 +391,6 @@ class ReportsController:
             self.proc,
             interval=0.25,
         )
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.stop()
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.alive()
 
 
 def start_reports_controller(cp: ControlPlane, binary: Path, work: Path) -> ReportsController:

@@ -11,13 +11,30 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from live_harness import ControlPlane, collection_path, wait_until
+from live_harness import ControlPlane, Process, collection_path, wait_until
 
 WEBHOOK_PLUGINS = ("MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")
 # Waits on an admission controller's conditions (ready, policies registered or enforced,
 # seen at admission): generous, since a loaded 2-core machine can take minutes; a wait
 # ends as soon as its condition holds.
 CONTROLLER_TIMEOUT = 300.0
+
+
+class Controller:
+    """A controller process of the harness's (`proc`, once started): stop, kill, alive."""
+
+    proc: Process | None
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.stop()
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.alive()
 
 
 def manifest_docs(path: Path, kinds: Iterable[str]) -> list[dict[str, Any]]:

@@ -109,26 +109,14 @@ def policy_names(intent: AdmissionIntent) -> list[tuple[str, str, LabelSelector 
     return out
 
 
-def joined_patches(patches: list[tuple[str, str]]) -> list[str]:
-    """(field, JSONPatch expression) in order -> the mutations' expressions: consecutive
-    patches of different fields joined into one (their lists concatenated). Kyverno
-    encodes the pod, applies the patch and decodes the pod once per mutation
+def joined(expressions: list[str]) -> str:
+    """JSONPatch expressions -> one, their lists concatenated in order. Kyverno encodes the
+    pod, applies the patch and decodes the pod once per mutation
     (pkg/cel/policies/mpol/compiler/json.go), the largest part of a MutatingPolicy's cost
-    in its profile at admission. A patch of a field already in the join starts a new
-    mutation: it must see the first applied (none today: the affinity patches are one,
-    affinity_patch). Each patch reads only
-    its own field (directly and through its variables), which the patches before it in
-    a join do not write: the pod comes out the same as with one mutation per patch."""
-    groups: list[list[str]] = []
-    fields: set[str] = set()
-    for field, expression in patches:
-        if groups and field not in fields:
-            groups[-1].append(expression)
-            fields.add(field)
-        else:
-            groups.append([expression])
-            fields = {field}
-    return [g[0] if len(g) == 1 else " + ".join(f"({e})" for e in g) for g in groups]
+    in its profile at admission, so each policy has one mutation. Every expression sees
+    the pod as sent: each reads only its own field (tolerations, affinity, labels;
+    directly and through its variables), which no other writes."""
+    return expressions[0] if len(expressions) == 1 else " + ".join(f"({e})" for e in expressions)
 
 
 def affinity_patch(intent: AdmissionIntent, role: str) -> str:
@@ -144,14 +132,14 @@ def affinity_patch(intent: AdmissionIntent, role: str) -> str:
         kinds.append(cel_spread.mutation_anti_affinity_patch)
     if len(kinds) == 1:
         return kinds[0](False)
-    return " + ".join(f"({e})" for e in [cel.ENSURE_AFFINITY, *(k(True) for k in kinds)])
+    return joined([cel.ENSURE_AFFINITY, *(k(True) for k in kinds)])
 
 
 def mutating_policy(
     intent: AdmissionIntent, role: str, name: str = "", detached: LabelSelector | None = None
 ) -> RenderedFile:
     variables = cel_spread.mutation_variables(intent)
-    patches: list[tuple[str, str]] = []
+    patches: list[str] = []
     if role == "coordinator":
         variables.append(
             {
@@ -159,15 +147,15 @@ def mutating_policy(
                 "expression": cel.missing_tolerations(intent.tolerations),
             }
         )
-        patches.append(("tolerations", cel.mutation_tolerations_patch()))
+        patches.append(cel.mutation_tolerations_patch())
     else:
         variables += [
             {"name": "coordinatorTerm", "expression": cel.coordinator_term(intent)},
             {"name": "hasCoordinatorTerm", "expression": cel.has_coordinator_term(intent)},
         ]
-    patches.append(("affinity", affinity_patch(intent, role)))
+    patches.append(affinity_patch(intent, role))
     if cel.has_identity(intent):
-        patches.append(("labels", cel.mutation_identity_patch(intent)))
+        patches.append(cel.mutation_identity_patch(intent))
     name = name or f"{intent.name}-{role}"
     text, objs = render_documents(
         "kyverno/mutating-policy.yaml.j2",
@@ -176,7 +164,7 @@ def mutating_policy(
         **webhook_selectors(intent, detached),
         match_conditions=cel.match_role(intent, role),
         variables=variables,
-        patches=joined_patches(patches),
+        patches=[joined(patches)],
     )
     return RenderedFile(f"{name}.yaml", text, objs)
 
