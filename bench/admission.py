@@ -37,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(ROOT / "tests" / "live"), str(ROOT / "tests")]
 
+import admission_variants as av  # noqa: E402
 from kyverno_harness import PLUGINS, Kyverno, generates_vap, start_kyverno  # noqa: E402
 from kyverno_pods import group_pods, reference_policy  # noqa: E402
 from live_harness import ADMIN_TOKEN, ControlPlane, start_control_plane  # noqa: E402
@@ -73,6 +74,8 @@ VARIANTS = {
 }
 MUTATIONS = "generated, mutations only"
 REFERENCE_NO_REPORT = "reference, no admission report"
+# the table's rows: the configurations, then the generated variants, then the reference's
+ORDER = (*CONFIGS, *VARIANTS, av.ONE_WEBHOOK, REFERENCE_NO_REPORT, av.STATIC)
 WARMUP = 20  # untimed pods after each switch
 SLOW = 1.0  # s: Gatekeeper's mutation webhook timeout (its validation's is 3 s)
 
@@ -242,6 +245,9 @@ def run_admission(
         **variants(generated),
         **reference_variants(),
     }
+    joined = av.one_webhook(generated)
+    if joined is not None:
+        policies[av.ONE_WEBHOOK] = joined
     all_pods = group_pods(config, group, pods)
     namespaces = sorted({p["metadata"]["namespace"] for p in all_pods})
     zone_label = load_config(config).clusters[0].zone_label
@@ -251,6 +257,9 @@ def run_admission(
         try:
             client = Client(cp)
             path = KyvernoPath(cp, k, client, misplaced(all_pods, zone_label))
+            for ns in namespaces:
+                cp.ensure_namespace(ns)
+            policies[av.STATIC] = [static_variant(path, client, generated, joined, all_pods)]
             stats = measure_configs(cp, path, client, policies, all_pods, namespaces, rounds)
             nudged = k.nudged
         finally:
@@ -264,6 +273,43 @@ def run_admission(
         "rounds": rounds,
         "nudged": nudged,
     }
+
+
+def admitted_as(
+    path: KyvernoPath,
+    client: Client,
+    policies: Sequence[dict[str, Any]],
+    pods: Sequence[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """The pods as admission returns them (dry run) with `policies` installed."""
+    path.switch([], policies, pods[0])
+    try:
+        return [client.create(pod, True)[1] for pod in pods]
+    finally:
+        path.switch(policies, [], pods[0])
+
+
+def static_variant(
+    path: KyvernoPath,
+    client: Client,
+    generated: Sequence[dict[str, Any]],
+    joined: Sequence[dict[str, Any]] | None,
+    pods: Sequence[dict[str, Any]],
+) -> dict[str, Any]:
+    """The STATIC policy from what Kyverno made of each kind of pod; on the way, that the
+    ONE_WEBHOOK variant admits the first pods exactly as the generated set does."""
+    sample = list(pods[:50])
+    admitted = admitted_as(path, client, generated, sample)
+    if joined is not None:
+        got = admitted_as(path, client, joined, sample)
+        wrong = [p["metadata"]["name"] for p, a, b in zip(sample, admitted, got, strict=True)
+                 if fields(a) != fields(b)]  # fmt: skip
+        if wrong:
+            raise SystemExit(f"bench: {av.ONE_WEBHOOK} admits {wrong[:3]} otherwise")
+    by_name = {a["metadata"]["name"]: a for a in admitted}
+    return av.static_policy(
+        [(telling, p, by_name[p["metadata"]["name"]]) for telling, p in av.shapes(sample)]
+    )
 
 
 def ratios(stats: dict[str, dict[str, float]]) -> dict[str, Any]:
@@ -400,7 +446,7 @@ def report_lines(adm: dict[str, Any]) -> list[str]:
         "and Kyverno admission reports created, from the API server's metrics over the timed "
         "pods.",
         "",
-        *table(stats, [n for n in (*CONFIGS, *VARIANTS, REFERENCE_NO_REPORT) if n in stats]),
+        *table(stats, [n for n in ORDER if n in stats]),
     ]
     ref = stats["reference"]
     lines += [
@@ -420,7 +466,8 @@ def report_lines(adm: dict[str, Any]) -> list[str]:
         *(
             f"- {name} ({why}): {stats[name]['p50'] / ref['p50']:.2f}x the reference at p50, "
             f"{stats[name]['p99'] / ref['p99']:.2f}x at p99."
-            for name, why in VARIANTS.items()
+            for name, why in (*VARIANTS.items(), *av.DESCRIPTIONS.items())
+            if name in stats
         ),
         *(
             [
