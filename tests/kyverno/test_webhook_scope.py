@@ -53,7 +53,7 @@ CHART_WEBHOOKS = json.dumps(
 def policies(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example's policies with Audit at admission (kyverno.auditAtAdmission), so the
     ValidatingPolicy has a webhook too (as rendered by default it has none: Audit runs in
-    background scans, test_live_kyverno.py test_kyverno_reports_controller_policy_reports)."""
+    background scans, test_live_kyverno_reports.py)."""
     out = tmp_path_factory.mktemp("render")
     inputs = tmp_path_factory.mktemp("inputs")
     copy_inputs(EXAMPLE, inputs, ["cluster/nodes.yaml", "cilium/", "workloads/before/"])

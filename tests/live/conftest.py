@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kyverno_harness import PLUGINS, Kyverno, start_kyverno
+from kyverno_kit import NAME
 from live_harness import ControlPlane, start_control_plane
 
 from tooling import TOOLS_BIN, require_tool
@@ -44,3 +46,42 @@ def admin_kubeconfig(control_plane: ControlPlane) -> Path:
     from live_harness import ADMIN_TOKEN
 
     return control_plane.kubeconfig("admin", ADMIN_TOKEN)
+
+
+@pytest.fixture(scope="session")
+def kyverno_session(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ControlPlane, Kyverno]]:
+    """A control plane with Kyverno's admission controller in front of it, for every
+    test_live_kyverno*.py file this test process runs."""
+    for tool in ("etcd", "kube-apiserver", "kube-scheduler"):
+        require_tool(tool)
+    binary = require_tool("kyverno-admission-controller")
+    work = tmp_path_factory.mktemp("kyverno-plane")
+    cp = start_control_plane(TOOLS_BIN, work, admission=PLUGINS)
+    try:
+        k = start_kyverno(cp, binary, work / "kyverno")
+    except BaseException:
+        cp.stop()
+        raise
+    try:
+        yield cp, k
+    finally:
+        k.stop()
+        cp.stop()
+
+
+@pytest.fixture
+def kyverno_plane(
+    kyverno_session: tuple[ControlPlane, Kyverno],
+) -> Iterator[tuple[ControlPlane, Kyverno]]:
+    """The Kyverno plane, emptied of nodes, pods, policies; Kyverno running."""
+    cp, k = kyverno_session
+    if not k.alive():
+        k.start()
+    cp.reset()
+    yield cp, k
+    for kind in ("mutatingpolicies", "validatingpolicies"):
+        cp.kube().delete(f"/apis/policies.kyverno.io/v1/{kind}")
+    k.delete_generated()
+    k.wait_unregistered([NAME + s for s in ("-coordinator", "-worker", "-validate")])

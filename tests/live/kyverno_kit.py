@@ -1,0 +1,206 @@
+"""What the Kyverno admission-controller tests share (tests/live/test_live_kyverno*.py):
+the bundled example's files, rendering, installing policies until the API server calls
+Kyverno for them, creating pods as their controllers would and reading where they landed,
+and Kyverno's admission reports. The plane itself (one control plane and one Kyverno per
+test process) is conftest.py's `kyverno_plane`."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kyverno_harness import Kyverno
+from live_harness import ADMIN_TOKEN, ControlPlane
+from live_kit import (
+    EXAMPLE,
+    NS,
+    cli,
+    create_pod_raw,
+    docs,
+    example_nodes,
+    example_policies,
+    project,
+)
+from webhook_harness import wait_admitted, wait_bound
+
+from tooling import REPO
+
+BEFORE = EXAMPLE / "workloads" / "before"
+PYTORCH = REPO / "examples" / "pytorch-three-zone"
+GENERATED = REPO / "policies" / "lab" / "kyverno"
+NAME = "topogen-ml-training"
+
+
+def policy_docs(folder: Path) -> list[dict[str, Any]]:
+    return [
+        d
+        for f in sorted(folder.glob("topogen-*.yaml"))
+        for d in yaml.safe_load_all(f.read_text(encoding="utf-8"))
+        if d
+    ]
+
+
+def with_example(cp: ControlPlane, tmp: Path) -> Path:
+    """examples/zone-split's nodes and policies in the API server; its live snapshot."""
+    kubeconfig = cp.kubeconfig("admin", ADMIN_TOKEN)
+    cp.ensure_namespace(NS)
+    cp.create_nodes(example_nodes())
+    cp.apply(example_policies())
+    snap = tmp / "snapshot.yaml"
+    result = cli("snapshot", "--kubeconfig", kubeconfig, "-o", snap)
+    assert result.exit_code == 0, result.output
+    return snap
+
+
+def render_group(
+    config: Path, out: Path, action: str | None = None, audit_at_admission: bool = False
+) -> list[dict[str, Any]]:
+    if action is not None or audit_at_admission:  # a config the test wrote, never an example's
+        raw = yaml.safe_load(config.read_text())
+        raw["validationAction"] = action or raw.get("validationAction", "Audit")
+        if audit_at_admission:
+            raw["kyverno"] = {"auditAtAdmission": True}
+        config.write_text(yaml.safe_dump(raw, sort_keys=False))
+    rendered = cli("render", "-c", config, "--out", out)
+    assert rendered.exit_code == 0, rendered.output
+    (folder,) = (out / "policies").glob("*/kyverno")
+    return policy_docs(folder)
+
+
+def install(k: Kyverno, policies: Sequence[dict[str, Any]], probe: Mapping[str, Any]) -> None:
+    """Create the policies; wait until Kyverno registered them and the API server calls
+    it for `probe` (a pod the policies change or judge)."""
+    k.cp.ensure_namespace(probe["metadata"]["namespace"])
+    k.apply(policies)
+    k.wait_registered(policies)
+    before = project(probe)
+    wait_admitted(
+        "the policies at admission",
+        lambda: (lambda r: r[0] != 201 or r[2] or project(r[1]) != before)(
+            create_pod_raw(k.cp, probe)
+        ),
+    )
+
+
+def install_audit(k: Kyverno, policies: Sequence[dict[str, Any]], probe: Mapping[str, Any]) -> None:
+    """Audit changes nothing a dry run shows: probe with stored pods until Kyverno
+    reports on one (its validating handler writes the report before it answers)."""
+    ns = probe["metadata"]["namespace"]
+    k.cp.ensure_namespace(ns)
+    k.apply(policies)
+    k.wait_registered(policies)
+    n = 0
+
+    def reported() -> bool:
+        nonlocal n
+        n += 1
+        pod = copy.deepcopy(dict(probe))
+        pod["metadata"]["name"] = f"audit-probe-{n}"
+        assert create_pod_raw(k.cp, pod, dry_run=False)[0] == 201
+        return pod["metadata"]["name"] in admission_reports(k.cp, ns)
+
+    wait_admitted("the policies at admission", reported)
+
+
+def schedule(
+    cp: ControlPlane, pods: Sequence[dict[str, Any]], admitted: dict[str, Any] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Create the coordinators first (workers may need them placed), then the rest; the
+    stored pods once the scheduler bound them. `admitted`
+    gets each pod as admission returned it (before binding stamps the zone label)."""
+    first = [p for p in pods if is_coordinator(p)]
+    stored: dict[str, dict[str, Any]] = {}
+    for batch in (first, [p for p in pods if p not in first]):
+        for p in batch:
+            cp.ensure_namespace(p["metadata"]["namespace"])
+            status, body, _ = create_pod_raw(cp, p, dry_run=False)
+            assert status == 201, body
+            if admitted is not None:
+                admitted[p["metadata"]["name"]] = body
+        for p in batch:
+            ns, name = p["metadata"]["namespace"], p["metadata"]["name"]
+            wait_bound(cp, ns, [name])
+            stored[name] = cp.pod(ns, name)
+    return stored
+
+
+def is_coordinator(pod: Mapping[str, Any]) -> bool:
+    labels = pod["metadata"].get("labels", {})
+    return bool(labels.get("role") == "coordinator" or labels.get("training.kubeflow.org/job-role"))
+
+
+def bound_zones(cp: ControlPlane, stored: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    zones = {}
+    for name, pod in stored.items():
+        node = pod["spec"].get("nodeName")
+        assert node, f"{name} is not bound: {pod.get('status')}"
+        labels = cp.kube().get(f"/api/v1/nodes/{node}")["metadata"]["labels"]
+        zones[name] = labels["topology.kubernetes.io/zone"]
+    return zones
+
+
+def pytorchjob_pods(manifest: Path) -> list[dict[str, Any]]:
+    """The pods the Kubeflow Training Operator (v1.8.1, pkg/controller.v1/common/pod.go
+    createNewPod) creates for a PyTorchJob: `<job>-<replica type>-<index>`, its template
+    with the operator's labels (job-role=master on the master)."""
+    out = []
+    for job in (d for d in docs(manifest) if d["kind"] == "PyTorchJob"):
+        name, ns = job["metadata"]["name"], job["metadata"]["namespace"]
+        for rtype, spec in job["spec"]["pytorchReplicaSpecs"].items():
+            rt = rtype.lower()
+            for i in range(spec.get("replicas", 1)):
+                tmpl = copy.deepcopy(spec["template"])
+                labels = {
+                    **tmpl.get("metadata", {}).get("labels", {}),
+                    "training.kubeflow.org/operator-name": "pytorchjob-controller",
+                    "training.kubeflow.org/job-name": name,
+                    "training.kubeflow.org/replica-type": rt,
+                    "training.kubeflow.org/replica-index": str(i),
+                    **({"training.kubeflow.org/job-role": "master"} if rt == "master" else {}),
+                }
+                pod_spec = tmpl["spec"]
+                pod_spec["restartPolicy"] = spec.get("restartPolicy", "OnFailure")
+                meta = {"name": f"{name}-{rt}-{i}", "namespace": ns, "labels": labels}
+                out.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec})
+    return out
+
+
+def admission_reports(cp: ControlPlane, namespace: str) -> dict[str, list[dict[str, Any]]]:
+    """Kyverno's admission reports (EphemeralReports) in a namespace: pod -> results."""
+    got = cp.kube().get(f"/apis/reports.kyverno.io/v1/namespaces/{namespace}/ephemeralreports")
+    out: dict[str, list[dict[str, Any]]] = {}
+    for report in got["items"]:
+        meta = report["metadata"].get("annotations", {})
+        pod = meta.get("audit.kyverno.io/resource.name")
+        if pod:
+            out.setdefault(pod, []).extend(report["spec"].get("results") or [])
+    return out
+
+
+def expectations(test: Path) -> dict[str, str]:
+    """namespace/pod -> pass | fail | skip, from a generated kyverno-test.yaml."""
+    spec = yaml.safe_load(test.read_text(encoding="utf-8"))
+    return {r: res["result"] for res in spec["results"] for r in res["resources"]}
+
+
+def validate_only(
+    action: str, api_server: bool = False, admission: bool = True
+) -> list[dict[str, Any]]:
+    """The rendered ValidatingPolicy with `action`; on the admission path as the enforce
+    Component (and, for Audit, kyverno.auditAtAdmission) puts it, unless not `admission`."""
+    (policy,) = [p for p in policy_docs(GENERATED) if p["kind"] == "ValidatingPolicy"]
+    policy["spec"]["validationActions"] = [action]
+    policy["spec"]["autogen"]["validatingAdmissionPolicy"] = {"enabled": api_server}
+    policy["spec"]["evaluation"]["admission"]["enabled"] = admission
+    return [policy]
+
+
+def generated_resources(test: str) -> list[dict[str, Any]]:
+    return docs(GENERATED / "tests" / test / "resources.yaml")
+
+
+def pod_key(pod: Mapping[str, Any]) -> str:
+    return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
