@@ -1,39 +1,25 @@
-"""Two configurations of the Kyverno admission measure (bench/admission.py) that split the
+"""A configuration of the Kyverno admission measure (bench/admission.py) that splits the
 generated set's cost over the reference into its parts.
 
-- STATIC: one MutatingPolicy without matchConditions or variables whose literal JSONPatch
-  gives each kind of pod (by its label keys) exactly the fields Kyverno's admission
-  controller gave it under the generated policies: the cost of the bigger pod alone (the
-  API server's decode, defaulting, validation, managedFields and etcd write, Kyverno's
-  patch and diff), without the generated policies' CEL.
-- ONE_WEBHOOK: the two role MutatingPolicies as one (their shared matchConditions, the
-  role conditions or-ed, one mutation choosing the role's patches), so the API server
-  evaluates one webhook's matchConditions per pod instead of two (it converts the pod to
-  unstructured once per webhook with matchConditions, k8s.io/apiserver
-  pkg/admission/plugin/cel newActivation). The bench checks it admits pods exactly as
-  the generated set does before it measures it.
+STATIC: one MutatingPolicy without matchConditions or variables whose literal JSONPatch
+gives each kind of pod (see shapes) exactly the fields Kyverno's admission controller gave
+it under the generated policies: the cost of the bigger pod alone (the API server's decode,
+defaulting, validation, managedFields and etcd write, Kyverno's patch and diff), without
+the generated policies' CEL.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 STATIC = "reference, the generated fields as literals"
-ONE_WEBHOOK = "generated, one webhook for both roles"
 DESCRIPTIONS = {
     STATIC: (
         "one MutatingPolicy, no matchConditions or variables, whose literal patch gives each "
         "kind of pod the labels, tolerations, affinity and nodeSelector Kyverno gave it "
         "under the generated policies: what the bigger pod costs without their CEL"
-    ),
-    ONE_WEBHOOK: (
-        "the two role MutatingPolicies as one, its matchConditions theirs with the role "
-        "conditions or-ed and one mutation choosing the role's patches: one webhook whose "
-        "matchConditions the API server evaluates per pod instead of two; checked to admit "
-        "the first pods exactly as the generated set does"
     ),
 }
 FIELDS: tuple[tuple[str, Callable[[dict[str, Any]], Any]], ...] = (
@@ -113,51 +99,3 @@ def static_policy(
             "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": expr}}],
         },
     }
-
-
-def one_webhook(generated: Sequence[dict[str, Any]]) -> list[dict[str, Any]] | None:
-    """The generated set with its coordinator and worker MutatingPolicies joined; None when
-    they cannot be (other shapes than one mutation each over the same constraints)."""
-    by_role = {
-        p["metadata"]["labels"].get("topogen.io/role"): p
-        for p in generated
-        if p["kind"] == "MutatingPolicy"
-    }
-    coord, worker = by_role.get("coordinator"), by_role.get("worker")
-    if coord is None or worker is None or len(by_role) != 2:
-        return None
-    c, w = coord["spec"], worker["spec"]
-    if c["matchConstraints"] != w["matchConstraints"] or {
-        len(c["mutations"]),
-        len(w["mutations"]),
-    } != {1}:
-        return None
-    n = 0
-    while n < min(len(c["matchConditions"]), len(w["matchConditions"])) and (
-        c["matchConditions"][n] == w["matchConditions"][n]
-    ):
-        n += 1
-    variables: dict[str, str] = {}
-    for v in (*c.get("variables", []), *w.get("variables", [])):
-        if variables.setdefault(v["name"], v["expression"]) != v["expression"]:
-            return None
-
-    def role(spec: dict[str, Any]) -> str:
-        return " && ".join(f"({m['expression']})" for m in spec["matchConditions"][n:]) or "true"
-
-    joined = copy.deepcopy(coord)
-    joined["metadata"]["name"] = coord["metadata"]["name"].removesuffix("-coordinator") + "-roles"
-    joined["metadata"]["labels"].pop("topogen.io/role", None)
-    spec = joined["spec"]
-    spec["matchConditions"] = [
-        *c["matchConditions"][:n],
-        {"name": "has-role", "expression": f"({role(c)}) || ({role(w)})"},
-    ]
-    spec["variables"] = [
-        {"name": "benchIsCoordinator", "expression": role(c)},
-        *({"name": k, "expression": e} for k, e in variables.items()),
-    ]
-    patch = [m["jsonPatch"]["expression"] for m in (c["mutations"][0], w["mutations"][0])]
-    spec["mutations"] = [{"patchType": "JSONPatch", "jsonPatch": {
-        "expression": f"variables.benchIsCoordinator ? ({patch[0]}) : ({patch[1]})"}}]  # fmt: skip
-    return [joined, *(p for p in generated if p["kind"] != "MutatingPolicy")]

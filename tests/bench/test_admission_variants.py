@@ -1,6 +1,5 @@
-"""bench/admission_variants.py's two configurations, checked with the Kyverno CLI on the
-bundled example's generated policies and test pods: the joined role policy mutates every
-pod as the generated pair does, and the static policy gives each kind of pod the fields
+"""bench/admission_variants.py's static configuration, checked with the Kyverno CLI on the
+bundled example's generated policies and test pods: it gives each kind of pod the fields
 the generated policies gave it."""
 
 from __future__ import annotations
@@ -33,15 +32,10 @@ def _generated() -> list[dict[str, Any]]:
 
 
 def _mutated_pods() -> list[dict[str, Any]]:
-    """The generated mutate tests' pods that a role policy patches."""
-    out: dict[str, dict[str, Any]] = {}
-    for role in ("coordinator", "worker"):
-        folder = GENERATED / "tests" / f"topogen-ml-training-{role}"
-        patched = {p["metadata"]["name"] for p in docs(folder / "patched.yaml")}
-        for pod in docs(folder / "resources.yaml"):
-            if pod["metadata"]["name"] in patched:
-                out[pod["metadata"]["name"]] = pod
-    return list(out.values())
+    """The generated mutate test's pods that the MutatingPolicy patches."""
+    folder = GENERATED / "tests" / "topogen-ml-training-mutate"
+    patched = {p["metadata"]["name"] for p in docs(folder / "patched.yaml")}
+    return [p for p in docs(folder / "resources.yaml") if p["metadata"]["name"] in patched]
 
 
 def _write(tmp: Path, name: str, policies: list[dict[str, Any]]) -> Path:
@@ -52,28 +46,6 @@ def _write(tmp: Path, name: str, policies: list[dict[str, Any]]) -> Path:
 
 def _fields(pod: dict[str, Any]) -> list[Any]:
     return [get(pod) for _, get in av.FIELDS]
-
-
-def test_one_webhook_mutates_as_the_generated_pair(tmp_path: Path) -> None:
-    kyverno = require_tool("kyverno")
-    generated = [p for p in _generated() if p["kind"] == "MutatingPolicy"]
-    joined = av.one_webhook(generated)
-    assert joined is not None and [p["kind"] for p in joined] == ["MutatingPolicy"]
-    (policy,) = joined
-    assert [m["name"] for m in policy["spec"]["matchConditions"]][-1] == "has-role"
-    pods = _mutated_pods()
-    assert len(pods) >= 2
-    want = kyverno_apply(kyverno, [_write(tmp_path, "pair.yaml", generated)], pods, tmp_path)
-    got = kyverno_apply(kyverno, [_write(tmp_path, "one.yaml", joined)], pods, tmp_path)
-    assert [_fields(p) for p in got] == [_fields(p) for p in want]
-    assert all(_fields(w) != _fields(p) for w, p in zip(want, pods, strict=True))
-
-
-def test_one_webhook_refuses_other_shapes() -> None:
-    generated = [p for p in _generated() if p["kind"] == "MutatingPolicy"]
-    assert av.one_webhook(generated[:1]) is None
-    other = [dict(p, spec=dict(p["spec"], mutations=p["spec"]["mutations"] * 2)) for p in generated]
-    assert av.one_webhook(other) is None
 
 
 def test_static_policy_gives_each_kind_of_pod_its_generated_fields(tmp_path: Path) -> None:

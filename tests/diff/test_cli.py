@@ -122,7 +122,7 @@ def test_input_errors_exit_2_in_one_line(tmp_path: Path) -> None:
 
 
 def test_unparseable_old_file_is_a_difference_not_a_crash(committed: Path) -> None:
-    bad = committed / "policies" / "lab" / "kyverno" / "topogen-ml-training-worker.yaml"
+    bad = committed / "policies" / "lab" / "kyverno" / "topogen-ml-training-mutate.yaml"
     bad.write_text("key: [unclosed\n", encoding="utf-8")
     result = invoke("diff", "-c", committed / "topogen.yaml", "--check")
     assert result.exit_code == 1

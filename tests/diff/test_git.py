@@ -141,7 +141,7 @@ def test_config_new_since_the_ref(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     )
     assert result.exit_code == 0, result.output
     assert "lab/topogen.yaml does not exist at HEAD~1: everything is new" in result.output
-    assert "coordinator of ml-training: policy added" in result.output
+    assert "mutation of ml-training: policy added" in result.output
 
 
 def test_a_broken_config_at_the_ref_is_an_input_error(

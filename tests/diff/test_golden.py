@@ -46,7 +46,7 @@ def _notes(report: DiffReport, subject: str) -> list[str]:
 
 def test_zone_added(reports: dict[str, DiffReport]) -> None:
     r = reports["zone-added"]
-    for role in ("coordinator", "workers", "validation"):
+    for role in ("mutation", "validation"):
         notes = _notes(r, f"{role} of ml-training")
         assert "node affinity zones [zone-a] -> [zone-a, zone-c]" in notes
         assert "identity label zone=zone-a no longer set" in notes
@@ -62,7 +62,7 @@ def test_zone_added(reports: dict[str, DiffReport]) -> None:
 
 def test_gpu_taint_changed(reports: dict[str, DiffReport]) -> None:
     r = reports["gpu-taint-changed"]
-    assert _notes(r, "coordinator of ml-training") == [
+    assert _notes(r, "mutation of ml-training") == [
         "toleration nvidia.com/gpu=dedicated:NoSchedule added",
         "toleration nvidia.com/gpu=present:NoSchedule removed",
     ]
@@ -95,7 +95,7 @@ def test_gpu_capacity_dropped(reports: dict[str, DiffReport]) -> None:
     (plan,) = r.analysis.plans
     assert "can no longer be enforced" in plan.headline
     removed = {o.subject for o in r.objects if o.status == "removed"}
-    assert {"coordinator of ml-training", "workers of ml-training"} <= removed
+    assert {"mutation of ml-training", "validation of ml-training"} <= removed
     assert r.count("added") == 0
 
 

@@ -146,7 +146,7 @@ def test_a_real_change_is_still_seen(rendered: Path, tmp_path: Path) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(rendered, copy)
     _rewrite(copy, _reverse_unordered, sort_keys=False)
-    patched = next(copy.rglob("tests/topogen-ml-training-coordinator/patched.yaml"))
+    patched = next(copy.rglob("tests/topogen-ml-training-mutate/patched.yaml"))
     patched.write_text(patched.read_text().replace("present", "absent"), encoding="utf-8")
     result = invoke("diff", rendered, copy, "--check")
     assert result.exit_code == 1, result.output

@@ -27,7 +27,7 @@ from tooling import REPO
 from unprivileged import VENV_BIN
 
 EXAMPLE = REPO / "examples" / "zone-split"
-GROUPS = 30
+GROUPS = 33
 KILLS = 8
 
 

@@ -105,7 +105,7 @@ def test_a_file_topogen_did_not_write_stops_the_render(example: Path, rel: str) 
 
 
 def test_an_edited_generated_file_that_lost_its_header_is_kept(example: Path) -> None:
-    path = example / "policies" / "lab" / "kyverno" / "topogen-ml-training-worker.yaml"
+    path = example / "policies" / "lab" / "kyverno" / "topogen-ml-training-mutate.yaml"
     path.write_text("# my own now\n")
     before = stored(example)
     result = render_again(example)
@@ -215,7 +215,7 @@ def test_a_refused_group_writes_nothing_and_names_what_would_go(example: Path) -
     assert len(err.strip().splitlines()) == 1
     assert "group ml-training: no domain can hold it" in err
     assert "nothing written" in err and "keeps its policies" in err
-    assert "MutatingPolicy topogen-ml-training-coordinator" in err
+    assert "MutatingPolicy topogen-ml-training-mutate" in err
     assert "ValidatingPolicy topogen-ml-training-validate" in err
     assert "--partial" in err and "Traceback" not in err
 

@@ -13,7 +13,7 @@ import pytest
 
 from engines.cases import suites
 from topogen.render import cel
-from topogen.render.kyverno import kyverno_policies
+from topogen.render.kyverno import kyverno_policies, mutating_policy
 from topogen.render.native import inline_variables, mutating_api_version, native_policies
 
 SUITES = suites()
@@ -78,12 +78,12 @@ def test_match_constraints_are_narrow() -> None:
 
 
 def test_the_cel_is_kyvernos() -> None:
-    """Same conditions and checks as the Kyverno CEL policies; mutations with the
-    variables inlined."""
+    """Same conditions and checks as the Kyverno CEL policies of each role (the Kyverno
+    engine renders both roles as one policy); mutations with the variables inlined."""
     for suite in SUITES:
         intent = suite.intent
         objs = _objects(intent)
-        kyverno = [f.objects[0] for f in kyverno_policies(intent)]
+        kyverno = [mutating_policy(intent, r).objects[0] for r in ("coordinator", "worker")]
         for native, ky in ((objs[0], kyverno[0]), (objs[2], kyverno[1])):
             assert native["spec"]["matchConditions"] == ky["spec"]["matchConditions"]
             assert "variables" not in native["spec"]
@@ -115,11 +115,11 @@ def test_intent_summary_matches_the_kyverno_policies() -> None:
     for suite in SUITES:
         native = [f.objects[0] for f in native_policies(suite.intent)]
         kyverno = [f.objects[0] for f in kyverno_policies(suite.intent)]
-        # a detached selector's pair (-detached, -detached-validate) says what the
-        # coordinator's and the validating policy say
-        extra = kyverno[3:]
+        # Kyverno's one mutation says what each native role's says; a detached selector's
+        # pair (-detached, -detached-validate) what the coordinator's and the validating say
+        extra = kyverno[2:]
         assert len(extra) == 2 * len(suite.intent.detached)
-        pairs = [*zip(native, kyverno[:3], strict=True)]
+        pairs = [(native[0], kyverno[0]), (native[2], kyverno[1])]
         pairs += [(native[0 if i % 2 == 0 else 2], k) for i, k in enumerate(extra)]
         for n, k in pairs:
 
@@ -132,6 +132,9 @@ def test_intent_summary_matches_the_kyverno_policies() -> None:
                 }
 
             assert summary(n) == summary(k), n["metadata"]["name"]
+        # the workers' own: no tolerations (the coordinators get them)
+        want = {a: v for a, v in summary(kyverno[0]).items() if a != "topogen.io/tolerations"}
+        assert summary(native[1]) == want
 
 
 def test_default_kubernetes_version_is_the_readmes() -> None:

@@ -241,8 +241,7 @@ def test_committed_overlays_build() -> None:
     assert [o.name for o in overlays] == ["lab"]
     names = {o["metadata"]["name"] for o in kustomize(overlays[0])}
     assert {
-        "topogen-ml-training-coordinator",
-        "topogen-ml-training-worker",
+        "topogen-ml-training-mutate",
         "topogen-ml-training-validate",
     } <= names
 

@@ -48,13 +48,13 @@ def test_generated_kyverno_tests_pass(kyverno: Path, tmp_path: Path) -> None:
     result = _run(kyverno, "test", policies, "--remove-color")
     assert result.returncode == 0, result.stdout[-3000:]
     assert "0 tests failed" in result.stdout
-    assert "28 tests passed" in result.stdout
+    assert "20 tests passed" in result.stdout
 
 
 def test_generated_kyverno_tests_can_fail(kyverno: Path, tmp_path: Path) -> None:
     """A wrong expectation in the generated test must make `kyverno test` fail."""
     policies = _render(tmp_path)
-    patched = policies / "tests" / "topogen-ml-training-coordinator" / "patched.yaml"
+    patched = policies / "tests" / "topogen-ml-training-mutate" / "patched.yaml"
     patched.write_text(patched.read_text().replace("zone-a", "zone-b"))
     result = _run(kyverno, "test", policies, "--remove-color")
     assert result.returncode != 0
@@ -149,9 +149,7 @@ def test_mutated_example_pods_are_no_longer_blocked(
         main, ["render", "-c", str(root / "topogen.yaml"), "--out", str(out)]
     )
     assert result.exit_code == 0, result.output
-    mutating = sorted(out.glob("policies/*/kyverno/topogen-*-coordinator.yaml")) + sorted(
-        out.glob("policies/*/kyverno/topogen-*-worker.yaml")
-    )
+    mutating = sorted(out.glob("policies/*/kyverno/topogen-*-mutate.yaml"))
     assert mutating
     pods, owners = _admission_pods(root / "topogen.yaml")
     mutated = _apply(kyverno, mutating, pods, tmp_path)
@@ -191,10 +189,7 @@ def test_second_application_and_non_training_pods_change_nothing(
     kyverno: Path, tmp_path: Path
 ) -> None:
     policies = _render(tmp_path)
-    mutating = [
-        policies / "topogen-ml-training-coordinator.yaml",
-        policies / "topogen-ml-training-worker.yaml",
-    ]
+    mutating = [policies / "topogen-ml-training-mutate.yaml"]
     intent = intent_for(analyze(load_config(EXAMPLE / "topogen.yaml")).plans[0], "Audit")
     pods = sample_pods(intent)
     once = _apply(kyverno, mutating, pods, tmp_path)

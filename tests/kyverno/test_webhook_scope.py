@@ -65,7 +65,7 @@ def policies(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert result.exit_code == 0, result.output
     folder = out / "policies" / "lab" / "kyverno"
-    assert len(list(folder.glob("topogen-*.yaml"))) == 3
+    assert len(list(folder.glob("topogen-*.yaml"))) == 2
     return folder
 
 
@@ -99,8 +99,7 @@ def test_each_policy_gets_a_webhook_scoped_to_the_group(policies: Path, tmp_path
     hooks = _webhooks(policies, tmp_path)
     mutating, validating = _ours(hooks["mutating"]), _ours(hooks["validating"])
     assert sorted(mutating) == [
-        "mpol.validate.kyverno.svc-fail-finegrained-topogen-ml-training-coordinator",
-        "mpol.validate.kyverno.svc-fail-finegrained-topogen-ml-training-worker",
+        "mpol.validate.kyverno.svc-fail-finegrained-topogen-ml-training-mutate",
     ]
     assert sorted(validating) == [
         "vpol.validate.kyverno.svc-fail-finegrained-topogen-ml-training-validate"
@@ -162,7 +161,7 @@ def test_the_cli_evaluates_the_selectors(
     policies: Path, tmp_path: Path, where: str | None, value: str | None
 ) -> None:
     kyverno = require_tool("kyverno")
-    policy = yaml.safe_load((policies / "topogen-ml-training-coordinator.yaml").read_text())
+    policy = yaml.safe_load((policies / "topogen-ml-training-mutate.yaml").read_text())
     constraints = policy["spec"]["matchConstraints"]
     if where == "namespaceSelector":
         constraints[where]["matchExpressions"][0]["values"] = [value]

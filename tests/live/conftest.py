@@ -84,4 +84,4 @@ def kyverno_plane(
     for kind in ("mutatingpolicies", "validatingpolicies"):
         cp.kube().delete(f"/apis/policies.kyverno.io/v1/{kind}")
     k.delete_generated()
-    k.wait_unregistered([NAME + s for s in ("-coordinator", "-worker", "-validate")])
+    k.wait_unregistered([NAME + s for s in ("-mutate", "-validate")])

@@ -105,7 +105,7 @@ def test_kyverno_state3_zone_split_pods_mutated_at_admission_land_in_one_zone(
     config = write_config(tmp_path, nodes=[snap], workloads=[BEFORE])
     # Audit at admission, for its admission reports (as rendered: test_..._policy_reports)
     policies = render_group(config, tmp_path / "out", audit_at_admission=True)
-    assert sorted(p["kind"] for p in policies) == ["MutatingPolicy"] * 2 + ["ValidatingPolicy"]
+    assert sorted(p["kind"] for p in policies) == ["MutatingPolicy", "ValidatingPolicy"]
     pods = pods_of(docs(BEFORE))
     install(k, policies, pods[0])
 
@@ -128,7 +128,7 @@ def test_kyverno_state3_zone_split_pods_mutated_at_admission_land_in_one_zone(
         }
 
     want = {
-        name: {(f"{NAME}-{'coordinator' if 'coordinator' in name else 'worker'}", "pass"),
+        name: {(f"{NAME}-mutate", "pass"),
                (f"{NAME}-validate", "pass")}
         for name in stored
     }  # fmt: skip
@@ -238,21 +238,21 @@ def test_kyverno_validation_as_the_generated_tests_expect(
 def test_kyverno_mutation_as_the_generated_tests_expect(
     kyverno_plane: tuple[ControlPlane, Kyverno],
 ) -> None:
-    """Both generated mutate tests' pods through the API server with both MutatingPolicies
-    installed: each pod comes back as one test's patched.yaml says, or unchanged where
-    both tests expect it skipped or passed as is."""
+    """The generated mutate test's pods through the API server with the MutatingPolicy
+    installed: each pod comes back as the test's patched.yaml says, or unchanged where the
+    test expects it skipped or passed as is."""
     _, k = kyverno_plane
     mutating = [p for p in policy_docs(GENERATED) if p["kind"] == "MutatingPolicy"]
     pods: dict[str, dict[str, Any]] = {}
     patched: dict[str, dict[str, Any]] = {}
-    for role in ("coordinator", "worker"):
-        folder = GENERATED / "tests" / f"{NAME}-{role}"
-        want = expectations(folder / "kyverno-test.yaml")
-        for pod in docs(folder / "resources.yaml"):
-            assert pods.setdefault(pod_key(pod), pod) == pod  # the same sample pods
-        for pod in docs(folder / "patched.yaml"):
-            assert want[pod_key(pod)] == "pass" and pod_key(pod) not in patched
-            patched[pod_key(pod)] = pod
+    folder = GENERATED / "tests" / f"{NAME}-mutate"
+    want = expectations(folder / "kyverno-test.yaml")
+    for pod in docs(folder / "resources.yaml"):
+        pods[pod_key(pod)] = pod
+    for pod in docs(folder / "patched.yaml"):
+        assert want[pod_key(pod)] == "pass" and pod_key(pod) not in patched
+        patched[pod_key(pod)] = pod
+    assert {want[key] for key in pods} == {"pass", "skip"} and patched
     install(k, mutating, next(p for key, p in pods.items() if key in patched))
     wrong = []
     for key, pod in pods.items():
@@ -305,9 +305,8 @@ def test_kyverno_down_the_rendered_fail_rejects_group_pods_only(
     pods = pods_of(docs(BEFORE))
     coordinator, worker = pods[0], pods[-1]
     install(k, policies, coordinator)
-    for role in ("coordinator", "worker"):
-        (hook,) = k.webhooks_for("mutating", f"{NAME}-{role}")
-        assert hook["failurePolicy"] == "Fail", hook
+    (hook,) = k.webhooks_for("mutating", f"{NAME}-mutate")
+    assert hook["failurePolicy"] == "Fail", hook
     assert not k.webhooks_for("validating", f"{NAME}-validate")
     outsider = copy.deepcopy(coordinator)
     outsider["metadata"] |= {"name": "web-0", "labels": {"app.kubernetes.io/name": "web"}}

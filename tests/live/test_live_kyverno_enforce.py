@@ -95,9 +95,8 @@ def test_kyverno_enforce_validation_runs_in_the_api_server_and_holds_while_kyver
     bound = cp.kube().get(f"{VAP_BINDING}/{binding}")["spec"]
     assert bound == {"policyName": vap, "validationActions": ["Deny"]}
     assert not k.webhooks_for("validating", policy["metadata"]["name"])
-    for role in ("coordinator", "worker"):
-        (hook,) = k.webhooks_for("mutating", f"{NAME}-{role}")
-        assert hook["failurePolicy"] == "Fail"
+    (hook,) = k.webhooks_for("mutating", f"{NAME}-mutate")
+    assert hook["failurePolicy"] == "Fail"
 
     wait_admitted(  # the webhook is gone once the status is written; the VAP is loaded anew
         "the ValidatingAdmissionPolicy at admission",
@@ -121,10 +120,7 @@ def test_kyverno_enforce_validation_runs_in_the_api_server_and_holds_while_kyver
             for p, rs in admission_reports(cp, NS).items()
         }
 
-    mutated = {
-        name: {(f"{NAME}-{'coordinator' if 'coordinator' in name else 'worker'}", "pass")}
-        for name in stored
-    }
+    mutated = {name: {(f"{NAME}-mutate", "pass")} for name in stored}
     wait_admitted("the MutatingPolicies' admission reports", lambda: results() == mutated)
 
     # Kyverno down

@@ -127,7 +127,7 @@ def test_kyverno_registers_each_generated_policy_as_its_own_webhook(
     policy's merged with Kyverno's `webhooks` config (its ConfigMap), and whose
     matchConditions are the policy's as written, for the API server to evaluate before it
     calls Kyverno at all. So the API server calls Kyverno only for pods of the group's
-    namespaces with the job label, and of those only for the policy's role (what
+    namespaces with the job label, and of those only for its coordinators and workers (what
     tests/kyverno/test_webhook_scope.py finds with Kyverno's builders, here as the running
     admission controller registers it). The ValidatingPolicy as kyverno.auditAtAdmission
     (or, under Enforce, kyverno.generateValidatingAdmissionPolicy false) puts it on the

@@ -209,8 +209,7 @@ def mutated_case_pods(case: Case, tmp: Path) -> tuple[list[dict[str, Any]], Path
     config = write_config(tmp, case.profile, [case.folder / "manifest.yaml"])
     policies = render(config, tmp / "out")
     mutating = [
-        *sorted(policies.glob("topogen-*-coordinator.yaml")),
-        *sorted(policies.glob("topogen-*-worker.yaml")),
+        *sorted(policies.glob("topogen-*-mutate.yaml")),
         *sorted(policies.glob("topogen-*-detached.yaml")),  # KubeRay's submitter
     ]
     assert mutating, sorted(p.name for p in policies.iterdir())

@@ -68,11 +68,10 @@ def test_the_submitter_gets_webhooks_of_its_own(tmp_path: Path) -> None:
         if "topogen-" in w["name"]
     }
     assert sorted(got) == [
-        "topogen-training-coordinator",
         "topogen-training-detached",
         "topogen-training-detached-validate",
+        "topogen-training-mutate",
         "topogen-training-validate",
-        "topogen-training-worker",
     ]
     for name, w in got.items():
         assert w["failurePolicy"] == "Fail" and w["namespaceSelector"] == NAMESPACES

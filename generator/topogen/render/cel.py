@@ -115,7 +115,9 @@ def is_worker(intent: AdmissionIntent) -> str:
 
 
 def match_role(intent: AdmissionIntent, role: str | None) -> list[dict[str, str]]:
-    """matchConditions: the group's namespaces, the job label, the role, not Kueue TAS."""
+    """matchConditions: the group's namespaces, the job label, the role, not Kueue TAS.
+    role coordinator or worker: that role; another (the mutation of both) or None (the
+    validation): either role; None also: a CREATE, or an UPDATE that relabels."""
     conds = [
         {"name": "in-group-namespaces", "expression": namespace_in(intent.namespaces)},
         {"name": "is-training-pod", "expression": is_member(intent)},
@@ -132,6 +134,7 @@ def match_role(intent: AdmissionIntent, role: str | None) -> list[dict[str, str]
                 "expression": f"{is_coordinator(intent)} || {any_selector(intent.worker)}",
             }
         )
+    if role is None:
         # an UPDATE is judged only when it changes labels: pods admitted before the policy
         # (e.g. the Job controller removing a finalizer) must stay updatable
         conds.append(

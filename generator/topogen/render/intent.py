@@ -286,7 +286,10 @@ def policy_metadata(
 ) -> dict[str, Any]:
     """Labels every engine's objects carry, plus the engine's annotations and the summary."""
     extra = (
-        intent_summary(intent, tolerations=role == "coordinator", denied=role == "validate")
+        # a mutation of coordinators (or of both roles) adds the tolerations
+        intent_summary(
+            intent, tolerations=role in ("coordinator", "mutate"), denied=role == "validate"
+        )
         if summary
         else {}
     )

@@ -35,6 +35,7 @@ from topogen.render.intent import AdmissionIntent, kyverno_library_annotations, 
 __all__ = [
     "API_SERVER_LABEL",
     "KYVERNO_EXCLUDED_NAMESPACES",
+    "MUTATE",
     "kyverno_policies",
     "policy_names",
     "webhook_selectors",
@@ -45,6 +46,8 @@ __all__ = [
 API_SERVER_LABEL = ("topogen.io/api-server-validation", "allowed")
 # left out of Kyverno's webhooks by its install (the `webhooks` namespaceSelector and
 # resourceFilters of its ConfigMap, config/install-latest-testing.yaml)
+# the role of the MutatingPolicy that mutates a group's coordinators and workers
+MUTATE = "mutate"
 KYVERNO_EXCLUDED_NAMESPACES = ("kube-node-lease", "kube-public", "kube-system", "kyverno")
 
 
@@ -56,10 +59,11 @@ def api_server_validation(intent: AdmissionIntent) -> bool:
 
 
 def _meta(intent: AdmissionIntent, role: str) -> dict[str, Any]:
+    what = "" if role == MUTATE else f"{role} "
     return policy_metadata(
         intent,
         role,
-        kyverno_library_annotations(intent, f"topogen {role} co-location for {intent.group}"),
+        kyverno_library_annotations(intent, f"topogen {what}co-location for {intent.group}"),
     )
 
 
@@ -96,11 +100,10 @@ def webhook_selectors(
 
 
 def policy_names(intent: AdmissionIntent) -> list[tuple[str, str, LabelSelector | None]]:
-    """(name, role, detached selector) of each policy: mutate (role coordinator or
-    worker) or validate; a detached selector's pair after them."""
+    """(name, role, detached selector) of each policy: the group's mutation (MUTATE: both
+    roles) and validation; a detached selector's pair (coordinator, validate) after them."""
     out: list[tuple[str, str, LabelSelector | None]] = [
-        (f"{intent.name}-coordinator", "coordinator", None),
-        (f"{intent.name}-worker", "worker", None),
+        (f"{intent.name}-{MUTATE}", MUTATE, None),
         (f"{intent.name}-validate", "validate", None),
     ]
     for i, d in enumerate(intent.detached):
@@ -135,10 +138,9 @@ def affinity_patch(intent: AdmissionIntent, role: str) -> str:
     return joined([cel.ENSURE_AFFINITY, *(k(True) for k in kinds)])
 
 
-def mutating_policy(
-    intent: AdmissionIntent, role: str, name: str = "", detached: LabelSelector | None = None
-) -> RenderedFile:
-    variables = cel_spread.mutation_variables(intent)
+def _role_mutation(intent: AdmissionIntent, role: str) -> tuple[list[dict[str, str]], str]:
+    """The variables and the one JSONPatch expression of a role's mutation."""
+    variables: list[dict[str, str]] = []
     patches: list[str] = []
     if role == "coordinator":
         variables.append(
@@ -156,6 +158,30 @@ def mutating_policy(
     patches.append(affinity_patch(intent, role))
     if cel.has_identity(intent):
         patches.append(cel.mutation_identity_patch(intent))
+    return variables, joined(patches)
+
+
+def mutating_policy(
+    intent: AdmissionIntent, role: str, name: str = "", detached: LabelSelector | None = None
+) -> RenderedFile:
+    """role coordinator or worker (what the native engine derives its policies from), or
+    MUTATE: both roles' mutations in one policy, the role chosen in its expression. One
+    policy is one webhook whose matchConditions the API server evaluates per pod, after
+    converting the pod to unstructured for them (k8s.io/apiserver
+    pkg/admission/plugin/cel): one policy for both roles halves that per group pod."""
+    variables = cel_spread.mutation_variables(intent)
+    if role == MUTATE:
+        coordinator_vars, coordinator = _role_mutation(intent, "coordinator")
+        worker_vars, worker = _role_mutation(intent, "worker")
+        variables += [
+            {"name": "isCoordinator", "expression": cel.is_coordinator(intent)},
+            *coordinator_vars,
+            *worker_vars,
+        ]
+        patch = f"variables.isCoordinator ? ({coordinator}) : ({worker})"
+    else:
+        role_vars, patch = _role_mutation(intent, role)
+        variables += role_vars
     name = name or f"{intent.name}-{role}"
     text, objs = render_documents(
         "kyverno/mutating-policy.yaml.j2",
@@ -164,7 +190,7 @@ def mutating_policy(
         **webhook_selectors(intent, detached),
         match_conditions=cel.match_role(intent, role),
         variables=variables,
-        patches=[joined(patches)],
+        patches=[patch],
     )
     return RenderedFile(f"{name}.yaml", text, objs)
 
