@@ -64,7 +64,7 @@ VARIANTS = {
     ),
     "generated, no admission reports": "label reports.kyverno.io/disabled on each policy",
     "generated, mutations only": (
-        "the two MutatingPolicies alone, no ValidatingPolicy: the mutation path Enforce keeps "
+        "the MutatingPolicy alone, no ValidatingPolicy: the mutation path Enforce keeps "
         "on Kyverno's webhook"
     ),
     "generated, Audit at admission": (
@@ -481,7 +481,10 @@ def report_lines(adm: dict[str, Any]) -> list[str]:
         "MutatingPolicy's mutations cost one encode-patch-decode of the pod each "
         "(pkg/cel/policies/mpol/compiler/json.go): render/kyverno.py makes each role's "
         "patches one mutation (the affinity patches one list, after an add of an empty "
-        "/spec/affinity where the pod has none).",
+        "/spec/affinity where the pod has none). In the API server, each webhook with "
+        "matchConditions converts the pod to unstructured and evaluates them for every pod "
+        "its selectors let in (k8s.io/apiserver pkg/admission/plugin/cel): one "
+        "MutatingPolicy for both roles is one such webhook per group pod, not two.",
         "",
         "Kyverno v1.19.1 loses the status write that takes a generated policy off its webhook "
         "when it conflicts with its status controller's (no retry): the bench then deletes "
