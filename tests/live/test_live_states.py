@@ -154,7 +154,7 @@ def test_state4_mutated_pods_land_in_one_allowed_zone_and_audit_is_healthy(
     rendered = cli("render", "-c", config, "--out", out)
     assert rendered.exit_code == 0, rendered.output
     policies = sorted(out.glob("policies/lab/kyverno/topogen-*.yaml"))
-    assert len(policies) == 3  # coordinator, worker, validate
+    assert len(policies) == 2  # mutate, validate
     mutated = kyverno_apply(kyverno, policies, pods_of(docs(BEFORE)), tmp_path)
 
     placed = _schedule(cluster, mutated)
