@@ -14,6 +14,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kyverno_pods import reference_policy
+
 STATIC = "reference, the generated fields as literals"
 DESCRIPTIONS = {
     STATIC: (
@@ -80,22 +82,4 @@ def static_policy(
             if get(admitted) is not None and get(admitted) != get(sent)
         ]
         expr = f"({cond}) ? [{', '.join(ops)}] : {expr}"
-    return {
-        "apiVersion": "policies.kyverno.io/v1",
-        "kind": "MutatingPolicy",
-        "metadata": {"name": "reference-static"},
-        "spec": {
-            "autogen": {"podControllers": {"controllers": []}},
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["CREATE"],
-                        "resources": ["pods"],
-                    }
-                ]
-            },
-            "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": expr}}],
-        },
-    }
+    return reference_policy("reference-static", expr)

@@ -18,8 +18,9 @@ REFERENCE_PATCH = (
 )
 
 
-def reference_policy(name: str) -> dict[str, Any]:
-    """The minimal MutatingPolicy: every Pod gets one toleration."""
+def reference_policy(name: str, patch: str = REFERENCE_PATCH) -> dict[str, Any]:
+    """The minimal MutatingPolicy: every Pod gets one toleration (or `patch`, a JSONPatch
+    expression), no matchConditions or variables."""
     return {
         "apiVersion": "policies.kyverno.io/v1",
         "kind": "MutatingPolicy",
@@ -36,7 +37,7 @@ def reference_policy(name: str) -> dict[str, Any]:
                     }
                 ]
             },
-            "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": REFERENCE_PATCH}}],
+            "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": patch}}],
         },
     }
 

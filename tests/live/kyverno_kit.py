@@ -13,15 +13,12 @@ from typing import Any
 
 import yaml
 from kyverno_harness import Kyverno
-from live_harness import ADMIN_TOKEN, ControlPlane
+from live_harness import ControlPlane
 from live_kit import (
     EXAMPLE,
-    NS,
     cli,
     create_pod_raw,
     docs,
-    example_nodes,
-    example_policies,
     project,
 )
 from webhook_harness import wait_admitted, wait_bound
@@ -41,18 +38,6 @@ def policy_docs(folder: Path) -> list[dict[str, Any]]:
         for d in yaml.safe_load_all(f.read_text(encoding="utf-8"))
         if d
     ]
-
-
-def with_example(cp: ControlPlane, tmp: Path) -> Path:
-    """examples/zone-split's nodes and policies in the API server; its live snapshot."""
-    kubeconfig = cp.kubeconfig("admin", ADMIN_TOKEN)
-    cp.ensure_namespace(NS)
-    cp.create_nodes(example_nodes())
-    cp.apply(example_policies())
-    snap = tmp / "snapshot.yaml"
-    result = cli("snapshot", "--kubeconfig", kubeconfig, "-o", snap)
-    assert result.exit_code == 0, result.output
-    return snap
 
 
 def render_group(

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 from click.testing import CliRunner, Result
-from live_harness import ControlPlane
+from live_harness import ADMIN_TOKEN, ControlPlane
 
 from topogen.cli import main
 
@@ -70,6 +70,18 @@ def example_nodes(pod_cidrs: bool = True) -> list[dict[str, Any]]:
 
 def example_policies() -> list[dict[str, Any]]:
     return docs(EXAMPLE / "cilium")
+
+
+def example_snapshot(cp: ControlPlane, tmp: Path) -> Path:
+    """examples/zone-split's nodes and policies in the API server; their live snapshot
+    (`topogen snapshot` as the admin) in tmp/snapshot.yaml."""
+    cp.ensure_namespace(NS)
+    cp.create_nodes(example_nodes())
+    cp.apply(example_policies())
+    snap = tmp / "snapshot.yaml"
+    result = cli("snapshot", "--kubeconfig", cp.kubeconfig("admin", ADMIN_TOKEN), "-o", snap)
+    assert result.exit_code == 0, result.output
+    return snap
 
 
 def pods_of(

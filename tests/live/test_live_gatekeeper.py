@@ -22,15 +22,14 @@ from typing import Any
 import pytest
 import yaml
 from gatekeeper_harness import Gatekeeper, start_gatekeeper
-from live_harness import ADMIN_TOKEN, ControlPlane, start_control_plane
+from live_harness import ControlPlane, start_control_plane
 from live_kit import (
     EXAMPLE,
     NS,
     cli,
     create_pod_raw,
     docs,
-    example_nodes,
-    example_policies,
+    example_snapshot,
     pods_of,
     project,
     write_config,
@@ -139,16 +138,6 @@ def _render(config: Path, out: Path) -> list[dict[str, Any]]:
     return sorted(objs, key=lambda d: order.get(d["kind"], 1))
 
 
-def _with_example(cp: ControlPlane, tmp: Path) -> Path:
-    kubeconfig = cp.kubeconfig("admin", ADMIN_TOKEN)
-    cp.ensure_namespace(NS)
-    cp.create_nodes(example_nodes())
-    cp.apply(example_policies())
-    snap = tmp / "snapshot.yaml"
-    assert cli("snapshot", "--kubeconfig", kubeconfig, "-o", snap).exit_code == 0
-    return snap
-
-
 def _schedule(
     cp: ControlPlane, pods: Sequence[dict[str, Any]], admitted: dict[str, Any] | None = None
 ) -> dict[str, str]:
@@ -174,7 +163,7 @@ def test_gatekeeper_zone_split_pods_mutated_at_admission_land_in_one_zone(
 ) -> None:
     cp, g = plane
     gator = require_tool("gator")
-    snap = _with_example(cp, tmp_path)
+    snap = example_snapshot(cp, tmp_path)
     config = write_config(tmp_path, nodes=[snap], workloads=[BEFORE])
     objs = _render(config, tmp_path / "out")
     pods = pods_of(docs(BEFORE))
@@ -306,7 +295,7 @@ def test_gatekeeper_down_fails_open_and_the_component_closes_it(
     plane: tuple[ControlPlane, Gatekeeper], tmp_path: Path
 ) -> None:
     cp, g = plane
-    snap = _with_example(cp, tmp_path)
+    snap = example_snapshot(cp, tmp_path)
     config = write_config(tmp_path, nodes=[snap], workloads=[BEFORE])
     objs = _render(config, tmp_path / "out")
     pods = pods_of(docs(BEFORE))

@@ -47,10 +47,19 @@ from kyverno_kit import (
     render_group,
     schedule,
     validate_only,
-    with_example,
 )
 from live_harness import ADMIN_TOKEN, ControlPlane
-from live_kit import NS, cli, create_pod_raw, docs, kyverno_apply, pods_of, project, write_config
+from live_kit import (
+    NS,
+    cli,
+    create_pod_raw,
+    docs,
+    example_snapshot,
+    kyverno_apply,
+    pods_of,
+    project,
+    write_config,
+)
 from webhook_harness import wait_admitted
 
 from tooling import require_tool
@@ -67,7 +76,7 @@ def test_kyverno_state1_without_policies_the_scheduler_splits_the_group(
     kyverno_plane: tuple[ControlPlane, Kyverno], tmp_path: Path
 ) -> None:
     cp, _ = kyverno_plane
-    with_example(cp, tmp_path)
+    example_snapshot(cp, tmp_path)
     pods = pods_of(docs(BEFORE))
     admitted: dict[str, Any] = {}
     zones = bound_zones(cp, schedule(cp, pods, admitted))
@@ -81,7 +90,7 @@ def test_kyverno_state2_analyze_over_the_live_snapshot_flags_hard_block(
     kyverno_plane: tuple[ControlPlane, Kyverno], tmp_path: Path
 ) -> None:
     cp, _ = kyverno_plane
-    snap = with_example(cp, tmp_path)
+    snap = example_snapshot(cp, tmp_path)
     zones = bound_zones(cp, schedule(cp, pods_of(docs(BEFORE))))
     config = write_config(tmp_path, nodes=[snap], workloads=[BEFORE])
     result = cli("analyze", "-c", config, "-o", "json")
@@ -101,7 +110,7 @@ def test_kyverno_state3_zone_split_pods_mutated_at_admission_land_in_one_zone(
 ) -> None:
     cp, k = kyverno_plane
     kyverno_cli = require_tool("kyverno")
-    snap = with_example(cp, tmp_path)
+    snap = example_snapshot(cp, tmp_path)
     config = write_config(tmp_path, nodes=[snap], workloads=[BEFORE])
     # Audit at admission, for its admission reports (as rendered: test_..._policy_reports)
     policies = render_group(config, tmp_path / "out", audit_at_admission=True)

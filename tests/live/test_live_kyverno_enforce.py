@@ -25,10 +25,9 @@ from kyverno_kit import (
     install,
     render_group,
     schedule,
-    with_example,
 )
 from live_harness import ControlPlane, KubeError
-from live_kit import NS, create_pod_raw, docs, pods_of, project, write_config
+from live_kit import NS, create_pod_raw, docs, example_snapshot, pods_of, project, write_config
 from webhook_harness import wait_admitted
 
 pytestmark = [pytest.mark.slow, pytest.mark.tools]
@@ -67,7 +66,7 @@ def test_kyverno_enforce_validation_runs_in_the_api_server_and_holds_while_kyver
     rendered), while the validation holds: a relabel claiming another zone is rejected by
     the API server, a harmless one is admitted, other pods are admitted as they are."""
     cp, k = kyverno_plane
-    snap = with_example(cp, tmp_path)
+    snap = example_snapshot(cp, tmp_path)
     # no garbage collector here: earlier pods' reports outlive them
     cp.kube().delete(f"/apis/reports.kyverno.io/v1/namespaces/{NS}/ephemeralreports")
     config = write_config(tmp_path, nodes=[snap], workloads=[BEFORE])

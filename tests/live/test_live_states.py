@@ -23,8 +23,7 @@ from live_kit import (
     NS,
     cli,
     docs,
-    example_nodes,
-    example_policies,
+    example_snapshot,
     fake_prometheus,
     kyverno_apply,
     pods_of,
@@ -38,17 +37,6 @@ from topogen.pipeline import analyze
 ZONE = {"gpu-a1": "zone-a", "gpu-a2": "zone-a", "cpu-b1": "zone-b", "cpu-b2": "zone-b"}
 BEFORE = EXAMPLE / "workloads" / "before"
 AFTER = EXAMPLE / "workloads" / "after"
-
-
-def _cluster_with_example(cluster: ControlPlane, kubeconfig: Path, tmp: Path) -> Path:
-    """Example nodes and policies in the API server; returns its live snapshot."""
-    cluster.ensure_namespace(NS)
-    cluster.create_nodes(example_nodes())
-    cluster.apply(example_policies())
-    snap = tmp / "snapshot.yaml"
-    result = cli("snapshot", "--kubeconfig", kubeconfig, "-o", snap)
-    assert result.exit_code == 0, result.output
-    return snap
 
 
 def _schedule(cluster: ControlPlane, pods: Sequence[dict[str, Any]]) -> dict[str, str]:
@@ -87,19 +75,17 @@ def _before_bound(cluster: ControlPlane) -> dict[str, str]:
     return placed
 
 
-def test_state1_scheduler_splits_the_group(
-    cluster: ControlPlane, admin_kubeconfig: Path, tmp_path: Path
-) -> None:
-    _cluster_with_example(cluster, admin_kubeconfig, tmp_path)
+def test_state1_scheduler_splits_the_group(cluster: ControlPlane, tmp_path: Path) -> None:
+    example_snapshot(cluster, tmp_path)
     placed = _before_bound(cluster)
     assert _zones(placed, "trainer-coordinator") == {"zone-b"}
     assert _zones(placed, "trainer-workers") == {"zone-a"}
 
 
 def test_state2_analyze_over_the_live_snapshot_flags_hard_block(
-    cluster: ControlPlane, admin_kubeconfig: Path, tmp_path: Path
+    cluster: ControlPlane, tmp_path: Path
 ) -> None:
-    snap = _cluster_with_example(cluster, admin_kubeconfig, tmp_path)
+    snap = example_snapshot(cluster, tmp_path)
     placed = _before_bound(cluster)
     config = write_config(tmp_path, nodes=[snap], workloads=[BEFORE])
     result = cli("analyze", "-c", config, "-o", "json")
@@ -119,7 +105,7 @@ def test_state2_analyze_over_the_live_snapshot_flags_hard_block(
 def test_state3_audit_reports_the_running_group_broken(
     cluster: ControlPlane, admin_kubeconfig: Path, tmp_path: Path
 ) -> None:
-    snap = _cluster_with_example(cluster, admin_kubeconfig, tmp_path)
+    snap = example_snapshot(cluster, tmp_path)
     placed = _before_bound(cluster)
     cluster.set_running(NS, placed)
     config = write_config(tmp_path, nodes=[snap], workloads=[BEFORE])
@@ -148,7 +134,7 @@ def test_state4_mutated_pods_land_in_one_allowed_zone_and_audit_is_healthy(
     cluster: ControlPlane, admin_kubeconfig: Path, tmp_path: Path
 ) -> None:
     kyverno = require_tool("kyverno")
-    snap = _cluster_with_example(cluster, admin_kubeconfig, tmp_path)
+    snap = example_snapshot(cluster, tmp_path)
     config = write_config(tmp_path, nodes=[snap], workloads=[BEFORE])
     out = tmp_path / "out"
     rendered = cli("render", "-c", config, "--out", out)
@@ -224,7 +210,7 @@ def _scaled_workers(src: Path, dst: Path, parallelism: int) -> Path:
 def test_state5_too_strict_constraint_stays_pending_and_the_plan_refused_it(
     cluster: ControlPlane, admin_kubeconfig: Path, tmp_path: Path, workers: int
 ) -> None:
-    snap = _cluster_with_example(cluster, admin_kubeconfig, tmp_path)
+    snap = example_snapshot(cluster, tmp_path)
     before = _scaled_workers(BEFORE, tmp_path / "before", workers)
     config = write_config(tmp_path, nodes=[snap], workloads=[before])
     rendered = cli("render", "-c", config, "--out", tmp_path / "out")

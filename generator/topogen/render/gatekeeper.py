@@ -38,6 +38,7 @@ from topogen.model import LabelSelector
 from topogen.render.base import RenderedFile, render_documents
 from topogen.render.cel import toleration_dicts
 from topogen.render.intent import (
+    MUTATE,
     AdmissionIntent,
     Exclusion,
     anti_affinity_term,
@@ -474,7 +475,7 @@ def gatekeeper_policies(
         **constraint_meta,
     )
     constraint = RenderedFile(f"{intent.name}-constraint.yaml", text, objs)
-    mutate_meta = _meta(intent, "mutate")
+    mutate_meta = _meta(intent, MUTATE)
     text, objs = render_documents(
         "gatekeeper/mutators.yaml.j2",
         mutators=_mutators(intent),

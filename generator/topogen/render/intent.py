@@ -9,6 +9,7 @@ from topogen.model import KUEUE_TAS_KEYS, LabelSelector, Toleration
 from topogen.plan import GroupPlan
 
 __all__ = [
+    "MUTATE",
     "AdmissionIntent",
     "Bucket",
     "Exclusion",
@@ -281,6 +282,11 @@ def intent_summary(intent: AdmissionIntent, *, tolerations: bool, denied: bool) 
     return out
 
 
+# the role label of a policy that mutates both roles of a group (Kyverno's MutatingPolicy,
+# the kyverno-legacy ClusterPolicy, Gatekeeper's mutators)
+MUTATE = "mutate"
+
+
 def policy_metadata(
     intent: AdmissionIntent, role: str, annotations: dict[str, str], *, summary: bool = True
 ) -> dict[str, Any]:
@@ -288,7 +294,7 @@ def policy_metadata(
     extra = (
         # a mutation of coordinators (or of both roles) adds the tolerations
         intent_summary(
-            intent, tolerations=role in ("coordinator", "mutate"), denied=role == "validate"
+            intent, tolerations=role in ("coordinator", MUTATE), denied=role == "validate"
         )
         if summary
         else {}

@@ -30,12 +30,16 @@ from typing import Any
 from topogen.model import LabelSelector
 from topogen.render import cel, cel_spread
 from topogen.render.base import RenderedFile, render_documents
-from topogen.render.intent import AdmissionIntent, kyverno_library_annotations, policy_metadata
+from topogen.render.intent import (
+    MUTATE,
+    AdmissionIntent,
+    kyverno_library_annotations,
+    policy_metadata,
+)
 
 __all__ = [
     "API_SERVER_LABEL",
     "KYVERNO_EXCLUDED_NAMESPACES",
-    "MUTATE",
     "kyverno_policies",
     "policy_names",
     "webhook_selectors",
@@ -46,8 +50,6 @@ __all__ = [
 API_SERVER_LABEL = ("topogen.io/api-server-validation", "allowed")
 # left out of Kyverno's webhooks by its install (the `webhooks` namespaceSelector and
 # resourceFilters of its ConfigMap, config/install-latest-testing.yaml)
-# the role of the MutatingPolicy that mutates a group's coordinators and workers
-MUTATE = "mutate"
 KYVERNO_EXCLUDED_NAMESPACES = ("kube-node-lease", "kube-public", "kube-system", "kyverno")
 
 

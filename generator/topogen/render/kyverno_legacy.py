@@ -37,6 +37,7 @@ from topogen.model import LabelSelector, Requirement
 from topogen.render import cel
 from topogen.render.base import RenderedFile, render_documents
 from topogen.render.intent import (
+    MUTATE,
     AdmissionIntent,
     Bucket,
     anti_affinity_term,
@@ -351,7 +352,7 @@ def mutate_policy(intent: AdmissionIntent) -> RenderedFile:
     text, objs = render_documents(
         "kyverno-legacy/mutate-policy.yaml.j2",
         name=name,
-        **_meta(intent, "mutate"),
+        **_meta(intent, MUTATE),
         roles=[_role(intent, r) for r in intent.roles],
         lacks_required=[_condition(f"{NODE_REQ} == `null`", True)],
         term_lacks_zone=[

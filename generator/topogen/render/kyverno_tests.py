@@ -11,8 +11,8 @@ from typing import Any
 
 from topogen.model import LabelSelector
 from topogen.render.base import RenderedFile, to_yaml
-from topogen.render.intent import AdmissionIntent
-from topogen.render.kyverno import MUTATE, policy_names
+from topogen.render.intent import MUTATE, AdmissionIntent
+from topogen.render.kyverno import policy_names
 from topogen.render.reference import mutate, role_of, sample_pods, violations
 
 __all__ = ["kyverno_test_files", "validation_cases"]
@@ -79,7 +79,7 @@ def _mutation_test(
     detached: LabelSelector | None = None,
 ) -> list[RenderedFile]:
     pods = sample_pods(intent)
-    roles = {"coordinator", "worker"} if role == MUTATE else {role}
+    roles = set(intent.roles) if role == MUTATE else {role}
     changed, unchanged, skipped = [], [], []
     for pod in pods:
         if role_of(pod, intent) not in roles or not _selected(pod, intent, detached):
