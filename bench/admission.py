@@ -23,11 +23,12 @@ from __future__ import annotations
 import http.client
 import json
 import math
+import os
 import statistics
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -40,7 +41,7 @@ sys.path[:0] = [str(ROOT / "tests" / "live"), str(ROOT / "tests")]
 import admission_variants as av  # noqa: E402
 from kyverno_harness import PLUGINS, Kyverno, generates_vap, start_kyverno  # noqa: E402
 from kyverno_pods import group_pods, reference_policy  # noqa: E402
-from live_harness import ADMIN_TOKEN, ControlPlane, start_control_plane  # noqa: E402
+from live_harness import ADMIN_TOKEN, ControlPlane, Process, start_control_plane  # noqa: E402
 
 from topogen.config import load_config  # noqa: E402
 from topogen.render.kyverno import API_SERVER_LABEL  # noqa: E402
@@ -74,9 +75,18 @@ VARIANTS = {
 }
 MUTATIONS = "generated, mutations only"
 REFERENCE_NO_REPORT = "reference, no admission report"
+# the reference under Enforce: what any ValidatingAdmissionPolicy costs in the API server
+REFERENCE_ENFORCE = "reference, Enforce"
 # the table's rows: the configurations, then the generated variants, then the reference's
-ORDER = (*CONFIGS, *VARIANTS, REFERENCE_NO_REPORT, av.STATIC)
+ORDER = (*CONFIGS, *VARIANTS, REFERENCE_NO_REPORT, REFERENCE_ENFORCE, av.STATIC)
 WARMUP = 20  # untimed pods after each switch
+MISPLACED = "bench-misplaced"  # the probe pods an enforced validation rejects
+SETTLE = 1.0  # s after a switch: the last round's deletions off the machine first
+# s from one pod's creation to the next's (a pod that takes longer delays the next): pods
+# back to back keep this 2-core machine's CPU about 85% busy (the admission reports
+# Kyverno writes after answering compete with the next pod), so latency would measure the
+# queue for CPU more than admission; 0: back to back
+PACE = 0.02
 SLOW = 1.0  # s: Gatekeeper's mutation webhook timeout (its validation's is 3 s)
 
 
@@ -211,10 +221,50 @@ def variants(generated: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, An
 
 
 def reference_variants() -> dict[str, list[dict[str, Any]]]:
-    """The reference without its admission report: what one report costs."""
+    """The reference without its admission report (what one report costs), and with the
+    smallest ValidatingPolicy under Enforce (what a ValidatingAdmissionPolicy costs)."""
     ref = reference_policy("reference")
     ref["metadata"]["labels"] = {"reports.kyverno.io/disabled": "true"}
-    return {REFERENCE_NO_REPORT: [ref]}
+    return {
+        REFERENCE_NO_REPORT: [ref],
+        REFERENCE_ENFORCE: [reference_policy("reference"), reference_validation()],
+    }
+
+
+def reference_validation() -> dict[str, Any]:
+    """One expression, Enforce as the enforce Component makes it (Kyverno generates the
+    ValidatingAdmissionPolicy): it rejects only the probe pods `misplaced` names, so the
+    bench sees when the API server has loaded it."""
+    return {
+        "apiVersion": "policies.kyverno.io/v1",
+        "kind": "ValidatingPolicy",
+        "metadata": {"name": "reference-validate"},
+        "spec": {
+            "autogen": {
+                "podControllers": {"controllers": []},
+                "validatingAdmissionPolicy": {"enabled": True},
+            },
+            "evaluation": {"admission": {"enabled": True}, "background": {"enabled": False}},
+            "validationActions": ["Deny"],
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["pods"],
+                    }
+                ]
+            },
+            "validations": [
+                {
+                    "expression": f"object.metadata.name != '{MISPLACED}'",
+                    "message": "reference",
+                    "reason": "Forbidden",  # 403, as the generated validations answer
+                }
+            ],
+        },
+    }
 
 
 def misplaced(pods: Sequence[dict[str, Any]], zone_label: str) -> list[dict[str, Any]]:
@@ -223,18 +273,25 @@ def misplaced(pods: Sequence[dict[str, Any]], zone_label: str) -> list[dict[str,
     out: dict[str, dict[str, Any]] = {}
     for pod in pods[:50]:
         one = json.loads(json.dumps(pod))
-        one["metadata"]["name"] = "bench-misplaced"
+        one["metadata"]["name"] = MISPLACED
         one["spec"]["nodeSelector"] = {zone_label: "bench-no-such-zone"}
         out.setdefault(json.dumps(pod["metadata"].get("labels"), sort_keys=True), one)
     return list(out.values())
 
 
 def run_admission(
-    policy_files: Sequence[Path], config: Path, group: str, pods: int, work: Path, rounds: int = 5
+    policy_files: Sequence[Path],
+    config: Path,
+    group: str,
+    pods: int,
+    work: Path,
+    rounds: int = 10,
+    pace: float = PACE,
 ) -> dict[str, Any]:
-    """rounds: 2,000 pods in rounds of 400 (and their warm-up pods) keep the generated set's two
+    """rounds: 2,000 pods in rounds of 200 (and their warm-up pods) keep the generated set's two
     admission reports a pod under the install's --maxAdmissionReports=1000, past which
-    Kyverno stops writing them (`reports / pod` shows it)."""
+    Kyverno stops writing them (`reports / pod` shows it); short rounds put a slow stretch
+    of the machine on every configuration."""
     generated = [
         d for f in policy_files for d in yaml.safe_load_all(f.read_text(encoding="utf-8")) if d
     ]
@@ -257,7 +314,10 @@ def run_admission(
             for ns in namespaces:
                 cp.ensure_namespace(ns)
             policies[av.STATIC] = [static_variant(path, client, generated, all_pods)]
-            stats = measure_configs(cp, path, client, policies, all_pods, namespaces, rounds)
+            procs = {"API server": cp.apiserver, "Kyverno": k.proc, "etcd": cp.etcd}
+            stats = measure_configs(
+                cp, path, client, policies, all_pods, namespaces, rounds, _started(procs), pace
+            )
             nudged = k.nudged
         finally:
             k.stop()
@@ -268,8 +328,13 @@ def run_admission(
         "policies": [f.name for f in policy_files],
         "pods": len(all_pods),
         "rounds": rounds,
+        "pace": pace,
         "nudged": nudged,
     }
+
+
+def _started(procs: Mapping[str, Process | None]) -> dict[str, Process]:
+    return {n: p for n, p in procs.items() if p is not None}
 
 
 def admitted_as(
@@ -301,15 +366,36 @@ def static_variant(
     )
 
 
-def ratios(stats: dict[str, dict[str, float]]) -> dict[str, Any]:
-    """Generated (and, where measured, generated under Enforce) over the reference."""
-    ref = stats["reference"]
+def ratios(stats: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Generated over the reference; where measured, generated under Enforce over the
+    reference and over the reference under Enforce (like for like: both with a
+    ValidatingAdmissionPolicy in the API server)."""
     out: dict[str, Any] = {"stats": stats}
-    for key, name in (("", "generated"), ("enforce_", ENFORCE)):
-        if name in stats:
+    for key, name, over in (
+        ("", "generated", "reference"),
+        ("enforce_", ENFORCE, "reference"),
+        ("enforce_ref_", ENFORCE, REFERENCE_ENFORCE),
+    ):
+        if name in stats and over in stats:
             for q in ("p50", "p99"):
-                out[f"{key}{q}_ratio"] = stats[name][q] / ref[q]
+                out[f"{key}{q}_ratio"] = stats[name][q] / stats[over][q]
+            per_round = round_ratios(stats[name], stats[over])
+            if per_round:
+                out[f"{key}round_p50_ratios"] = per_round
     return out
+
+
+def round_ratios(got: dict[str, Any], ref: dict[str, Any]) -> list[float]:
+    """Each round's p50 over the reference's in the same round."""
+    return [g / r for g, r in zip(got.get("round_p50", []), ref.get("round_p50", []), strict=True)]
+
+
+def spread(per_round: Sequence[float]) -> str:
+    """`median M, rounds A to B` of per-round ratios: how far one round's verdict moves."""
+    return (
+        f"per round {statistics.median(per_round):.2f}x median, "
+        f"{min(per_round):.2f}x to {max(per_round):.2f}x"
+    )
 
 
 def measure_configs(
@@ -320,31 +406,50 @@ def measure_configs(
     pods: Sequence[dict[str, Any]],
     namespaces: Sequence[str],
     rounds: int,
-) -> dict[str, dict[str, float]]:
+    processes: Mapping[str, Process] | None = None,
+    pace: float = PACE,
+) -> dict[str, dict[str, Any]]:
     """Latency statistics (ms) per configuration, the configurations taking turns; with
-    how many timed pods admission changed and how many took at least SLOW seconds."""
+    how many timed pods admission changed, how many took at least SLOW seconds, and the
+    CPU each of `processes` spent per timed pod (ms; less moved by a busy machine than
+    latency)."""
+    processes = processes or {}
     for ns in namespaces:
         cp.ensure_namespace(ns)
     probe = pods[0]
     times: dict[str, list[float]] = {c: [] for c in policies}
     changed = dict.fromkeys(policies, 0)
     counted = {c: dict.fromkeys(COUNTERS, 0.0) for c in policies}
+    cpu = {c: dict.fromkeys(processes, 0.0) for c in policies}
+    round_p50: dict[str, list[float]] = {c: [] for c in policies}
     current: list[dict[str, Any]] = []
     share = -(-len(pods) // rounds)
+    index = {name: c for c, name in enumerate(policies)}
     for r in range(rounds):
         chunk = pods[r * share : (r + 1) * share]
-        for c, name in enumerate(policies):
+        for name in turns(list(policies), r):
+            c = index[name]
             path.switch(current, policies[name], probe)
             current = policies[name]
+            time.sleep(SETTLE)
+            tick = Pacer(pace)
             for i, pod in enumerate(chunk[:WARMUP]):
+                tick()
                 client.create(_named(pod, f"c{c}-{r}-w{i}"))
             before = counters(cp)
+            cpu_before = {n: cpu_seconds(p) for n, p in processes.items()}
+            took_round = []
             for i, pod in enumerate(chunk):
                 one = _named(pod, f"c{c}-{r}-{i}")
+                tick()
                 took, body = client.create(one)
-                times[name].append(took)
+                took_round.append(took)
                 changed[name] += fields(body) != fields(one)
+            times[name] += took_round
+            round_p50[name].append(percentile(took_round, 50) * 1000)
             time.sleep(0.2)  # Kyverno writes a MutatingPolicy's report after answering
+            for n, proc in processes.items():
+                cpu[name][n] += cpu_seconds(proc) - cpu_before[n]
             after = counters(cp)
             for k in COUNTERS:
                 counted[name][k] += after[k] - before[k]
@@ -357,13 +462,46 @@ def measure_configs(
             "mean": statistics.fmean(t) * 1000,
             "changed": changed[name],
             "slow": sum(x >= SLOW for x in t),
+            "round_p50": round_p50[name],
+            **({"cpu": {n: v / len(t) * 1000 for n, v in cpu[name].items()}} if processes else {}),
             **{k: counted[name][k] / len(t) for k in COUNTERS},
         }
         for name, t in times.items()
     }
 
 
+class Pacer:
+    """Called before each pod: waits until `pace` seconds after the last call's start
+    (not at all when that has passed)."""
+
+    def __init__(self, pace: float) -> None:
+        self.pace, self.next = pace, 0.0
+
+    def __call__(self) -> None:
+        now = time.perf_counter()
+        if self.next > now:
+            time.sleep(self.next - now)
+            now = self.next
+        self.next = now + self.pace
+
+
+def turns(names: Sequence[str], r: int) -> list[str]:
+    """The configurations' order in round r: rotated by r, reversed in odd rounds, so no
+    configuration always follows the same one (and the clean-up of its pods) or comes
+    first after a slow stretch."""
+    k = r % len(names)
+    order = [*names[k:], *names[:k]]
+    return order[::-1] if r % 2 else order
+
+
 COUNTERS = ("calls", "reports")
+
+
+def cpu_seconds(proc: Process) -> float:
+    """User and system CPU the process has used (/proc/<pid>/stat)."""
+    assert proc.proc is not None
+    fields = Path(f"/proc/{proc.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _named(pod: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -394,15 +532,17 @@ def counters(cp: ControlPlane) -> dict[str, float]:
     return out
 
 
-def table(stats: dict[str, dict[str, float]], names: Sequence[str]) -> list[str]:
+def table(stats: dict[str, dict[str, Any]], names: Sequence[str]) -> list[str]:
     """Per configuration: timed pods, those admission changed, those that took SLOW s or
     more, webhook calls and admission reports per pod, the latencies and their ratios to
     no policy."""
     none = stats["none"]
+    procs = list(none.get("cpu", {}))
     out = [
         f"| policies | pods | changed | >= {SLOW:g} s | webhook calls / pod | reports / pod "
-        "| p50 ms | p99 ms | mean ms | p50 / none | p99 / none |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| p50 ms | p99 ms | mean ms | p50 / none | p99 / none |"
+        + "".join(f" {n} CPU ms / pod |" for n in procs),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(procs),
     ]
     for name in names:
         s = stats[name]
@@ -410,9 +550,33 @@ def table(stats: dict[str, dict[str, float]], names: Sequence[str]) -> list[str]
             f"| {name} | {s['count']} | {s['changed']} | {s['slow']} | {s.get('calls', 0):.2f} "
             f"| {s.get('reports', 0):.2f} | {s['p50']:.2f} "
             f"| {s['p99']:.2f} | {s['mean']:.2f} | {s['p50'] / none['p50']:.2f} "
-            f"| {s['p99'] / none['p99']:.2f} |"
+            f"| {s['p99'] / none['p99']:.2f} |" + "".join(f" {s['cpu'][n]:.2f} |" for n in procs)
         )
     return out
+
+
+def _paced(adm: dict[str, Any]) -> str:
+    pace = adm.get("pace", 0)
+    return (
+        f" at most one started every {pace * 1000:g} ms (so the machine keeps CPU to spare: "
+        "back to back, the admission reports written after answering queue the next pod "
+        "for CPU)"
+        if pace
+        else ", back to back"
+    )
+
+
+def _spreads(adm: dict[str, Any]) -> str:
+    """The per-round p50 ratios behind the pooled ones, where measured."""
+    parts = [
+        f"{what}: {spread(adm[key])}"
+        for key, what in (
+            ("round_p50_ratios", "as rendered"),
+            ("enforce_round_p50_ratios", "Enforce"),
+        )
+        if adm.get(key)
+    ]
+    return f" (p50 / reference, {'; '.join(parts)})" if parts else ""
 
 
 def report_lines(adm: dict[str, Any]) -> list[str]:
@@ -421,8 +585,11 @@ def report_lines(adm: dict[str, Any]) -> list[str]:
         f"Pod creation through kube-apiserver with Kyverno's admission controller (v1.19.1, "
         f"out of cluster) on its webhook path: {adm['pods']} pods of group `{adm['group']}` "
         f"of the {adm['fleet']} fleet (coordinators and workers, as their operators create "
-        "them) per configuration, one at a time over one keep-alive connection, the "
-        f"configurations taking turns in {adm['rounds']} rounds; the API server's "
+        "them) per configuration, one at a time over one keep-alive connection"
+        + _paced(adm)
+        + ", the "
+        f"configurations taking turns in {adm['rounds']} rounds (their order rotated each "
+        "round and reversed every other, a second's pause after each switch); the API server's "
         "ValidatingAdmissionPolicy plugin on, as in a cluster. Generated: "
         f"{', '.join(adm['policies'])}, as rendered (validationAction Audit, the default: "
         "the ValidatingPolicy in the background scans of Kyverno's reports controller only, "
@@ -449,6 +616,7 @@ def report_lines(adm: dict[str, Any]) -> list[str]:
             if "enforce_p50_ratio" in adm
             else ""
         )
+        + _spreads(adm)
         + ". The variants (each the generated policies changed in one way, measured in the "
         "same rounds) say where the time goes:",
         "",
@@ -466,6 +634,25 @@ def report_lines(adm: dict[str, Any]) -> list[str]:
                 f"{stats[REFERENCE_NO_REPORT]['p99'] / ref['p99']:.2f}x at p99."
             ]
             if REFERENCE_NO_REPORT in stats
+            else []
+        ),
+        *(
+            [
+                f"- {REFERENCE_ENFORCE} (the reference with a ValidatingPolicy of one "
+                "expression, enforced as the enforce Component does it: what any "
+                "ValidatingAdmissionPolicy costs in the API server): "
+                f"{stats[REFERENCE_ENFORCE]['p50'] / ref['p50']:.2f}x the reference at p50, "
+                f"{stats[REFERENCE_ENFORCE]['p99'] / ref['p99']:.2f}x at p99. Generated, "
+                f"Enforce over it: **{adm['enforce_ref_p50_ratio']:.2f}x** at p50, "
+                f"**{adm['enforce_ref_p99_ratio']:.2f}x** at p99"
+                + (
+                    f" ({spread(adm['enforce_ref_round_p50_ratios'])})"
+                    if adm.get("enforce_ref_round_p50_ratios")
+                    else ""
+                )
+                + "."
+            ]
+            if "enforce_ref_p50_ratio" in adm
             else []
         ),
         "",

@@ -35,20 +35,24 @@ def measure(
     fleet: str,
     pods: int,
     work: Path,
+    pace: float = admission.PACE,
 ) -> dict[str, dict[str, Any] | None]:
-    """engine -> its measure, None where its binaries are not built."""
+    """engine -> its measure, None where its binaries are not built; `pace`: seconds from
+    one pod's creation to the next's (0: back to back)."""
     out: dict[str, dict[str, Any] | None] = dict.fromkeys(ENGINES)
     if admission.available():
         _say("admission, Kyverno ...")
         began = time.monotonic()
-        kyv = admission.run_admission(files, config, group, pods, work / "kyverno")
+        kyv = admission.run_admission(files, config, group, pods, work / "kyverno", pace=pace)
         out["kyverno"] = kyv | {"fleet": fleet, "seconds": time.monotonic() - began}
     if agk.available():
         _say("admission, Gatekeeper ...")
         began = time.monotonic()
         folder = agk.render_gatekeeper(topogen, config, work / "gatekeeper-render")
         objects = agk.gatekeeper_objects(folder, group)
-        gk = agk.run_gatekeeper_admission(objects, config, group, pods, work / "gatekeeper")
+        gk = agk.run_gatekeeper_admission(
+            objects, config, group, pods, work / "gatekeeper", pace=pace
+        )
         out["gatekeeper"] = gk | {"fleet": fleet, "seconds": time.monotonic() - began}
     return out
 
@@ -69,12 +73,16 @@ def target_rows(adm: dict[str, dict[str, Any] | None]) -> list[tuple[str, str, b
                 f"({got['fleet']} fleet, {got['pods']} pods)"
             )
             rows.append((target, measured, ratio <= limit))
-            if f"enforce_{q}_ratio" in got:  # the policies as the enforce Component makes them
-                ratio = got[f"enforce_{q}_ratio"]
+            # the policies as the enforce Component makes them, over the reference and over
+            # the reference under Enforce
+            for key, over in (("enforce_", "reference"), ("enforce_ref_", "reference Enforce")):
+                if f"{key}{q}_ratio" not in got:
+                    continue
+                ratio = got[f"{key}{q}_ratio"]
                 rows.append(
                     (
-                        f"{target}, Enforce",
-                        f"{prefix}admission {q}, generated Enforce / reference: {ratio:.2f}x "
+                        f"{target}, Enforce" + (f" (over the {over})" if key != "enforce_" else ""),
+                        f"{prefix}admission {q}, generated Enforce / {over}: {ratio:.2f}x "
                         f"({got['fleet']} fleet, {got['pods']} pods)",
                         ratio <= limit,
                     )

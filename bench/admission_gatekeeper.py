@@ -153,7 +153,8 @@ def run_gatekeeper_admission(
     group: str,
     pods: int,
     work: Path,
-    rounds: int = 4,
+    rounds: int = 8,
+    pace: float = admission.PACE,
 ) -> dict[str, Any]:
     policies = {"none": [], "reference": [reference_mutator()], "generated": list(objects)}
     all_pods = group_pods(config, group, pods)
@@ -164,8 +165,17 @@ def run_gatekeeper_admission(
         try:
             client = admission.Client(cp)
             path = GatekeeperPath(cp, g, client)
+            procs = {"API server": cp.apiserver, "Gatekeeper": g.proc, "etcd": cp.etcd}
             stats = admission.measure_configs(
-                cp, path, client, policies, all_pods, namespaces, rounds
+                cp,
+                path,
+                client,
+                policies,
+                all_pods,
+                namespaces,
+                rounds,
+                admission._started(procs),
+                pace,
             )
         finally:
             g.stop()
@@ -186,6 +196,7 @@ def run_gatekeeper_admission(
         ),
         "pods": len(all_pods),
         "rounds": rounds,
+        "pace": pace,
     }
 
 
@@ -197,7 +208,9 @@ def report_lines(gk: dict[str, Any]) -> list[str]:
         "out of cluster, mutation enabled; its webhooks as released: failurePolicy Ignore, "
         "timeouts 1 s for mutation and 3 s for validation) on the same "
         f"{gk['pods']} pods of group `{gk['group']}` of the {gk['fleet']} fleet, measured the "
-        f"same way ({gk['rounds']} rounds). Generated: the group's rendered Gatekeeper "
+        f"same way ({gk['rounds']} rounds"
+        + (f", one pod started every {gk['pace'] * 1000:g} ms at most" if gk.get("pace") else "")
+        + "). Generated: the group's rendered Gatekeeper "
         f"policies ({kinds}; constraint enforcementAction {enforcement}, which Gatekeeper's "
         "webhook still evaluates); reference: one ModifySet that adds one toleration to every "
         "pod; none: Gatekeeper running, no policy (its webhooks are registered for every "
@@ -207,5 +220,11 @@ def report_lines(gk: dict[str, Any]) -> list[str]:
         *admission.table(gk["stats"], admission.CONFIGS),
         "",
         f"Generated / reference: **{gk['p50_ratio']:.2f}x** at p50, "
-        f"**{gk['p99_ratio']:.2f}x** at p99.",
+        f"**{gk['p99_ratio']:.2f}x** at p99"
+        + (
+            f" (p50 / reference, {admission.spread(gk['round_p50_ratios'])})"
+            if gk.get("round_p50_ratios")
+            else ""
+        )
+        + ".",
     ]

@@ -44,6 +44,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import admission  # noqa: E402
 import admission_bench  # noqa: E402
 import fleet as fleetgen  # noqa: E402
 import racebench  # noqa: E402
@@ -567,6 +568,12 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument("--skip-kyverno", action="store_true")
     ap.add_argument("--admission-pods", type=int, default=2_000)
     ap.add_argument("--skip-admission", action="store_true")
+    ap.add_argument(
+        "--admission-pace-ms",
+        type=float,
+        default=admission.PACE * 1000,
+        help="ms from one pod's creation to the next's on the admission path (0: back to back)",
+    )
     ap.add_argument("--quick", action="store_true", help="small and medium fleets only")
     ap.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     ap.add_argument("--skip-fleet", action="store_true", help="no scheduler fleet measure")
@@ -656,7 +663,8 @@ def _admission(
     """Both admission controllers on the largest group's policies (bench/admission_bench.py)."""
     group, files = largest_group(tree)
     pods = min(args.admission_pods, 300) if args.quick else args.admission_pods
-    return admission_bench.measure(TOPOGEN, config, group, files, fleet_name, pods, work)
+    pace = args.admission_pace_ms / 1000
+    return admission_bench.measure(TOPOGEN, config, group, files, fleet_name, pods, work, pace)
 
 
 def _admission_only(args: argparse.Namespace) -> int:

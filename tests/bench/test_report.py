@@ -230,6 +230,96 @@ def _gatekeeper(p50: float = 1.25, p99: float = 2.0) -> dict[str, Any]:
             "enforcement": ["dryrun"]}  # fmt: skip
 
 
+def test_the_pacer_starts_pods_at_most_once_a_period(monkeypatch: pytest.MonkeyPatch) -> None:
+    import admission
+
+    clock = [100.0]
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(round(s, 6))
+        clock[0] += s
+
+    monkeypatch.setattr(admission.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(admission.time, "sleep", sleep)
+    tick = admission.Pacer(0.02)
+    tick()  # the first pod starts at once
+    clock[0] += 0.005  # it took 5 ms
+    tick()  # the next waits the rest of the period
+    clock[0] += 0.05  # a slow pod: 50 ms
+    tick()  # no wait after a pod slower than the period
+    assert slept == [0.015]
+    assert admission.Pacer(0)() is None and slept == [0.015]
+
+
+def _pod() -> dict[str, Any]:
+    return {"metadata": {"name": "p", "namespace": "n", "labels": {"a": "b"}}, "spec": {}}
+
+
+def test_admission_rounds_take_turns_and_report_their_spread() -> None:
+    import admission
+
+    names = ["none", "reference", "generated"]
+    orders = [admission.turns(names, r) for r in range(6)]
+    assert orders[:3] == [
+        names,
+        ["none", "generated", "reference"],
+        ["generated", "none", "reference"],
+    ]
+    assert all(sorted(o) == sorted(names) for o in orders)
+    firsts = {o[0] for o in orders}
+    assert firsts == set(names)  # each configuration opens some round
+    follows = {(o[i], o[i + 1]) for o in orders for i in range(len(o) - 1)}
+    assert ("reference", "none") in follows and ("none", "reference") in follows
+    counts = {"count": 4, "changed": 4, "slow": 0, "mean": 1.0, "calls": 1.0, "reports": 1.0}
+    stats = {
+        "none": counts | {"p50": 1.0, "p99": 2.0, "round_p50": [1.0, 1.0]},
+        "reference": counts | {"p50": 10.0, "p99": 20.0, "round_p50": [10.0, 8.0]},
+        "generated": counts | {"p50": 11.0, "p99": 21.0, "round_p50": [11.0, 10.0]},
+        "generated, Enforce": counts | {"p50": 12.0, "p99": 22.0, "round_p50": [12.0, 8.0]},
+    }
+    adm = admission.ratios(stats)
+    assert adm["round_p50_ratios"] == [1.1, 1.25]
+    assert adm["enforce_round_p50_ratios"] == [1.2, 1.0]
+    assert admission.spread([1.1, 1.25, 1.0]) == "per round 1.10x median, 1.00x to 1.25x"
+    adm |= {"pods": 4, "group": "g", "fleet": "large", "rounds": 2, "policies": ["a.yaml"]}
+    text = "\n".join(admission.report_lines(adm))
+    assert "(p50 / reference, as rendered: per round 1.18x median, 1.10x to 1.25x; " in text
+    assert "Enforce: per round 1.10x median, 1.00x to 1.20x)" in text
+    stats["reference, Enforce"] = counts | {"p50": 11.0, "p99": 20.0, "round_p50": [11.0, 9.0]}
+    adm |= admission.ratios(stats)
+    assert adm["enforce_ref_p50_ratio"] == 12.0 / 11.0 and adm["enforce_ref_p99_ratio"] == 1.1
+    assert adm["enforce_ref_round_p50_ratios"] == [12.0 / 11.0, 8.0 / 9.0]
+    text = "\n".join(admission.report_lines(adm))
+    assert "- reference, Enforce (the reference with a ValidatingPolicy of one" in text
+    assert "1.10x the reference at p50, 1.00x at p99. Generated, Enforce over it: " in text
+    assert "**1.09x** at p50, **1.10x** at p99 (per round 0.99x median, 0.89x to 1.09x)." in text
+    import admission_bench
+
+    rows = admission_bench.target_rows({"kyverno": adm, "gatekeeper": None})
+    assert (
+        "admission p50 at most 1.2x the reference, Enforce (over the reference Enforce)",
+        "admission p50, generated Enforce / reference Enforce: 1.09x (large fleet, 4 pods)",
+        True,
+    ) in rows
+    validation = admission.reference_validation()
+    from kyverno_harness import generates_vap
+
+    assert generates_vap(validation)
+    assert validation["spec"]["validations"][0]["expression"] == (
+        "object.metadata.name != 'bench-misplaced'"
+    )
+    assert {p["metadata"]["name"] for p in admission.misplaced([_pod()], "zone")} == {
+        admission.MISPLACED
+    }
+    for name, ms in (("none", 0.5), ("reference", 2.0), ("generated", 2.25)):
+        stats[name]["cpu"] = {"API server": ms, "Kyverno": 2 * ms}
+    rows = admission.table(stats, ["none", "reference", "generated"])
+    assert rows[0].endswith("| p99 / none | API server CPU ms / pod | Kyverno CPU ms / pod |")
+    assert rows[1].count("---:|") == 12
+    assert rows[4].endswith("| 21.00 | 1.00 | 11.00 | 10.50 | 2.25 | 4.50 |")
+
+
 def test_gatekeeper_admission_report_and_reference() -> None:
     import admission_gatekeeper as agk
 
