@@ -572,7 +572,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         "--admission-pace-ms",
         type=float,
         default=admission.PACE * 1000,
-        help="ms from one pod's creation to the next's on the admission path (0: back to back)",
+        help="ms from one pod's creation to the next's on the admission path (default 0: back to back)",
     )
     ap.add_argument("--quick", action="store_true", help="small and medium fleets only")
     ap.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
