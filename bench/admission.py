@@ -40,7 +40,7 @@ sys.path[:0] = [str(ROOT / "tests" / "live"), str(ROOT / "tests")]
 
 import admission_variants as av  # noqa: E402
 from kyverno_harness import PLUGINS, Kyverno, generates_vap, start_kyverno  # noqa: E402
-from kyverno_pods import group_pods, reference_policy  # noqa: E402
+from kyverno_pods import group_pods, pod_creations, reference_policy  # noqa: E402
 from live_harness import ADMIN_TOKEN, ControlPlane, Process, start_control_plane  # noqa: E402
 
 from topogen.config import load_config  # noqa: E402
@@ -247,16 +247,7 @@ def reference_validation() -> dict[str, Any]:
             },
             "evaluation": {"admission": {"enabled": True}, "background": {"enabled": False}},
             "validationActions": ["Deny"],
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["CREATE"],
-                        "resources": ["pods"],
-                    }
-                ]
-            },
+            "matchConstraints": pod_creations(),
             "validations": [
                 {
                     "expression": f"object.metadata.name != '{MISPLACED}'",
@@ -317,7 +308,7 @@ def run_admission(
             policies[av.STATIC] = [static_variant(path, client, generated, all_pods)]
             procs = {"API server": cp.apiserver, "Kyverno": k.proc, "etcd": cp.etcd}
             stats = measure_configs(
-                cp, path, client, policies, all_pods, namespaces, rounds, _started(procs), pace
+                cp, path, client, policies, all_pods, namespaces, rounds, procs, pace
             )
             nudged = k.nudged
         finally:
@@ -332,10 +323,6 @@ def run_admission(
         "pace": pace,
         "nudged": nudged,
     }
-
-
-def _started(procs: Mapping[str, Process | None]) -> dict[str, Process]:
-    return {n: p for n, p in procs.items() if p is not None}
 
 
 def admitted_as(
@@ -407,21 +394,20 @@ def measure_configs(
     pods: Sequence[dict[str, Any]],
     namespaces: Sequence[str],
     rounds: int,
-    processes: Mapping[str, Process] | None = None,
+    processes: Mapping[str, Process | None] | None = None,
     pace: float = PACE,
 ) -> dict[str, dict[str, Any]]:
     """Latency statistics (ms) per configuration, the configurations taking turns; with
     how many timed pods admission changed, how many took at least SLOW seconds, and the
-    CPU each of `processes` spent per timed pod (ms; less moved by a busy machine than
-    latency)."""
-    processes = processes or {}
+    CPU each started one of `processes` spent per timed pod (ms)."""
+    running = {n: p for n, p in (processes or {}).items() if p is not None}
     for ns in namespaces:
         cp.ensure_namespace(ns)
     probe = pods[0]
     times: dict[str, list[float]] = {c: [] for c in policies}
     changed = dict.fromkeys(policies, 0)
     counted = {c: dict.fromkeys(COUNTERS, 0.0) for c in policies}
-    cpu = {c: dict.fromkeys(processes, 0.0) for c in policies}
+    cpu = {c: dict.fromkeys(running, 0.0) for c in policies}
     round_p50: dict[str, list[float]] = {c: [] for c in policies}
     current: list[dict[str, Any]] = []
     share = -(-len(pods) // rounds)
@@ -438,7 +424,7 @@ def measure_configs(
                 tick()
                 client.create(_named(pod, f"c{c}-{r}-w{i}"))
             before = counters(cp)
-            cpu_before = {n: cpu_seconds(p) for n, p in processes.items()}
+            cpu_before = {n: cpu_seconds(p) for n, p in running.items()}
             took_round = []
             for i, pod in enumerate(chunk):
                 one = _named(pod, f"c{c}-{r}-{i}")
@@ -449,7 +435,7 @@ def measure_configs(
             times[name] += took_round
             round_p50[name].append(percentile(took_round, 50) * 1000)
             time.sleep(0.2)  # Kyverno writes a MutatingPolicy's report after answering
-            for n, proc in processes.items():
+            for n, proc in running.items():
                 cpu[name][n] += cpu_seconds(proc) - cpu_before[n]
             after = counters(cp)
             for k in COUNTERS:
@@ -464,7 +450,7 @@ def measure_configs(
             "changed": changed[name],
             "slow": sum(x >= SLOW for x in t),
             "round_p50": round_p50[name],
-            **({"cpu": {n: v / len(t) * 1000 for n, v in cpu[name].items()}} if processes else {}),
+            **({"cpu": {n: v / len(t) * 1000 for n, v in cpu[name].items()}} if running else {}),
             **{k: counted[name][k] / len(t) for k in COUNTERS},
         }
         for name, t in times.items()

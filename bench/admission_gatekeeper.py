@@ -167,15 +167,7 @@ def run_gatekeeper_admission(
             path = GatekeeperPath(cp, g, client)
             procs = {"API server": cp.apiserver, "Gatekeeper": g.proc, "etcd": cp.etcd}
             stats = admission.measure_configs(
-                cp,
-                path,
-                client,
-                policies,
-                all_pods,
-                namespaces,
-                rounds,
-                admission._started(procs),
-                pace,
+                cp, path, client, policies, all_pods, namespaces, rounds, procs, pace
             )
         finally:
             g.stop()

@@ -18,6 +18,17 @@ REFERENCE_PATCH = (
 )
 
 
+def pod_creations() -> dict[str, Any]:
+    """matchConstraints of the bench's reference policies: every Pod created."""
+    rule = {
+        "apiGroups": [""],
+        "apiVersions": ["v1"],
+        "operations": ["CREATE"],
+        "resources": ["pods"],
+    }
+    return {"resourceRules": [rule]}
+
+
 def reference_policy(name: str, patch: str = REFERENCE_PATCH) -> dict[str, Any]:
     """The minimal MutatingPolicy: every Pod gets one toleration (or `patch`, a JSONPatch
     expression), no matchConditions or variables."""
@@ -27,16 +38,7 @@ def reference_policy(name: str, patch: str = REFERENCE_PATCH) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {
             "autogen": {"podControllers": {"controllers": []}},
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["CREATE"],
-                        "resources": ["pods"],
-                    }
-                ]
-            },
+            "matchConstraints": pod_creations(),
             "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": patch}}],
         },
     }
