@@ -19,8 +19,8 @@ from topogen.analysis.domains import DomainCheck
 from topogen.analysis.findings import CROSS_ZONE_COST, JobAnalysis
 from topogen.analysis.fit import exclusion
 from topogen.analysis.fit import quantity as _fmt
+from topogen.analysis.job_fit import PodDemand, fits
 from topogen.analysis.members import Member, possible_zone_pairs
-from topogen.analysis.packing import PodDemand, fits
 from topogen.analysis.paths import BlockedPath
 from topogen.analysis.placement import Placement
 from topogen.analysis.reachability import PolicyIndex

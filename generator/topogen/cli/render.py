@@ -22,8 +22,8 @@ from topogen.config import load_config, with_default_namespace
 from topogen.emit.refusal import policies_of
 from topogen.emit.stream import stream_json
 from topogen.emit.writer import GENERATED_HEADER, WriteReport, stream_objects, write_tree
-from topogen.rendering import RenderResult, render
-from topogen.report import placement_lines
+from topogen.pipeline.format import placement_lines
+from topogen.pipeline.render import RenderResult, render
 from topogen.textui import install_progress
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogen.model import KUEUE_TAS_KEYS, LabelSelector, Toleration
-from topogen.plan import GroupPlan
+from topogen.plan.planner import GroupPlan
 
 __all__ = [
     "MUTATE",

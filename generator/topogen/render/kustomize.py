@@ -23,7 +23,7 @@ import yaml
 
 from topogen.config import TopogenConfig
 from topogen.errors import TopogenError
-from topogen.pipeline import AnalysisReport, ClusterAnalysis
+from topogen.pipeline.analyze import AnalysisReport, ClusterAnalysis
 from topogen.render.base import RenderedFile, render_text, to_yaml
 from topogen.render.intent import AdmissionIntent, intent_for
 from topogen.render.kyverno import API_SERVER_LABEL

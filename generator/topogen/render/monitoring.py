@@ -21,8 +21,8 @@ import yaml
 
 from topogen.config import MonitoringConfig, TopogenConfig
 from topogen.errors import TopogenError
-from topogen.pipeline import ClusterAnalysis
-from topogen.plan import GroupPlan
+from topogen.pipeline.analyze import ClusterAnalysis
+from topogen.plan.planner import GroupPlan
 from topogen.render.base import RenderedFile, render_documents, render_text
 from topogen.render.monitoring_rules import (
     GROUP_LABELS,

@@ -43,7 +43,7 @@ from topogen.analysis.paths import BlockedPath, BlockedPaths
 from topogen.analysis.placement import Placement
 from topogen.config import GroupConfig
 from topogen.model import Node, TrainingGroup, Workload
-from topogen.plan import GroupPlan, plan_cluster, plan_group
+from topogen.plan.planner import GroupPlan, plan_cluster, plan_group
 
 __all__ = [
     "ClusterRun",

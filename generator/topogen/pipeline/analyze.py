@@ -12,8 +12,8 @@ from topogen.config import ClusterConfig, GroupConfig, TopogenConfig
 from topogen.errors import InputError
 from topogen.model import Finding, TrainingGroup, Workload
 from topogen.operators.registry import profile_for
-from topogen.parallel import ClusterRun, Then, no_cycle_collection
-from topogen.plan import GroupPlan
+from topogen.pipeline.parallel import ClusterRun, Then, no_cycle_collection
+from topogen.plan.planner import GroupPlan
 from topogen.sources.loader import (
     ClusterInputs,
     WorkloadInputs,

@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from topogen.config import TopogenConfig
-from topogen.parallel import map_calls, no_cycle_collection
-from topogen.pipeline import AnalysisReport, ClusterAnalysis, analyze
-from topogen.plan import GroupPlan
+from topogen.pipeline.analyze import AnalysisReport, ClusterAnalysis, analyze
+from topogen.pipeline.parallel import map_calls, no_cycle_collection
+from topogen.plan.planner import GroupPlan
 from topogen.render.base import RenderedFile
 from topogen.render.gatekeeper import gatekeeper_policies
 from topogen.render.gatekeeper_tests import gatekeeper_test_files

@@ -15,15 +15,15 @@ from topogen.analysis.denied_pairs import denied_zone_pairs
 from topogen.analysis.domains import DomainCheck
 from topogen.analysis.findings import JobAnalysis
 from topogen.analysis.fit import quantity as _count
-from topogen.anchors import detached_selectors, worker_anchors
 from topogen.cilium.labelfilter import label_filter
 from topogen.config import GroupConfig
-from topogen.fallback import Fallback, choose
-from topogen.identity import identity_source
 from topogen.model import LabelSelector, Toleration
 from topogen.operators.base import Profile
 from topogen.operators.registry import profile_for
-from topogen.packing import Assignment, JobNeed, assign
+from topogen.plan.anchors import detached_selectors, worker_anchors
+from topogen.plan.assignment import Assignment, JobNeed, assign
+from topogen.plan.fallback import Fallback, choose
+from topogen.plan.identity_source import identity_source
 
 __all__ = ["GroupPlan", "JobDomain", "plan_cluster", "plan_group"]
 
@@ -60,7 +60,7 @@ class GroupPlan:
     note: str = ""  # e.g. the jobs fit one at a time but not all at once
     placement: str = "pin"  # the group's placement, as planned (spread | pin)
     # spread: static (the policy names each job's zone), placement (stamped at binding and
-    # kept by Cilium) or none (the zone does not change the identity); topogen.identity
+    # kept by Cilium) or none (the zone does not change the identity); topogen.plan.identity_source
     identity_source: str = "static"
     domains: tuple[tuple[str, tuple[str, ...]], ...] = ()  # spread: every domain it may use
     job_domains: tuple[JobDomain, ...] = ()  # spread: the known jobs' domains
@@ -404,7 +404,7 @@ def _with_jobs(
 
 
 def _fallback(plan: GroupPlan, planned: Sequence[JobAnalysis], a: Assignment) -> Fallback:
-    """Where a job that appears after the render goes (topogen.fallback)."""
+    """Where a job that appears after the render goes (topogen.plan.fallback)."""
     names = [n for n, _ in plan.domains]
     index = [_domain_index(j) for j in planned]
     return choose(
