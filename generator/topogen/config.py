@@ -21,7 +21,7 @@ from topogen.errors import InputError
 from topogen.model import CiliumSettings
 from topogen.names import dns_label_problem
 from topogen.operators.registry import PROFILES, operator
-from topogen.sources.yamlio import display_path, load_yaml_text
+from topogen.yamltext import display_path, load_yaml_text
 
 __all__ = [
     "API_VERSION",

@@ -12,7 +12,7 @@ the json module, numbers resolved as the plain scalars they are in YAML.
 Anything outside the common subset (explicit tags, merge keys, complex keys, recursive
 aliases, duplicate anchors, duplicate keys, any parse error) returns None: the caller then
 loads the text with the C loader, which gives the same result or raises the error (for a
-duplicate key, with both lines: yamlio.py).
+duplicate key, with both lines: yamltext.py).
 """
 
 from __future__ import annotations

@@ -18,11 +18,10 @@ from topogen.analysis.context import AnalysisContext
 from topogen.analysis.domains import DomainCheck
 from topogen.analysis.findings import CROSS_ZONE_COST, JobAnalysis
 from topogen.analysis.fit import exclusion
-from topogen.analysis.fit import quantity as _fmt
 from topogen.analysis.job_fit import PodDemand, fits
 from topogen.analysis.members import Member, possible_zone_pairs
 from topogen.analysis.paths import BlockedPath
-from topogen.analysis.placement import Placement
+from topogen.analysis.placed import Placement
 from topogen.analysis.reachability import PolicyIndex
 from topogen.analysis.selection import selects as _selects
 from topogen.model import (
@@ -42,6 +41,7 @@ from topogen.model import (
     Topology,
     TrainingGroup,
 )
+from topogen.model import quantity as _fmt
 
 
 class NaiveIndex(PolicyIndex):

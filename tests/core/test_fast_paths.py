@@ -28,7 +28,8 @@ from topogen.analysis.denied_pairs import denied_zone_pairs
 from topogen.analysis.job_fit import _room, room
 from topogen.analysis.members import Member, pin
 from topogen.analysis.paths import BlockedPaths
-from topogen.analysis.placement import Placement, place, place_in_domains
+from topogen.analysis.placed import Placement
+from topogen.analysis.placement import place, place_in_domains
 from topogen.config import load_config
 from topogen.model import (
     NodeSelectorRequirement,
@@ -37,8 +38,8 @@ from topogen.model import (
     Toleration,
 )
 from topogen.sources.loader import load_cluster_inputs, load_workload_inputs
-from topogen.sources.yamlio import load_yaml_text
 from topogen.yamlfast import load_all_fast
+from topogen.yamltext import load_yaml_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import fleet

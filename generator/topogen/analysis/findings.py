@@ -7,10 +7,9 @@ from dataclasses import dataclass
 
 from topogen.analysis.context import AnalysisContext
 from topogen.analysis.domains import DomainCheck, check_domains
-from topogen.analysis.fit import quantity
 from topogen.analysis.members import Member, members_of
 from topogen.analysis.paths import BlockedPath, BlockedPaths
-from topogen.model import Finding, FindingKind, PodAffinityTerm, TrainingGroup
+from topogen.model import Finding, FindingKind, PodAffinityTerm, TrainingGroup, quantity
 
 __all__ = ["CROSS_ZONE_COST", "JobAnalysis", "analyze_job", "unmatched_affinity"]
 

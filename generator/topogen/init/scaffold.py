@@ -26,7 +26,8 @@ from topogen.init.suggest import (
 )
 from topogen.operators.registry import detected_kinds
 from topogen.sources.objects import typed_item
-from topogen.sources.yamlio import expand_paths, load_yaml_text
+from topogen.sources.yamlio import expand_paths
+from topogen.yamltext import load_yaml_text
 
 __all__ = ["CONFIG_NAME", "OPERATORS", "Found", "InitResult", "detect", "init_repository"]
 

@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 from topogen.analysis import AnalysisContext, ClusterIndex, JobAnalysis, analyze_job
 from topogen.analysis.members import Member
 from topogen.analysis.paths import BlockedPath, BlockedPaths
-from topogen.analysis.placement import Placement
+from topogen.analysis.placed import Placement
 from topogen.config import GroupConfig
 from topogen.model import Node, TrainingGroup, Workload
 from topogen.plan.planner import GroupPlan, plan_cluster, plan_group

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
-from topogen.analysis.fit import quantity
+from topogen.model import quantity
 
 __all__ = ["Fallback", "choose"]
 

@@ -14,10 +14,10 @@ from topogen.analysis.context import AnalysisContext
 from topogen.analysis.denied_pairs import denied_zone_pairs
 from topogen.analysis.domains import DomainCheck
 from topogen.analysis.findings import JobAnalysis
-from topogen.analysis.fit import quantity as _count
 from topogen.cilium.labelfilter import label_filter
 from topogen.config import GroupConfig
 from topogen.model import LabelSelector, Toleration
+from topogen.model import quantity as _count
 from topogen.operators.base import Profile
 from topogen.operators.registry import profile_for
 from topogen.plan.anchors import detached_selectors, worker_anchors

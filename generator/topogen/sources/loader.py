@@ -14,7 +14,8 @@ from topogen.sources.nodes import read_nodes
 from topogen.sources.objects import flatten
 from topogen.sources.policies import read_policies, read_services
 from topogen.sources.workloads import read_namespaces, read_workloads
-from topogen.sources.yamlio import display_path, expand_paths, iter_documents
+from topogen.sources.yamlio import expand_paths, iter_documents
+from topogen.yamltext import display_path
 
 if TYPE_CHECKING:  # the config model (pydantic) is not needed to read files
     from topogen.config import ClusterConfig, TopogenConfig
