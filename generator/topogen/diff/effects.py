@@ -18,7 +18,7 @@ from topogen.diff.changes import DiffReport, Tree
 from topogen.diff.core import diff
 from topogen.diff.tree import KNOWN_TOPS, generated_tops, load_tree
 from topogen.emit.writer import GENERATED_HEADER, write_tree
-from topogen.errors import InputError, TopogenError
+from topogen.errors import InputError, Refusal, TopogenError
 from topogen.pipeline.analyze import AnalysisReport
 from topogen.pipeline.render import render
 
@@ -33,7 +33,7 @@ AT_REF = "inputs at this git ref, rendered now"
 class RenderedSide:
     tree: Tree
     analysis: AnalysisReport
-    refused: tuple[str, ...]
+    refused: tuple[Refusal, ...]
 
 
 def render_side(config_path: Path, allow_outside: bool = False) -> RenderedSide:

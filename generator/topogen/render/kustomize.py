@@ -23,10 +23,10 @@ import yaml
 
 from topogen.config import TopogenConfig
 from topogen.errors import TopogenError
-from topogen.pipeline.analyze import AnalysisReport, ClusterAnalysis
 from topogen.render.base import RenderedFile, render_text, to_yaml
 from topogen.render.intent import AdmissionIntent, intent_for
 from topogen.render.kyverno import API_SERVER_LABEL
+from topogen.render.planned import PlannedCluster, PlannedReport
 from topogen.render.workload_patches import WorkloadPatch, workload_patches
 from topogen.yamlfast import load_all_fast
 
@@ -155,7 +155,7 @@ def _cluster_of(folder: str) -> str | None:
     return parts[1] if len(parts) > 1 else None
 
 
-def _intents(ca: ClusterAnalysis, cfg: TopogenConfig) -> list[AdmissionIntent]:
+def _intents(ca: PlannedCluster, cfg: TopogenConfig) -> list[AdmissionIntent]:
     action = cfg.validation_action_for(cfg.cluster(ca.cluster))
     vap = cfg.kyverno.generate_validating_admission_policy
     return [
@@ -178,7 +178,7 @@ def _patch_file(p: WorkloadPatch, taken: set[str]) -> str:
 
 
 def _workload_patches(
-    cluster: str, intents: Sequence[AdmissionIntent], report: AnalysisReport
+    cluster: str, intents: Sequence[AdmissionIntent], report: PlannedReport
 ) -> list[RenderedFile]:
     folder = f"{ROOT}/components/workload-patches/{cluster}"
     patches: list[WorkloadPatch] = []
@@ -217,7 +217,7 @@ def _overlay(cluster: str, folders: Sequence[str]) -> RenderedFile:
 
 
 def workload_patch_files(
-    ca: ClusterAnalysis, report: AnalysisReport, cfg: TopogenConfig
+    ca: PlannedCluster, report: PlannedReport, cfg: TopogenConfig
 ) -> list[RenderedFile]:
     """kustomize/components/workload-patches/<cluster>/: the mutation as manifest patches."""
     return _workload_patches(ca.cluster, _intents(ca, cfg), report)
@@ -225,7 +225,7 @@ def workload_patch_files(
 
 def kustomize_files(
     files: Sequence[RenderedFile],
-    report: AnalysisReport,
+    report: PlannedReport,
     cfg: TopogenConfig,
     patches: Mapping[str, list[RenderedFile]],
 ) -> list[RenderedFile]:

@@ -21,7 +21,6 @@ import yaml
 
 from topogen.config import MonitoringConfig, TopogenConfig
 from topogen.errors import TopogenError
-from topogen.pipeline.analyze import ClusterAnalysis
 from topogen.plan.planner import GroupPlan
 from topogen.render.base import RenderedFile, render_documents, render_text
 from topogen.render.monitoring_rules import (
@@ -31,6 +30,7 @@ from topogen.render.monitoring_rules import (
     go_text,
     zones_snippet,
 )
+from topogen.render.planned import PlannedCluster
 
 __all__ = ["DASHBOARD_SCHEMA_VERSION", "render_monitoring"]
 
@@ -103,7 +103,7 @@ def _group_values(plan: GroupPlan, cluster: str, cfg: MonitoringConfig) -> dict[
     }
 
 
-def _allowlist(cluster: ClusterAnalysis) -> str:
+def _allowlist(cluster: PlannedCluster) -> str:
     pods: set[str] = set()
     nodes: set[str] = set()
     for plan in cluster.plans:
@@ -131,7 +131,7 @@ def _dashboard_uid(cluster: str) -> str:
     return f"{uid[:31]}-{digest}"
 
 
-def _dashboard(cluster: ClusterAnalysis, cfg: MonitoringConfig) -> str:
+def _dashboard(cluster: PlannedCluster, cfg: MonitoringConfig) -> str:
     r = Records(cfg.rate_window)
     sel = 'topogen_group=~"$group", training_job=~"$training_job"'
     by = f"sum by ({_BY_GROUP}, pod)"
@@ -174,7 +174,7 @@ def _dashboard(cluster: ClusterAnalysis, cfg: MonitoringConfig) -> str:
 # --- entry point -----------------------------------------------------------------
 
 
-def render_monitoring(cluster: ClusterAnalysis, cfg: TopogenConfig) -> list[RenderedFile]:
+def render_monitoring(cluster: PlannedCluster, cfg: TopogenConfig) -> list[RenderedFile]:
     """Rule files and dashboard for one cluster; [] when monitoring is disabled."""
     mon = cfg.monitoring
     if not mon.enabled:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from topogen.errors import InputError
+from topogen.errors import InputError, Notice
 from topogen.manifest import KubeObject
 from topogen.model import NO_ZONE_PREFIX, Namespace, PolicySet, Service, Topology, Workload
 from topogen.sources.nodes import read_nodes
@@ -101,8 +101,10 @@ def load_cluster_inputs(
         gpu_node_selector=dict(cluster.gpu_node_selector),
     )
     warnings = tuple(
-        f"cluster {cluster.name}: node {n.name} has no {cluster.zone_label} label; it counts as "
-        "a zone of its own"
+        Notice(
+            cluster.name,
+            f"node {n.name} has no {cluster.zone_label} label; it counts as a zone of its own",
+        )
         for n in topology.nodes
         if n.zone.startswith(NO_ZONE_PREFIX)
     )
