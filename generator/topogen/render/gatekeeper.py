@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from topogen.config import engine_version_problem
 from topogen.errors import TopogenError
 from topogen.model import LabelSelector
 from topogen.render.base import RenderedFile, render_documents
@@ -52,7 +53,6 @@ from topogen.render.requirements import Req, disjunctive, expressions, requireme
 
 __all__ = [
     "DIFFERENCES",
-    "MIN_KUBERNETES",
     "constraint_kind",
     "coordinator_term",
     "gatekeeper_policies",
@@ -60,7 +60,6 @@ __all__ = [
     "parameters",
 ]
 
-MIN_KUBERNETES = (1, 31)  # matchLabelKeys in pod affinity: beta and on by default
 NODE_REQ = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 POD_REQ = "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 ANTI_REQ = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
@@ -430,13 +429,10 @@ def _meta(intent: AdmissionIntent, role: str) -> dict[str, Any]:
 
 
 def _check_version(kubernetes_version: str) -> None:
-    major, minor = (int(p) for p in kubernetes_version.split("."))
-    if (major, minor) < MIN_KUBERNETES:
-        raise TopogenError(
-            f"engine gatekeeper needs Kubernetes {'.'.join(map(str, MIN_KUBERNETES))} or later "
-            f"(matchLabelKeys in pod affinity); the cluster is configured as {kubernetes_version}",
-            hint="use engine kyverno or native, or raise kubernetesVersion",
-        )
+    """config.py refuses such a config; a caller that builds one itself is refused here."""
+    problem = engine_version_problem("gatekeeper", kubernetes_version)
+    if problem:
+        raise TopogenError(problem, hint="use engine kyverno or native, or raise kubernetesVersion")
 
 
 def gatekeeper_policies(
