@@ -13,6 +13,7 @@ from typing import Any
 
 from topogen.model import LabelSelector, Toleration
 from topogen.render.intent import AdmissionIntent
+from topogen.render.requirements import expressions
 
 __all__ = [
     "ENSURE_AFFINITY",
@@ -264,12 +265,7 @@ def _term(intent: AdmissionIntent, sel: LabelSelector) -> str:
     """A worker's co-location term: its own job (and scope) labels plus `sel`."""
     own = [(k, f"object.metadata.labels[{lit(k)}]") for k in (intent.job_label, *intent.scope)]
     labels = cel_map([*own, *((k, lit(v)) for k, v in sel.match_labels)])
-    exprs = [
-        {"key": r.key, "operator": r.operator, "values": list(r.values)}
-        if r.values
-        else {"key": r.key, "operator": r.operator}
-        for r in sel.match_expressions
-    ]
+    exprs = expressions(sel)
     entries = [("matchLabels", labels)]
     if exprs:
         entries.append(("matchExpressions", lit(exprs)))

@@ -49,7 +49,7 @@ from topogen.render.intent import (
     named_jobs,
     policy_metadata,
 )
-from topogen.render.requirements import Req, disjunctive, expressions, requirements
+from topogen.render.requirements import Req, disjunctive, expressions, requirements, selector
 
 __all__ = [
     "DIFFERENCES",
@@ -169,18 +169,8 @@ def coordinator_term(intent: AdmissionIntent, sel: LabelSelector | None = None) 
             f"group {intent.group}: the coordinator selector uses the job label "
             f"{intent.job_label}, which Gatekeeper's coordinator term must leave to matchLabelKeys"
         )
-    selector: dict[str, Any] = {}
-    if sel.match_labels:
-        selector["matchLabels"] = dict(sel.match_labels)
-    if sel.match_expressions:
-        selector["matchExpressions"] = [
-            {"key": r.key, "operator": r.operator, "values": list(r.values)}
-            if r.values
-            else {"key": r.key, "operator": r.operator}
-            for r in sel.match_expressions
-        ]
     return {
-        "labelSelector": selector,
+        "labelSelector": selector(sel),
         "matchLabelKeys": own,
         "topologyKey": intent.topology_key,
     }
@@ -360,16 +350,16 @@ def _mutators(intent: AdmissionIntent) -> list[_Mutator]:
 
 
 def parameters(intent: AdmissionIntent) -> dict[str, Any]:
-    def selector(s: LabelSelector) -> dict[str, Any]:
+    def both(s: LabelSelector) -> dict[str, Any]:  # the Rego reads both, empty or not
         return {"matchLabels": dict(s.match_labels), "matchExpressions": expressions(s)}
 
     return {
         "group": intent.group,
         "namespaces": list(intent.namespaces),
         "jobLabel": intent.job_label,
-        "coordinators": [selector(s) for s in intent.coordinator],
-        "workers": [selector(s) for s in intent.worker],
-        **({"detached": [selector(s) for s in intent.detached]} if intent.detached else {}),
+        "coordinators": [both(s) for s in intent.coordinator],
+        "workers": [both(s) for s in intent.worker],
+        **({"detached": [both(s) for s in intent.detached]} if intent.detached else {}),
         "skipKeys": list(intent.skip_keys),
         "zoneLabel": intent.zone_label,
         "zones": list(intent.zones),

@@ -46,6 +46,7 @@ from topogen.render.intent import (
     named_jobs,
     policy_metadata,
 )
+from topogen.render.requirements import selector
 
 __all__ = ["kyverno_legacy_policies"]
 
@@ -176,21 +177,6 @@ def _pod_name() -> str:
 # --- match blocks ------------------------------------------------------------------------
 
 
-def _selector(sel: LabelSelector, extra: Sequence[Requirement] = ()) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if sel.match_labels:
-        out["matchLabels"] = dict(sel.match_labels)
-    exprs = [*sel.match_expressions, *extra]
-    if exprs:
-        out["matchExpressions"] = [
-            {"key": r.key, "operator": r.operator, "values": list(r.values)}
-            if r.operator in ("In", "NotIn")
-            else {"key": r.key, "operator": r.operator}
-            for r in exprs
-        ]
-    return out
-
-
 def _match(
     intent: AdmissionIntent,
     selectors: Sequence[LabelSelector],
@@ -218,7 +204,7 @@ def _match(
                 "kinds": ["Pod"],
                 "namespaces": list(namespaces),
                 "operations": list(operations),
-                "selector": _selector(sel, extra),
+                "selector": selector(sel, extra),
             }
         }
 
@@ -228,7 +214,7 @@ def _match(
 def _exclude(intent: AdmissionIntent, selectors: Sequence[LabelSelector] = ()) -> dict[str, Any]:
     """Kueue TAS pods (label or annotation), and pods of `selectors` (other roles)."""
     filters: list[dict[str, Any]] = [
-        {"resources": {"kinds": ["Pod"], "selector": _selector(s)}} for s in selectors
+        {"resources": {"kinds": ["Pod"], "selector": selector(s)}} for s in selectors
     ]
     for key in intent.skip_keys:
         filters.append(
@@ -292,7 +278,7 @@ def _coordinator_term(intent: AdmissionIntent, sel: LabelSelector) -> dict[str, 
     variables)."""
     own = {k: var(label(k)) for k in (intent.job_label, *intent.scope)}
     label_selector: dict[str, Any] = {"matchLabels": {**own, **dict(sel.match_labels)}}
-    exprs = _selector(LabelSelector((), sel.match_expressions)).get("matchExpressions")
+    exprs = selector(LabelSelector((), sel.match_expressions)).get("matchExpressions")
     if exprs:
         label_selector["matchExpressions"] = exprs
     return {"labelSelector": label_selector, "topologyKey": intent.topology_key}

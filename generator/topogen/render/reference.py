@@ -19,6 +19,7 @@ from topogen.render.intent import (
     identity_for,
     zones_for,
 )
+from topogen.render.requirements import selector
 
 __all__ = ["anchor_of", "coordinator_term", "mutate", "role_of", "sample_pods", "violations"]
 
@@ -90,15 +91,9 @@ def coordinator_term(pod: Pod, intent: AdmissionIntent) -> dict[str, Any]:
     labels = _labels(pod)
     sel = anchor_of(labels, intent)
     own = {k: labels[k] for k in (intent.job_label, *intent.scope)}
-    selector: dict[str, Any] = {"matchLabels": {**own, **dict(sel.match_labels)}}
-    if sel.match_expressions:
-        selector["matchExpressions"] = [
-            {"key": r.key, "operator": r.operator, "values": list(r.values)}
-            if r.values
-            else {"key": r.key, "operator": r.operator}
-            for r in sel.match_expressions
-        ]
-    return {"labelSelector": selector, "topologyKey": intent.topology_key}
+    written = selector(sel)
+    written["matchLabels"] = {**own, **dict(sel.match_labels)}
+    return {"labelSelector": written, "topologyKey": intent.topology_key}
 
 
 def _has_coordinator_term(pod: Pod, intent: AdmissionIntent) -> bool:
