@@ -50,6 +50,13 @@ from topogen.render.intent import (
     policy_metadata,
 )
 from topogen.render.requirements import Req, disjunctive, expressions, requirements, selector
+from topogen.render.vocabulary import (
+    DESCRIPTION,
+    NODE_AFFINITY,
+    POD_AFFINITY,
+    POD_ANTI_AFFINITY,
+    required_field,
+)
 
 __all__ = [
     "DIFFERENCES",
@@ -60,9 +67,9 @@ __all__ = [
     "parameters",
 ]
 
-NODE_REQ = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-POD_REQ = "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-ANTI_REQ = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+NODE_REQ = required_field(NODE_AFFINITY)
+POD_REQ = required_field(POD_AFFINITY)
+ANTI_REQ = required_field(POD_ANTI_AFFINITY)
 
 DIFFERENCES: dict[str, str] = {
     "covered-toleration-added": (
@@ -177,7 +184,7 @@ def coordinator_term(intent: AdmissionIntent, sel: LabelSelector | None = None) 
 
 
 def _why(text: str) -> dict[str, str]:
-    return {"topogen.io/description": text}
+    return {DESCRIPTION: text}
 
 
 def _coordinator_selectors(intent: AdmissionIntent) -> list[tuple[str, list[Req], bool]]:
@@ -413,9 +420,7 @@ def _schema() -> dict[str, Any]:
 
 
 def _meta(intent: AdmissionIntent, role: str) -> dict[str, Any]:
-    return policy_metadata(
-        intent, role, {"topogen.io/description": description(intent)}, summary=False
-    )
+    return policy_metadata(intent, role, {DESCRIPTION: description(intent)}, summary=False)
 
 
 def _check_version(kubernetes_version: str) -> None:

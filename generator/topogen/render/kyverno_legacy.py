@@ -47,17 +47,24 @@ from topogen.render.intent import (
     policy_metadata,
 )
 from topogen.render.requirements import selector
+from topogen.render.vocabulary import (
+    NODE_AFFINITY,
+    POD_AFFINITY,
+    POD_ANTI_AFFINITY,
+    required_field,
+    required_pointer,
+)
 
 __all__ = ["kyverno_legacy_policies"]
 
 OBJ = "request.object"
-NODE_REQ = f"{OBJ}.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+NODE_REQ = required_field(NODE_AFFINITY, f"{OBJ}.spec")
 NODE_TERMS = f"{NODE_REQ}.nodeSelectorTerms"
-POD_REQ = f"{OBJ}.spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-ANTI_REQ = f"{OBJ}.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-NODE_REQ_PATH = "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution"
-POD_REQ_PATH = "/spec/affinity/podAffinity/requiredDuringSchedulingIgnoredDuringExecution"
-ANTI_REQ_PATH = "/spec/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution"
+POD_REQ = required_field(POD_AFFINITY, f"{OBJ}.spec")
+ANTI_REQ = required_field(POD_ANTI_AFFINITY, f"{OBJ}.spec")
+NODE_REQ_PATH = required_pointer(NODE_AFFINITY)
+POD_REQ_PATH = required_pointer(POD_AFFINITY)
+ANTI_REQ_PATH = required_pointer(POD_ANTI_AFFINITY)
 AUTOGEN = "pod-policies.kyverno.io/autogen-controllers"
 _KYVERNO_VAR = re.compile(r"\{\{.*?\}\}")
 

@@ -16,10 +16,10 @@ import yaml
 from topogen.errors import InputError
 from topogen.names import label_key_problem, label_value_problem, name_limit, object_name_problem
 from topogen.render.base import RenderedFile
+from topogen.render.vocabulary import GROUP_LABEL
 
 __all__ = ["check_limits"]
 
-GROUP_LABEL = "topogen.io/group"
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 

@@ -31,6 +31,7 @@ from topogen.render.monitoring_rules import (
     zones_snippet,
 )
 from topogen.render.planned import PlannedCluster
+from topogen.render.vocabulary import CLUSTER_LABEL, MANAGED_BY
 
 __all__ = ["DASHBOARD_SCHEMA_VERSION", "render_monitoring"]
 
@@ -196,7 +197,7 @@ def render_monitoring(cluster: PlannedCluster, cfg: TopogenConfig) -> list[Rende
         ) from None
     if not isinstance(parsed, dict) or not isinstance(parsed.get("groups"), list):
         raise TopogenError("template monitoring/rules.yaml.j2 rendered no rule groups")
-    common = {"app.kubernetes.io/managed-by": "topogen", "topogen.io/cluster": cluster.cluster}
+    common = {MANAGED_BY[0]: MANAGED_BY[1], CLUSTER_LABEL: cluster.cluster}
     rule_text, rule_objs = render_documents(
         "monitoring/prometheusrule.yaml.j2",
         name=f"topogen-{cluster.cluster}",
