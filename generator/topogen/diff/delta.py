@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from topogen.diff.changes import AnalysisDelta, FindingChange, PlanChange
 from topogen.model import Finding, FindingKind
 from topogen.pipeline.analyze import AnalysisReport
-from topogen.plan.planner import GroupPlan
+from topogen.plan.group_plan import GroupPlan
 
 __all__ = ["analysis_delta"]
 

@@ -23,7 +23,8 @@ from topogen.errors import InputError, Notice
 from topogen.model import Finding, TrainingGroup, Workload
 from topogen.operators.registry import profile_for
 from topogen.pipeline.parallel import Shared, map_groups, no_cycle_collection, workers
-from topogen.plan.planner import GroupPlan, plan_cluster, plan_group
+from topogen.plan.group_plan import GroupPlan
+from topogen.plan.planner import plan_cluster, plan_group
 from topogen.sources.loader import (
     ClusterInputs,
     WorkloadInputs,

@@ -13,7 +13,7 @@ from topogen.config import TopogenConfig
 from topogen.errors import Refusal
 from topogen.pipeline.analyze import AnalysisReport, ClusterAnalysis, analyze, largest_first
 from topogen.pipeline.parallel import Shared, map_calls, map_groups, no_cycle_collection, workers
-from topogen.plan.planner import GroupPlan
+from topogen.plan.group_plan import GroupPlan
 from topogen.render.base import RenderedFile
 from topogen.render.gatekeeper import gatekeeper_policies
 from topogen.render.gatekeeper_tests import gatekeeper_test_files

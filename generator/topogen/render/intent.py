@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogen.model import KUEUE_TAS_KEYS, LabelSelector, Toleration
-from topogen.plan.planner import GroupPlan
+from topogen.plan.group_plan import GroupPlan
 from topogen.render.vocabulary import (
     DENIED_ZONE_PAIRS,
     GROUP_LABEL,

@@ -21,7 +21,7 @@ import yaml
 
 from topogen.config import MonitoringConfig, TopogenConfig
 from topogen.errors import TopogenError
-from topogen.plan.planner import GroupPlan
+from topogen.plan.group_plan import GroupPlan
 from topogen.render.base import RenderedFile, render_documents, render_text
 from topogen.render.monitoring_rules import (
     GROUP_LABELS,

@@ -11,7 +11,7 @@ from typing import Protocol
 
 from topogen.manifest import KubeObject
 from topogen.model import Workload
-from topogen.plan.planner import GroupPlan
+from topogen.plan.group_plan import GroupPlan
 
 __all__ = ["PlannedCluster", "PlannedReport", "ReadWorkloads"]
 
