@@ -1,4 +1,4 @@
-"""topogen.yaml: the strict input boundary (unknown keys are errors naming their path)."""
+"""Config (below sources): topogen.yaml, strict, and every rule that depends on it alone."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A Kubernetes manifest as read, and the shape checks every reader of its body uses.
+"""Shared vocabulary: a Kubernetes manifest as read, and the shape checks its readers use.
 
 KubeObject is what sources hand the readers of manifests (sources/, operators/) and what
 render/ patches; the checks raise InputError naming the object and its file.

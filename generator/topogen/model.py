@@ -1,4 +1,4 @@
-"""Plain typed objects the pipeline passes around. No I/O, no rendering."""
+"""The model (shared vocabulary): plain typed objects every stage passes around. No I/O."""
 
 from __future__ import annotations
 

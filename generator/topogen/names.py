@@ -1,6 +1,6 @@
-"""Kubernetes' name rules (k8s.io/apimachinery/pkg/util/validation), checked where names
-are read: a name that Kubernetes itself would refuse never reaches a generated file, a
-file path, a pattern or a label. The patterns are the config's too (config.py), and the
+"""Shared vocabulary: Kubernetes' name rules (k8s.io/apimachinery/pkg/util/validation),
+checked where names are read: a name that Kubernetes itself would refuse never reaches a
+generated file, a file path, a pattern or a label. The patterns are the config's too (config.py), and the
 name limits of the engines whose object names become labels (render/limits.py).
 """
 

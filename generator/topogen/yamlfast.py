@@ -1,4 +1,4 @@
-"""A faster construction of libyaml's parse events: the same Python data as CSafeLoader.
+"""Shared YAML loading: libyaml's parse events built faster, the same data as CSafeLoader.
 
 PyYAML's C loader parses in C but composes and constructs in Python, one Node object and
 one constructor call per scalar; on a 5,000-node snapshot that is ~90% of the time. Here

@@ -1,7 +1,6 @@
-"""YAML text to Python objects, checked: the C loader (or the fast event loader) with
-duplicate keys refused and alias bombs stopped; errors name the file and line.
-
-Shared vocabulary: config reads topogen.yaml with it, sources every input file.
+"""Shared YAML loading: YAML text to Python objects, checked: the C loader (or the fast
+event loader) with duplicate keys refused and alias bombs stopped; errors name the file
+and line. Config reads topogen.yaml with it, sources every input file.
 """
 
 from __future__ import annotations
