@@ -2,7 +2,7 @@
 
 The shipped analysis computes the same answers with node classes, identity families,
 bit matrices and caches (analysis/nodeindex.py, placement.py, families.py, zonepaths.py,
-domains.py, plan.py). tests/core/test_fast_paths.py runs both over generated fleets and
+domains.py, plan/planner.py). tests/core/test_fast_paths.py runs both over generated fleets and
 compares every result; these functions are that comparison's ground truth and nothing else.
 """
 

@@ -56,7 +56,7 @@ def _under(prefix: str, files: list[RenderedFile]) -> list[RenderedFile]:
 
 
 def render(cfg: TopogenConfig, clusters: list[str] | None = None) -> RenderResult:
-    with no_cycle_collection():  # see parallel.py
+    with no_cycle_collection():  # see pipeline/parallel.py
         return _render(cfg, clusters)
 
 

@@ -201,9 +201,9 @@ def intent_for(
                 if j.excludes
             )
         )
-        fallback = plan.fallback_zones  # a job the render did not know (plan._fallback)
+        fallback = plan.fallback_zones  # a job the render did not know (plan/planner.py _fallback)
         assert fallback, "a spread plan over several domains has a fallback"
-        # per-job zones name a job by its job label alone (plan.plan_group pins the rest)
+        # per-job zones name a job by its job label alone (plan/planner.py plan_group pins the rest)
         assert not (plan.detached or p.scope), "per-job zones for a job no label names"
     return AdmissionIntent(
         name=f"topogen-{plan.group.name}",
