@@ -9,40 +9,18 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from helpers import GPU_TAINT, GPU_TOLERATION, config_doc, deployment, node_doc, write_tree
+from core.test_cli import good_tree
+from helpers import config_doc
 from topogen.cli import main
 
 
 def _tree(tmp_path: Path, doc: dict[str, Any]) -> Path:
-    files: dict[str, Any] = {
-        "topogen.yaml": doc,
-        "nodes.yaml": [
-            node_doc("gpu-a1", gpus=4, taints=[GPU_TAINT]),
-            node_doc("cpu-b1", "zone-b"),
-        ],
-        "cilium/p.yaml": "# none\n",
-        "workloads/coord.yaml": [
-            deployment(
-                "coord", {"app": "j", "role": "coordinator"}, spec={"tolerations": [GPU_TOLERATION]}
-            )
-        ],
-        "workloads/workers.yaml": [
-            deployment(
-                "w",
-                {"app": "j", "role": "worker"},
-                replicas=2,
-                gpus=1,
-                kind="Job",
-                spec={"tolerations": [GPU_TOLERATION]},
-            )
-        ],
-    }
-    return write_tree(tmp_path, files) / "topogen.yaml"
+    return good_tree(tmp_path, **{"topogen.yaml": doc})
 
 
 def _with(group: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:
     cluster = top.pop("cluster", None)
-    doc = config_doc(group, cluster=cluster, network_policies=["cilium/"])
+    doc = config_doc(group, cluster=cluster)
     doc.update(top)
     return doc
 
