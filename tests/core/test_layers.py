@@ -104,13 +104,17 @@ def test_every_module_has_a_layer() -> None:
         assert any(first in names for _, names in LAYERS), f"{module}: add it to LAYERS"
 
 
+def _back_up(module: str, imported: set[str]) -> list[str]:
+    """The modules of a higher layer than `module`'s among `imported`."""
+    mine = _layer(module)
+    return sorted(f"{m} ({LAYERS[_layer(m)][0]})" for m in imported if _layer(m) > mine)
+
+
 @pytest.mark.parametrize("path", ALL, ids=_rel)
 def test_no_import_from_a_higher_layer(path: Path) -> None:
-    mine = _layer(_module_name(path))
-    higher = sorted(
-        f"{m} ({LAYERS[_layer(m)][0]})" for m in _imported_files(path) if _layer(m) > mine
-    )
-    assert not higher, f"{_rel(path)} ({LAYERS[mine][0]}) imports {higher}"
+    module = _module_name(path)
+    higher = _back_up(module, _imported_files(path))
+    assert not higher, f"{_rel(path)} ({LAYERS[_layer(module)][0]}) imports {higher}"
 
 
 def _cycles(graph: dict[str, set[str]]) -> Iterator[list[str]]:
@@ -157,16 +161,32 @@ def test_the_circle_check_finds_a_circle() -> None:
 
 
 def test_the_layer_check_finds_an_import_back_up() -> None:
-    # what test_no_import_from_a_higher_layer flags: config reading through sources
-    assert _layer("topogen.sources.yamlio") > _layer("topogen.config")
-    assert _layer("topogen.pipeline.analyze") > _layer("topogen.render.kustomize")
+    # config reading through sources, render naming the pipeline's report: as they did
+    assert _back_up("topogen.config", {"topogen.sources.yamlio"}) == [
+        "topogen.sources.yamlio (sources)"
+    ]
+    assert _back_up("topogen.render.kustomize", {"topogen.pipeline.analyze", "topogen.model"})
+    assert not _back_up("topogen.pipeline.analyze", {"topogen.render.kustomize"})
+
+
+def _clashes(package: Path) -> list[str]:
+    top = {p.stem for p in package.glob("*.py")} - {"__init__", "__main__"}
+    inside = {p.stem: p for p in package.glob("*/**/*.py")}
+    return sorted(
+        f"{name}.py and {inside[name].relative_to(package).as_posix()}"
+        for name in top & set(inside)
+    )
 
 
 def test_no_top_level_module_is_named_like_one_in_a_folder() -> None:
-    top = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
-    inside = {p.stem: p for p in PACKAGE.glob("*/**/*.py")}
-    clashes = sorted(f"{name}.py and {_rel(inside[name])}" for name in top & set(inside))
-    assert not clashes
+    assert not _clashes(PACKAGE)
+
+
+def test_the_name_check_finds_a_clash(tmp_path: Path) -> None:
+    for rel in ("model.py", "diff/model.py", "diff/core.py", "plan/core.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("", encoding="utf-8")
+    assert _clashes(tmp_path) == ["model.py and diff/model.py"]
 
 
 @pytest.mark.parametrize("path", _modules("analysis", "render", "plan"), ids=_rel)
