@@ -1,0 +1,133 @@
+"""Time as Argo CD v3.6.2 limits a plugin: the request's deadline (the application
+controller's --repo-server-timeout-seconds, 60 s by default) and nothing else. At the
+deadline the CMP server sends SIGTERM to the command's process group (SIGKILL 5 s later);
+topogen-cmp's own budget (TOPOGEN_CMP_TIMEOUT, 45 s in repo-server-sidecar.yaml) runs out
+first and says so.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tooling import REPO
+
+from .argocd_kit import (
+    DEADLINE,
+    FAILED,
+    Sidecar,
+    generate,
+    plugin_application,
+    sidecar,
+    untracked,
+    wait_gone,
+)
+from .gitops_kit import ZONE_SPLIT, ident, kustomize, render
+
+KILL_GRACE = 5  # Argo CD's SIGTERM -> SIGKILL delay (cmpserver/plugin runCommand)
+
+
+@pytest.fixture(scope="module")
+def side() -> Iterator[Sidecar]:
+    with sidecar() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return shutil.copytree(ZONE_SPLIT, tmp_path_factory.mktemp("deadline") / "repo")
+
+
+def _command_started(side: Sidecar, since: int) -> bool:
+    """The CMP server logged the start of topogen-cmp (runCommand logs its arguments)."""
+    side.calls_until_ping()  # reads the log past everything logged before it
+    return any(e.get("msg") == "topogen-cmp" and "dir" in e for e in side.log[since:])
+
+
+def test_argocd_kills_a_render_past_the_deadline(side: Sidecar, repo: Path) -> None:
+    """A deadline that runs out while the render runs: found by halving or growing it (the
+    render must have started and must not have finished), then the command is killed, the
+    Application sees the deadline, and no process of the render is left."""
+    app = plugin_application()
+    deadline = 0.4
+    for _ in range(12):
+        since = len(side.log)
+        rendered = generate(side, app, repo, deadline=deadline)
+        if rendered.error == "":
+            deadline /= 2  # rendered in time: a shorter deadline
+        elif not _command_started(side, since):
+            deadline *= 1.5  # ran out before the command started: a longer one
+        else:
+            break
+    else:
+        pytest.fail(f"no deadline ran out during the render (last: {deadline} s)")
+    assert rendered.objects == []
+    assert "context deadline exceeded" in rendered.error or "DeadlineExceeded" in rendered.error
+    assert rendered.seconds < deadline + KILL_GRACE
+    assert wait_gone(side.session(), KILL_GRACE + 10) == []
+    failed = side.wait_for(lambda e: str(e.get("msg", "")).startswith("`topogen-cmp` failed"), 60)
+    assert "exit status 143" in failed["msg"] or "signal: " in failed["msg"]
+
+
+def test_argocd_render_budget_runs_out_first_with_its_reason(repo: Path) -> None:
+    """The budget below the deadline: topogen-cmp stops the render and says why, in the
+    error Argo CD returns (a budget of 0.05 s: no render can finish in it)."""
+    with sidecar(env={"TOPOGEN_CMP_TIMEOUT": "0.05"}) as side:
+        rendered = generate(side, plugin_application(), repo)
+        assert rendered.objects == []
+        found = FAILED.search(rendered.error)
+        assert found, rendered.error
+        assert found[1] == "124"
+        assert found[2].startswith(
+            "topogen: error: the render of cluster lab took longer than its budget of 0.05 s "
+            "(TOPOGEN_CMP_TIMEOUT, kept below Argo CD's request deadline"
+        )
+        assert wait_gone(side.session(), 30) == []
+
+
+def test_argocd_budget_stays_below_the_deadline() -> None:
+    patch = yaml.safe_load((REPO / "argocd" / "repo-server-sidecar.yaml").read_text())
+    (container,) = patch["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert 0 < float(env["TOPOGEN_CMP_TIMEOUT"]) <= DEADLINE - 10
+    assert (
+        f'budget="${{TOPOGEN_CMP_TIMEOUT:-{env["TOPOGEN_CMP_TIMEOUT"]}}}"'
+        in (REPO / "argocd" / "topogen-cmp").read_text()
+    )
+
+
+@pytest.fixture(scope="module")
+def medium_fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """bench's medium fleet (1000 nodes, 500 policies, 100 jobs) in `kubectl get -o yaml`
+    form, with its rendered tree: the larger of its two inputs."""
+    out = tmp_path_factory.mktemp("medium")
+    subprocess.run(
+        [sys.executable, str(REPO / "bench" / "fleet.py"), "--size", "medium", "--out", str(out)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    repo = out / "kubectl"
+    render(repo / "topogen.yaml", repo)
+    return repo
+
+
+def test_argocd_renders_the_medium_fleet_inside_the_default_deadline(
+    side: Sidecar, medium_fleet: Path
+) -> None:
+    """Through Argo CD's code with its default deadline (60 s, the budget 45 s): the time it
+    took is in the README (Argo CD section), measured, not asserted here."""
+    config = yaml.safe_load((medium_fleet / "topogen.yaml").read_text())
+    (cluster,) = [c["name"] for c in config["clusters"]]
+    app = plugin_application(env={"TOPOGEN_CLUSTER": cluster})
+    rendered = generate(side, app, medium_fleet)
+    assert rendered.error == ""
+    built = sorted(kustomize(medium_fleet / "kustomize" / "overlays" / cluster), key=ident)
+    assert untracked(rendered) == built
+    print(f"medium fleet through Argo CD: {rendered.seconds:.2f} s of {DEADLINE:.0f} s")
