@@ -7,6 +7,8 @@ first and says so.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import subprocess
 import sys
@@ -50,15 +52,28 @@ def _command_started(side: Sidecar, since: int) -> bool:
     return any(e.get("msg") == "topogen-cmp" and "dir" in e for e in side.log[since:])
 
 
-def test_argocd_kills_a_render_past_the_deadline(side: Sidecar, repo: Path) -> None:
-    """A deadline that runs out while the render runs: found by halving or growing it (the
-    render must have started and must not have finished), then the command is killed, the
-    Application sees the deadline, and no process of the render is left."""
-    app = plugin_application()
-    deadline = 0.4
+def _escaped(side: Sidecar) -> list[int]:
+    """Processes of the plugin left in a process group of their own, out of reach of the
+    group kill: a live group leader in the sidecar's session other than the server (the
+    command Argo CD started, the leader of its group, is dead and reaped by then)."""
+    out = []
+    for pid in side.session():
+        with contextlib.suppress(ProcessLookupError):
+            if os.getpgid(pid) == pid:
+                out.append(pid)
+    return out
+
+
+def test_argocd_kills_a_render_past_the_deadline(side: Sidecar, medium_fleet: Path) -> None:
+    """A deadline that runs out while the render runs (found by halving or growing it: the
+    command must have started and must not have finished): Argo CD kills the command and
+    reports it, every process of the render is in the group it kills, and none is left."""
+    app = plugin_application(env={"TOPOGEN_CLUSTER": _cluster(medium_fleet)})
+    deadline = 2.0
     for _ in range(12):
         since = len(side.log)
-        rendered = generate(side, app, repo, deadline=deadline)
+        rendered = generate(side, app, medium_fleet, deadline=deadline)
+        escaped = _escaped(side)
         if rendered.error == "":
             deadline /= 2  # rendered in time: a shorter deadline
         elif not _command_started(side, since):
@@ -68,11 +83,14 @@ def test_argocd_kills_a_render_past_the_deadline(side: Sidecar, repo: Path) -> N
     else:
         pytest.fail(f"no deadline ran out during the render (last: {deadline} s)")
     assert rendered.objects == []
-    assert "context deadline exceeded" in rendered.error or "DeadlineExceeded" in rendered.error
-    assert rendered.seconds < deadline + KILL_GRACE
+    # Argo CD's report: the command killed at the server's deadline (100 ms before the
+    # client's), or the client's own deadline when the answer came too late
+    assert any(
+        s in rendered.error
+        for s in ("`topogen-cmp` failed signal: killed", "context deadline exceeded")
+    ), rendered.error
+    assert escaped == []
     assert wait_gone(side.session(), KILL_GRACE + 10) == []
-    failed = side.wait_for(lambda e: str(e.get("msg", "")).startswith("`topogen-cmp` failed"), 60)
-    assert "exit status 143" in failed["msg"] or "signal: " in failed["msg"]
 
 
 def test_argocd_render_budget_runs_out_first_with_its_reason(repo: Path) -> None:
@@ -118,13 +136,18 @@ def medium_fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return repo
 
 
+def _cluster(fleet: Path) -> str:
+    config = yaml.safe_load((fleet / "topogen.yaml").read_text())
+    (cluster,) = [c["name"] for c in config["clusters"]]
+    return str(cluster)
+
+
 def test_argocd_renders_the_medium_fleet_inside_the_default_deadline(
     side: Sidecar, medium_fleet: Path
 ) -> None:
     """Through Argo CD's code with its default deadline (60 s, the budget 45 s): the time it
     took is in the README (Argo CD section), measured, not asserted here."""
-    config = yaml.safe_load((medium_fleet / "topogen.yaml").read_text())
-    (cluster,) = [c["name"] for c in config["clusters"]]
+    cluster = _cluster(medium_fleet)
     app = plugin_application(env={"TOPOGEN_CLUSTER": cluster})
     rendered = generate(side, app, medium_fleet)
     assert rendered.error == ""
