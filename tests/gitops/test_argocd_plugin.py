@@ -9,6 +9,7 @@ repository holds them. Argo CD streams it to the sidecar and unpacks it there.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -273,3 +274,73 @@ def test_argocd_plugin_socket_reports_discovery_and_no_git_credentials(side: Sid
     """What the sidecar answers the repo-server's first question (CheckPluginConfiguration):
     discovery on, and no git credentials wanted (provideGitCreds false)."""
     assert side.configuration() == {"isDiscoveryConfigured": True}
+
+
+PROBE = """\
+apiVersion: argoproj.io/v1alpha1
+kind: ConfigManagementPlugin
+metadata:
+  name: probe
+spec:
+  generate:
+    command: [bash, -c]
+    args:
+      - |
+        can() { if "$@" >/dev/null 2>&1; then echo yes; else echo no; fi; }
+        say() { printf "  %s: '%s'\\n" "$1" "${2//\\'/\\'\\'}"; }
+        echo 'apiVersion: v1'; echo 'kind: ConfigMap'; echo 'metadata: {name: probe}'
+        echo 'data:'
+        say uid "$(id -u)"
+        say user "$(id -un 2>&1)"
+        say home "$HOME"
+        say home-writable "$(can touch "$HOME/probe")"
+        say root-writable "$(can touch /probe)"
+        say tmp-writable "$(can mktemp)"
+        say checkout-writable "$(can mktemp -p .)"
+        say cwd "$PWD"
+        say file "$(stat -c '%a %u' topogen.yaml)"
+        say folder "$(stat -c '%a %u' cluster)"
+        for v in ARGOCD_APP_NAME ARGOCD_APP_NAMESPACE ARGOCD_APP_PROJECT_NAME \\
+                 ARGOCD_APP_SOURCE_PATH ARGOCD_ENV_TOPOGEN_CLUSTER KUBE_VERSION \\
+                 TOPOGEN_CMP_TIMEOUT ARGOCD_EXEC_TIMEOUT; do
+          say "$v" "${!v-unset}"
+        done
+"""
+
+
+def test_argocd_gives_the_command_what_the_sidecar_has(repo: Path, tmp_path: Path) -> None:
+    """The environment Argo CD's CMP server gives a plugin command, in this harness (a probe
+    plugin prints it): what topogen-cmp is written for."""
+    (tmp_path / "probe").mkdir()
+    (tmp_path / "probe" / "plugin.yaml").write_text(PROBE)
+    work = shutil.copytree(repo, tmp_path / "repo")
+    (work / "topogen.yaml").chmod(0o600)  # Argo CD unpacks every file 0644
+    app = plugin_application("lab", namespace="team-a")
+    app["spec"]["source"]["plugin"]["name"] = "probe"
+    with sidecar(tmp_path / "probe" / "plugin.yaml") as probe:
+        rendered = generate(probe, app, work)
+    assert rendered.error == ""
+    (configmap,) = rendered.objects
+    seen = configmap["data"]
+    assert {k: seen[k] for k in ("ARGOCD_APP_NAME", "ARGOCD_APP_NAMESPACE")} == {
+        "ARGOCD_APP_NAME": "team-a_lab",
+        "ARGOCD_APP_NAMESPACE": "",
+    }
+    assert seen["ARGOCD_APP_PROJECT_NAME"] == "default"
+    assert seen["ARGOCD_APP_SOURCE_PATH"] == "."
+    assert seen["ARGOCD_ENV_TOPOGEN_CLUSTER"] == "lab"
+    assert seen["KUBE_VERSION"] == "1.33.1"
+    assert seen["TOPOGEN_CMP_TIMEOUT"] == "45"  # the sidecar's env (repo-server-sidecar.yaml)
+    assert seen["ARGOCD_EXEC_TIMEOUT"] == "unset"  # not a CMP setting
+    assert seen["home"] == "/home/argocd"
+    assert (seen["home-writable"], seen["tmp-writable"], seen["checkout-writable"]) == (
+        "no",
+        "yes",
+        "yes",
+    )
+    if os.geteuid() == 0:  # uid 999 without a passwd entry, read-only root
+        assert seen["uid"] == "999"
+        assert "cannot find name for user ID 999" in seen["user"]
+        assert seen["root-writable"] == "no"
+        assert seen["cwd"].startswith("/tmp/_cmp_server/")
+        assert (seen["file"], seen["folder"]) == ("644 999", "755 999")
