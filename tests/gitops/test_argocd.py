@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tooling import REPO
@@ -24,6 +25,7 @@ def _load(name: str) -> Any:
     return yaml.safe_load((ARGOCD / name).read_text())
 
 
+@pytest.mark.tools
 def test_argocd_reads_plugin_yaml_and_knows_every_key() -> None:
     """Argo CD's own reader (cmpserver/plugin.ReadPluginConfig) loads plugin.yaml, and a
     strict decode into its types finds no key it ignores."""
@@ -32,6 +34,7 @@ def test_argocd_reads_plugin_yaml_and_knows_every_key() -> None:
     assert yaml.safe_load(result.stdout) == {"name": "topogen", "discovery": True}
 
 
+@pytest.mark.tools
 def test_argocd_ignores_a_misspelt_key_and_the_check_refuses_it(tmp_path: Path) -> None:
     """A typo (`discovery:`) loads in Argo CD with discovery silently off; the check fails."""
     text = (ARGOCD / "plugin.yaml").read_text()

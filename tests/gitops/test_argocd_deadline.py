@@ -35,6 +35,9 @@ from .gitops_kit import ZONE_SPLIT, ident, kustomize, render
 KILL_GRACE = 5  # Argo CD's SIGTERM -> SIGKILL delay (cmpserver/plugin runCommand)
 
 
+pytestmark = pytest.mark.tools  # tools/argocd-cmp
+
+
 @pytest.fixture(scope="module")
 def side() -> Iterator[Sidecar]:
     with sidecar() as running:

@@ -39,6 +39,9 @@ EXAMPLE_CLUSTERS = {
 }
 
 
+pytestmark = pytest.mark.tools  # tools/argocd-cmp
+
+
 @pytest.fixture(scope="module")
 def side() -> Iterator[Sidecar]:
     with sidecar() as running:
