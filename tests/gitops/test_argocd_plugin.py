@@ -170,7 +170,7 @@ FAILURES: dict[str, tuple[dict[str, str | bytes | None], dict[str, str], str, st
         },
         {},
         "2",
-        "topogen: error: ./.argocd-source-topogen-lab.yaml: Argo CD would merge it into the "
+        "topogen: error: ./.argocd-source-topogen-lab.yaml: Argo CD merges it into the "
         "Application's source",
     ),
     "empty-render": (
@@ -217,7 +217,7 @@ def test_argocd_source_override_would_change_the_cluster(
         "plugin:\n  env:\n    - {name: TOPOGEN_CLUSTER, value: staging}\n"
     )
     rendered = generate(side, plugin_application(), copy)
-    assert "./.argocd-source.yaml: Argo CD would merge it" in rendered.error
+    assert "./.argocd-source.yaml: Argo CD merges it" in rendered.error
     assert rendered.objects == []
 
 
