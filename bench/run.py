@@ -44,6 +44,7 @@ sys.path.insert(0, str(HERE))
 
 import admission  # noqa: E402
 import admission_bench  # noqa: E402
+import argocd_bench  # noqa: E402
 import fleet as fleetgen  # noqa: E402
 import racebench  # noqa: E402
 import schedbench  # noqa: E402
@@ -290,6 +291,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         help="race sizes, e.g. 100,1000 (default 100,1000,5000; --quick: 100)",
     )
     ap.add_argument("--skip-race", action="store_true", help="no race with Cyclonus")
+    ap.add_argument("--skip-argocd", action="store_true", help="no timing through Argo CD")
     ap.add_argument("--race-only", action="store_true", help="only the race (its section replaced)")
     ap.add_argument("--race-full", action="store_true",
                     help="Cyclonus asked about every sender at every size (hours at 5,000)")  # fmt: skip
@@ -341,6 +343,9 @@ def main(argv: Iterable[str] | None = None) -> int:
     print(f"bench: wrote {args.out}", file=sys.stderr)
     if not args.skip_race:
         _race(args)
+    if not args.skip_argocd:
+        argocd_bench.main(["--runs", str(args.runs), "--out", str(args.out)]
+                          + ["--quick"] * args.quick)  # fmt: skip
     if args.skip_fleet:
         return 0
     return _fleet(args.out, args.quick)
@@ -383,7 +388,8 @@ def keep_sections(text: str, old: str) -> str:
     """The new report with the fleet and race sections of the old one, until they are
     measured again (each by its own step, which replaces its section)."""
     for begin, end, splice in ((schedbench.BEGIN, schedbench.END, schedbench.splice),
-                               (racebench.BEGIN, racebench.END, racebench.splice)):  # fmt: skip
+                               (racebench.BEGIN, racebench.END, racebench.splice),
+                               (argocd_bench.BEGIN, argocd_bench.END, argocd_bench.splice)):  # fmt: skip
         if begin in old and end in old:
             text = splice(text, old.split(begin, 1)[1].split(end, 1)[0].lstrip("\n"))
     return text
