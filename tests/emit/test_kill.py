@@ -1,11 +1,13 @@
-"""A render killed (SIGKILL) at a random moment leaves the old tree or the new one, never a
-mix, never a missing folder; the next render removes what the killed one left.
+"""A render killed (SIGKILL) at a random moment leaves each file old or new, and the next
+topogen command (a diff, or the next render) finishes or rolls back the killed one from
+its journal: the whole old tree or the whole new one, nothing left behind.
 
 The tree: zone-split's group copied into 30 namespaces (about 400 files). Renders of two
 configs that differ in every policy (Audit, Enforce) alternate in one output folder, as
 subprocesses; most are killed, some at a uniformly random time, most at a random moment
-after the new tree's working folder appeared (so the write, the swap and the clean-up
-are hit, not only the analysis before them).
+after the journal's working folder appeared (so the journal, its commit, the renames and
+the clean-up are hit, not only the analysis before them). test_journal.py kills a render
+at each of its steps.
 """
 
 from __future__ import annotations
@@ -84,13 +86,33 @@ def _finish(config: Path, out: Path) -> str:
     return err
 
 
-def _kill_during_write(proc: subprocess.Popen[str], out: Path, rng: random.Random) -> bool:
-    """SIGKILL once the new tree's working folder exists (after a random delay), or when
-    the run ends by itself; True when the kill came while it was writing."""
+def _diff(config: Path, out: Path) -> str:
+    proc = subprocess.run(
+        [str(VENV_BIN / "topogen"), "diff", "-c", str(config), "--out", str(out), "--check"],
+        env={**os.environ, "TOPOGEN_JOBS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.stderr
+
+
+def _each_file_old_or_new(seen: dict[str, bytes], a: dict[str, bytes], b: dict[str, bytes]) -> bool:
+    return all(seen.get(p) in (a.get(p), b.get(p)) for p in set(seen) | set(a) | set(b))
+
+
+def _kill_during_write(
+    proc: subprocess.Popen[str], out: Path, rng: random.Random, committed: bool
+) -> bool:
+    """SIGKILL once the journal is being written (or, `committed`, once it is committed and
+    being carried out), after a random delay, or when the run ends by itself; True when
+    the kill came while it was writing."""
     control = out / ".topogen"
+    wanted = (lambda n: n == "journal") if committed else (lambda n: n.startswith("journal"))
     while proc.poll() is None:
-        if control.is_dir() and any(n.startswith("next-") for n in os.listdir(control)):
-            time.sleep(rng.uniform(0, 0.15))
+        if control.is_dir() and any(wanted(n) for n in os.listdir(control)):
+            time.sleep(rng.uniform(0, 0.02 if committed else 0.15))
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             return True
@@ -112,7 +134,7 @@ def test_a_killed_render_leaves_the_old_tree_or_the_new_one(tmp_path: Path) -> N
     out = tmp_path / "out"
     _finish(audit, out)
     current, rng = audit, random.Random(20261201)
-    outcomes: dict[str, int] = {"old": 0, "new": 0, "mid-write": 0, "litter": 0}
+    outcomes: dict[str, int] = {"old": 0, "new": 0, "mid-write": 0, "journal": 0}
     for i in range(KILLS):
         target = enforce if current == audit else audit
         proc = _render(target, out)
@@ -121,22 +143,25 @@ def test_a_killed_render_leaves_the_old_tree_or_the_new_one(tmp_path: Path) -> N
             timer.start()
             proc.wait(timeout=300)
             timer.cancel()
-        elif _kill_during_write(proc, out, rng):
+        elif _kill_during_write(proc, out, rng, committed=i % 3 == 1):
             outcomes["mid-write"] += 1
+        seen = rendered_tree(out)
+        assert _each_file_old_or_new(seen, views[current], views[target]), f"kill {i}: a half file"
+        journalled = (out / ".topogen" / "journal").is_dir()
+        outcomes["journal"] += journalled
+        # the next command finishes or rolls back the killed render before anything else
+        err = _diff(target, out) if i % 2 else _finish(target, out)
+        if journalled:
+            assert "finished a render that was interrupted" in err
         seen = rendered_tree(out)
         assert seen in (views[current], views[target]), f"kill {i}: a mix of two trees"
         outcomes["old" if seen == views[current] else "new"] += 1
-        if seen == views[target]:
-            current = target
-        leftovers = [n for n in os.listdir(out / ".topogen") if n != "tree"]
-        outcomes["litter"] += bool(leftovers)
-        # the next render (of either config) succeeds and leaves nothing behind
-        target = enforce if current == audit else audit
-        err = _finish(target, out)
-        if leftovers:
-            assert "removed what an interrupted render left" in err
+        assert sorted(os.listdir(out / ".topogen")) == ["MANIFEST"]
+        # and the next render (of either config) succeeds and leaves nothing behind
+        target = enforce if seen == views[audit] else audit
+        _finish(target, out)
         assert rendered_tree(out) == views[target]
-        assert sorted(os.listdir(out / ".topogen")) == ["tree"]
+        assert sorted(os.listdir(out / ".topogen")) == ["MANIFEST"]
         current = target
     # the kills did land inside the write (else the check above proves little)
-    assert outcomes["mid-write"] >= KILLS // 2 and outcomes["litter"] >= 1, outcomes
+    assert outcomes["mid-write"] >= KILLS // 2 and outcomes["journal"] >= 1, outcomes

@@ -1,11 +1,13 @@
-"""The output tree: render touches only its own files, fails closed, swaps everything at once,
-and repairs what a killed run left."""
+"""The output tree: plain folders and a manifest; render touches only its own files (and of
+those only the ones that change), fails closed, converts an older topogen's layouts, and
+repairs what a killed run left (the kills themselves: test_journal.py, test_kill.py)."""
 
 from __future__ import annotations
 
 import fcntl
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from click.testing import CliRunner, Result
 from helpers import rendered_tree
 from tooling import REPO
 from topogen.cli import main
-from topogen.emit import swap
+from topogen.emit import journal, writer
 from topogen.emit.layout import CONTROL, MANIFEST, TREE
 from topogen.emit.writer import GENERATED_HEADER
 
@@ -53,12 +55,11 @@ def render_again(root: Path, config: str = "topogen.yaml", *extra: str) -> Resul
 # --- layout ------------------------------------------------------------------------------------
 
 
-def test_layout_is_symlinked_tops_into_one_tree(example: Path) -> None:
+def test_layout_is_plain_folders_and_a_manifest(example: Path) -> None:
     for top in TOPS:
-        assert (example / top).is_symlink()
-        assert os.readlink(example / top) == f"{CONTROL}/{TREE}/{top}"
-    assert sorted(os.listdir(example / CONTROL)) == [TREE]
-    manifest = (example / CONTROL / TREE / MANIFEST).read_text().splitlines()
+        assert (example / top).is_dir() and not (example / top).is_symlink()
+    assert sorted(os.listdir(example / CONTROL)) == [MANIFEST]
+    manifest = (example / CONTROL / MANIFEST).read_text().splitlines()
     listed = {ln for ln in manifest if not ln.startswith("#")}
     assert listed == set(rendered_tree(example)) - {
         n for n in os.listdir(example) if (example / n).is_file()
@@ -74,10 +75,67 @@ def _inputs(root: Path) -> set[str]:
 
 
 def test_folder_permissions_follow_the_umask(example: Path) -> None:
-    mode = (example / CONTROL / TREE).stat().st_mode & 0o777
     mask = os.umask(0)
     os.umask(mask)
-    assert mode == 0o777 & ~mask
+    for folder in (example / "policies", example / "policies" / "lab", example / CONTROL):
+        assert folder.stat().st_mode & 0o777 == 0o777 & ~mask, folder
+
+
+def _mtimes(root: Path) -> dict[str, int]:
+    return {
+        p.relative_to(root).as_posix(): p.stat().st_mtime_ns
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_a_render_that_changes_nothing_says_so_and_touches_nothing(example: Path) -> None:
+    before, times = stored(example), _mtimes(example)
+    result = render_again(example)
+    assert result.exit_code == 0, result.output
+    assert "topogen: unchanged: 20 files under" in result.stderr
+    assert "wrote" not in result.stderr
+    assert stored(example) == before and _mtimes(example) == times  # the manifest too
+
+
+def test_a_render_writes_only_the_files_that_change(example: Path) -> None:
+    times = _mtimes(example)
+    before = rendered_tree(example)
+    result = render_again(example, "topogen-after.yaml")
+    assert result.exit_code == 0, result.output
+    after = generated(example)
+    changed = {p for p in after if before.get(p) != after[p]}
+    same = {p for p in after if before.get(p) == after[p]}
+    assert changed and same
+    assert f"wrote {len(changed)} files under" in result.stderr
+    assert f"({len(same)} unchanged)" in result.stderr
+    assert all(_mtimes(example)[p] == times[p] for p in same)
+
+
+def test_git_history_follows_the_generated_policies(example: Path) -> None:
+    """Plain folders: `git log -- policies/` lists every commit that changed a policy."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=example,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "first render")
+    assert render_again(example, "topogen-after.yaml").exit_code == 0
+    git("add", "-A")
+    git("commit", "-qm", "second render")
+    assert git("log", "--format=%s", "--", "policies/").split("\n")[:2] == [
+        "second render",
+        "first render",
+    ]
+    files = git("ls-files", "-s", "policies").splitlines()
+    assert files and all(ln.startswith("100644 ") for ln in files)  # files, no links
 
 
 # --- ownership ---------------------------------------------------------------------------------
@@ -162,39 +220,113 @@ def test_a_top_that_is_not_a_folder_of_ours_stops_the_render(tmp_path: Path, kin
     result = render_again(root)
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
     assert "kustomize is" in result.stderr
-    assert not (root / CONTROL / TREE).exists() and not (root / "policies").exists()
+    assert not (root / CONTROL).exists() and not (root / "policies").exists()
+
+
+def test_a_refused_render_into_a_new_folder_leaves_no_control_folder(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, root)
+    (root / "policies" / "custom").mkdir(parents=True)
+    (root / "policies" / "custom" / "mine.yaml").write_text("mine: true\n")
+    result = render_again(root)
+    assert result.exit_code == 2 and "policies/custom/mine.yaml" in result.stderr
+    assert not (root / CONTROL).exists()
+    _too_small(root)
+    (root / "policies" / "custom" / "mine.yaml").unlink()
+    result = invoke("render", "-c", root / "topogen.yaml", "--out", tmp_path / "new")
+    assert result.exit_code == 1 and not (tmp_path / "new" / CONTROL).exists()
 
 
 # --- an older topogen's tree --------------------------------------------------------------------
 
 
-def _as_old_layout(root: Path) -> None:
-    """Turn the tree into real top folders, as topogen wrote it before .topogen/tree."""
+def _as_real_folders(root: Path) -> None:
+    """The tree as the first topogen wrote it: real top folders and no manifest."""
+    (root / CONTROL / MANIFEST).unlink()
+    (root / CONTROL).rmdir()
+
+
+def _as_symlinked(root: Path) -> None:
+    """The tree as the topogen before plain folders wrote it: the top folders symlinks into
+    .topogen/tree, which holds the files and the manifest."""
+    tree = root / CONTROL / TREE
+    tree.mkdir()
+    (root / CONTROL / MANIFEST).rename(tree / MANIFEST)
     for top in TOPS:
-        (root / top).unlink()
-        shutil.copytree(root / CONTROL / TREE / top, root / top)
-    shutil.rmtree(root / CONTROL)
+        (root / top).rename(tree / top)
+        (root / top).symlink_to(f"{CONTROL}/{TREE}/{top}")
 
 
-def test_an_old_layout_tree_is_adopted(example: Path) -> None:
+def test_a_tree_of_real_folders_without_a_manifest_is_adopted(example: Path) -> None:
     view = rendered_tree(example)
-    _as_old_layout(example)
+    _as_real_folders(example)
     (example / "policies" / "lab" / "kyverno" / "topogen-gone.yaml").write_text(HEADER + "x: 1\n")
     result = render_again(example)
     assert result.exit_code == 0, result.output
-    assert all((example / t).is_symlink() for t in TOPS)
     assert rendered_tree(example) == view
-    assert sorted(os.listdir(example / CONTROL)) == [TREE]
+    assert sorted(os.listdir(example / CONTROL)) == [MANIFEST]
     assert "topogen-gone.yaml" in result.stderr
 
 
 def test_an_old_layout_tree_with_a_foreign_file_is_left_alone(example: Path) -> None:
-    _as_old_layout(example)
+    _as_real_folders(example)
     (example / "policies" / "lab" / "mine.yaml").write_text("mine: true\n")
     before = stored(example)
     result = render_again(example)
     assert result.exit_code == 2 and "policies/lab/mine.yaml" in result.stderr
-    assert stored(example) == before and not (example / "policies").is_symlink()
+    assert stored(example) == before and not (example / CONTROL).exists()
+
+
+@pytest.mark.parametrize("exchange", [True, False], ids=["exchange", "two-renames"])
+def test_a_symlinked_tree_is_converted_to_plain_folders_in_one_render(
+    example: Path, exchange: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not exchange:
+        monkeypatch.setattr(journal, "exchange", lambda a, b: False)
+    _as_symlinked(example)
+    before = rendered_tree(example)
+    result = render_again(example, "topogen-after.yaml")
+    assert result.exit_code == 0, result.output
+    converted = [ln for ln in result.stderr.splitlines() if "converted" in ln]
+    assert len(converted) == 1 and "to plain folders" in converted[0]
+    assert all(f"{t}/" in converted[0] for t in TOPS)
+    for top in TOPS:
+        assert (example / top).is_dir() and not (example / top).is_symlink()
+    assert sorted(os.listdir(example / CONTROL)) == [MANIFEST]
+    fresh = tmp_render(example, "topogen-after.yaml")
+    assert generated(example) == fresh != generated_of(before)
+    again = render_again(example, "topogen-after.yaml")
+    assert "converted" not in again.stderr and "unchanged" in again.stderr
+
+
+def test_a_symlinked_tree_with_its_swap_cut_is_completed_and_converted(example: Path) -> None:
+    """The topogen before plain folders swapped .topogen/tree whole, by two renames where
+    it could not exchange: a kill between them left the new tree as .topogen/next-*."""
+    _as_symlinked(example)
+    view = rendered_tree(example)
+    (example / CONTROL / TREE).rename(example / CONTROL / "next-x1")
+    (example / CONTROL / "old-x1").mkdir()
+    result = render_again(example)
+    assert result.exit_code == 0, result.output
+    assert "removed what an interrupted render left: .topogen/old-x1" in result.stderr
+    assert rendered_tree(example) == view
+    assert sorted(os.listdir(example / CONTROL)) == [MANIFEST]
+
+
+def tmp_render(example: Path, config: str) -> dict[str, bytes]:
+    """What a render of `config` writes into a folder of its own."""
+    out = example.parent / f"fresh-{config}"
+    assert invoke("render", "-c", example / config, "--out", out).exit_code == 0
+    return generated(out)
+
+
+def generated_of(view: dict[str, bytes]) -> dict[str, bytes]:
+    return {p: data for p, data in view.items() if p.split("/")[0] in TOPS}
+
+
+def generated(root: Path) -> dict[str, bytes]:
+    """The generated files under root (its top folders), by relative path."""
+    return generated_of(rendered_tree(root))
 
 
 # --- fail closed -----------------------------------------------------------------------------
@@ -258,8 +390,10 @@ def test_diff_check_agrees_with_render(example: Path) -> None:
 
 def test_leftovers_of_killed_runs_are_removed_by_the_next(example: Path) -> None:
     control = example / CONTROL
-    (control / "next-abc" / "policies").mkdir(parents=True)
-    (control / "next-abc" / "policies" / "half.yaml").write_text("half")
+    (control / "journal.new-abc" / "files" / "policies").mkdir(parents=True)
+    (control / "journal.new-abc" / "files" / "policies" / "half.yaml").write_text("half")
+    (control / "journal.done-def").mkdir()
+    (control / "next-abc" / "policies").mkdir(parents=True)  # an older topogen's
     (control / "old-def").mkdir()
     old_style = example / ".topogen-render-x1y2"
     (old_style / "policies").mkdir(parents=True)
@@ -268,7 +402,7 @@ def test_leftovers_of_killed_runs_are_removed_by_the_next(example: Path) -> None
     result = render_again(example)
     assert result.exit_code == 0, result.output
     assert "removed what an interrupted render left" in result.stderr
-    assert sorted(os.listdir(control)) == [TREE] and not old_style.exists()
+    assert sorted(os.listdir(control)) == [MANIFEST] and not old_style.exists()
     assert rendered_tree(example) == view
 
 
@@ -280,66 +414,24 @@ def test_an_old_style_leftover_with_foreign_files_stays(example: Path) -> None:
     assert (kept / "mine.txt").read_text() == "mine"
 
 
-def test_a_swap_cut_between_its_two_renames_is_completed(
+def test_an_oserror_while_journalling_leaves_the_previous_tree(
     example: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without an atomic exchange the swap is two renames; a kill between them leaves no
-    tree (readers see no folders, never a mix), and the next run puts the new one in."""
-    monkeypatch.setattr(swap, "exchange", lambda a, b: False)
-    real = os.rename
-    calls: list[tuple[str, str]] = []
+    def full(staging: Path, *args: object) -> Path:
+        (staging / CONTROL / "journal.new-zz").mkdir()
+        raise OSError(28, "No space left on device", str(staging / CONTROL / "journal.new-zz"))
 
-    def killed(src: object, dst: object) -> None:
-        calls.append((str(src), str(dst)))
-        if Path(str(src)).name.startswith("next-") and Path(str(dst)).name == TREE:
-            raise KeyboardInterrupt  # as a kill would: nothing after this runs
-        real(src, dst)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(swap.os, "rename", killed)
-    with pytest.raises(KeyboardInterrupt):
-        from topogen.config import load_config
-        from topogen.emit.writer import write_tree
-        from topogen.pipeline.render import render
-
-        cfg = load_config(example / "topogen-after.yaml")
-        write_tree(render(cfg).files, example, HEADER)
-    monkeypatch.setattr(swap.os, "rename", real)
-    assert not (example / CONTROL / TREE).exists()
-    assert not any((example / t).exists() for t in TOPS)  # dangling: no folder, no mix
-    result = invoke("diff", "-c", example / "topogen-after.yaml", "--check")
-    assert result.exit_code == 1  # the tree is missing until a render repairs it
-    assert render_again(example, "topogen-after.yaml").exit_code == 0
-    assert sorted(os.listdir(example / CONTROL)) == [TREE]
-    assert invoke("diff", "-c", example / "topogen-after.yaml", "--check").exit_code == 0
-
-
-def test_the_fallback_swap_renders_the_same(example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(swap, "exchange", lambda a, b: False)
-    assert render_again(example, "topogen-after.yaml").exit_code == 0
-    fallback = rendered_tree(example)
-    monkeypatch.undo()
-    assert render_again(example, "topogen.yaml").exit_code == 0
-    assert render_again(example, "topogen-after.yaml").exit_code == 0
-    assert rendered_tree(example) == fallback
-    assert sorted(os.listdir(example / CONTROL)) == [TREE]
-
-
-def test_an_oserror_in_the_swap_leaves_the_previous_tree(
-    example: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def broken(a: Path, b: Path) -> bool:
-        raise OSError(5, "Input/output error", str(b))
-
-    monkeypatch.setattr(swap, "exchange", broken)
+    monkeypatch.setattr(writer, "stage", full)
     before = stored(example)
     result = render_again(example, "topogen-after.yaml")
     assert result.exit_code == 2
-    assert "Input/output error; the previous tree is unchanged" in result.stderr
+    assert "No space left on device; the previous tree is unchanged" in result.stderr
     assert stored(example) == before
+    assert sorted(os.listdir(example / CONTROL)) == [MANIFEST]
 
 
 def test_a_second_render_of_the_same_tree_waits_for_none(example: Path) -> None:
-    fd = os.open(example / CONTROL, os.O_RDONLY)
+    fd = os.open(example, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         before = stored(example)

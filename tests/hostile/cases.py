@@ -9,6 +9,7 @@ exit code and a fragment of the one line topogen must print on stderr.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -319,11 +320,34 @@ def _put(rel: str, text: str = "mine: true\n") -> Callable[[Path], None]:
 
 def _replace_top(top: str, kind: str) -> Callable[[Path], None]:
     def make(root: Path) -> None:
-        (root / "out" / top).unlink()
+        shutil.rmtree(root / "out" / top)
         if kind == "file":
             (root / "out" / top).write_text("x\n")
         else:
             (root / "out" / top).symlink_to(root / "cluster")
+
+    return make
+
+
+def _manifest_link(root: Path) -> None:
+    manifest = root / "out" / ".topogen" / "MANIFEST"
+    manifest.unlink()
+    manifest.symlink_to("/etc/hostname")
+
+
+def _old_layout_with(entry: str) -> Callable[[Path], None]:
+    """The layout of the topogen before plain folders (tops symlinked into .topogen/tree),
+    with a stray file in that tree."""
+
+    def make(root: Path) -> None:
+        out = root / "out"
+        tree = out / ".topogen" / "tree"
+        tree.mkdir()
+        (out / ".topogen" / "MANIFEST").rename(tree / "MANIFEST")
+        for top in ("kustomize", "monitoring", "policies"):
+            (out / top).rename(tree / top)
+            (out / top).symlink_to(f".topogen/tree/{top}")
+        (tree / entry).write_text("x")
 
     return make
 
@@ -340,8 +364,10 @@ TREE = [
     Case("tree-top-file", "kustomize is a file", prepare=_replace_top("kustomize", "file")),
     Case("tree-top-symlink", "kustomize is a symlink topogen did not make",
          prepare=_replace_top("kustomize", "link")),
-    Case("tree-control-entry", ".topogen/tree/extra is not one of topogen's folders",
-         prepare=lambda r: (r / "out/.topogen/tree/extra").write_text("x")),
+    Case("tree-manifest-link", ".topogen/MANIFEST is not a regular file",
+         prepare=_manifest_link),
+    Case("tree-old-layout-entry", ".topogen/tree/extra is not one of topogen's folders",
+         prepare=_old_layout_with("extra")),
     Case("tree-symlink-inside", "is not a regular file",
          prepare=lambda r: (r / "out/policies/lab/link.yaml").symlink_to("/etc/hostname")),
     Case("tree-fifo-inside", "is not a regular file",

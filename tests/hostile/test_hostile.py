@@ -117,7 +117,7 @@ def test_hostile_input(
         before = stored(root / "out")
         lock = None
         if case.id == "tree-locked":
-            lock = os.open(root / "out" / ".topogen", os.O_RDONLY)
+            lock = os.open(root / "out", os.O_RDONLY)
             fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             code, err = _run(case, root, bin_dir)

@@ -17,6 +17,7 @@ from topogen import __version__
 from topogen.errors import TopogenError
 
 __all__ = [
+    "INTERRUPTED",
     "SHORT_HELP",
     "allow_outside_option",
     "cluster_choice_option",
@@ -48,9 +49,65 @@ SHORT_HELP = {
 _COMMANDS = tuple(SHORT_HELP)
 
 
+# ctx.meta key: the output trees in which this command found an interrupted render
+INTERRUPTED = "topogen.interrupted"
+
+
+class _Command(click.Command):
+    """Every command first finishes (or rolls back) a render interrupted in the output
+    trees it names (emit/journal.py), before it does anything else."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        _finish_interrupted(ctx)
+        return super().invoke(ctx)
+
+
+def _trees_named(params: dict[str, Any]) -> list[str]:
+    """The output trees a command's options name: --out, else the config's folder; the
+    folders it compares or scaffolds; else the working folder."""
+    found = []
+    if params.get("out_dir"):
+        found.append(str(params["out_dir"]))
+    elif params.get("config_path"):
+        found.append(os.path.dirname(str(params["config_path"])) or ".")
+    found += [str(t) for t in params.get("trees") or ()]
+    against, directory = params.get("against"), params.get("directory")
+    if against and os.path.isdir(str(against)):
+        found.append(str(against))
+    if directory:
+        found.append(str(directory))
+    return list(dict.fromkeys(found or ["."]))
+
+
+def _finish_interrupted(ctx: click.Context) -> None:
+    from pathlib import Path
+
+    from topogen.emit.journal import finish
+
+    for tree in _trees_named(ctx.params):
+        done = finish(Path(tree))
+        if done is None:
+            continue
+        if done.finished is not None or done.busy:
+            ctx.meta.setdefault(INTERRUPTED, []).append(tree)
+        if done.finished is not None:
+            click.echo(
+                f"topogen: finished a render that was interrupted in {tree}/ (from its "
+                f"journal: {done.finished} file(s) still to write or remove)",
+                err=True,
+            )
+        if done.removed:
+            click.echo(
+                f"topogen: removed what an interrupted render left: {', '.join(done.removed)}",
+                err=True,
+            )
+
+
 class _Group(click.Group):
     """Maps TopogenError to its exit code with one line on stderr; never a traceback.
     Imports a command's module when the command is asked for."""
+
+    command_class = _Command
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(_COMMANDS) | set(self.commands))

@@ -9,6 +9,7 @@ import click
 from click.core import ParameterSource
 
 from topogen.cli import (
+    INTERRUPTED,
     SHORT_HELP,
     allow_outside_option,
     cluster_option,
@@ -110,4 +111,11 @@ def diff_command(
         said = ", ".join(f"{n} {s}" for s, n in counts.items())
         click.echo(f"topogen: {report.old_label} -> {report.new_label}: {said}", err=True)
     click.echo(_formatted(report, fmt), nl=False)
-    sys.exit(1 if check and not report.empty else 0)
+    interrupted = click.get_current_context().meta.get(INTERRUPTED, [])
+    for tree in interrupted:
+        click.echo(
+            f"topogen: {tree}/ held an interrupted render (finished now from its journal, or "
+            "still being written): drift, whatever the files say",
+            err=True,
+        )
+    sys.exit(1 if check and (interrupted or not report.empty) else 0)

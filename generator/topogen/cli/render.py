@@ -77,7 +77,8 @@ def render_command(
     """Render admission policies, CLI tests and signals for every training group.
 
     Writes and removes only files topogen wrote (a file of anyone else in the output
-    tree stops it, naming the file), and swaps the whole tree in at once.
+    tree stops it, naming the file), only those whose bytes change, each replaced at
+    once; a render killed midway is finished by the next topogen command.
 
     Exit 0: rendered; 1: a group no domain can hold: nothing is written (or printed),
     unless --partial; 2: usage or input error.
@@ -108,7 +109,18 @@ def render_command(
 
 def _said(report: WriteReport, out: Path, result: RenderResult, verbose: bool) -> None:
     shown = ", ".join(f"{(out / t).as_posix()}/" for t in report.tops)
-    click.echo(f"topogen: wrote {report.written} files under {shown}", err=True)
+    if report.converted:
+        tops = ", ".join(f"{(out / t).as_posix()}/" for t in report.converted)
+        click.echo(
+            f"topogen: converted {tops} from symlinks into .topogen/tree/ to plain folders "
+            "(.topogen/tree/ is gone): commit them with .topogen/MANIFEST",
+            err=True,
+        )
+    if report.written or report.stale or report.converted:
+        same = f" ({report.unchanged} unchanged)" if report.unchanged else ""
+        click.echo(f"topogen: wrote {report.written} files under {shown}{same}", err=True)
+    else:
+        click.echo(f"topogen: unchanged: {report.unchanged} files under {shown}", err=True)
     if report.stale:
         names = ", ".join(report.stale[:3]) + (", ..." if len(report.stale) > 3 else "")
         click.echo(

@@ -1,9 +1,10 @@
-"""The one atomic step of a render, the lock around it, and the repair of a killed run.
+"""The file-system steps under a render's journal: the lock on a tree, an atomic exchange
+of two paths, working folders, and the repair of what an older topogen's killed runs left.
 
-On Linux (renameat2 RENAME_EXCHANGE) and macOS (renamex_np RENAME_SWAP) the new tree
-and .topogen/tree trade places in one system call. Elsewhere, or on a file system that
-cannot exchange, it is two renames: a kill between them leaves no tree at all (a reader
-sees no folder, never a mix), and the next run puts the complete new tree in place.
+On Linux (renameat2 RENAME_EXCHANGE) and macOS (renamex_np RENAME_SWAP) two paths trade
+places in one system call (journal.py turns an older topogen's symlinked top folder into a
+plain one so). Elsewhere, or on a file system that cannot exchange, it is two renames, and
+the journal redoes what a kill between them left undone.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import fcntl
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,11 +23,11 @@ from pathlib import Path
 from topogen.emit.layout import CONTROL, MANIFEST, TREE, has_header
 from topogen.errors import InputError
 
-__all__ = ["LEFTOVER_PREFIXES", "exchange", "locked", "recover", "replace_dir"]
+__all__ = ["TreeBusy", "exchange", "locked", "make_folder", "recover_legacy", "remove_path"]
 
-# working folders under .topogen; what an interrupted run leaves behind starts so
-LEFTOVER_PREFIXES = ("next-", "old-")
-# what topogen before this layout left in OUT when killed
+# an older topogen's working folders under .topogen (the whole tree swapped at once)
+_LEGACY_PREFIXES = ("next-", "old-")
+# what topogen before that left in OUT when killed
 _OLD_LEFTOVERS = (".topogen-render-", ".topogen-old-")
 _AT_FDCWD = -100
 _UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV}
@@ -60,43 +62,39 @@ def exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
-def replace_dir(new: Path, current: Path, aside: Path) -> Path | None:
-    """Put folder `new` where `current` is; return where the previous one went (None when
-    there was none). `aside` is a free name beside them for the two-rename fallback."""
-    if not current.exists() and not current.is_symlink():
-        os.rename(new, current)
-        return None
-    if exchange(new, current):
-        return new
-    os.rename(current, aside)
-    os.rename(new, current)  # a kill just before this leaves no tree: see recover()
-    return aside
+class TreeBusy(InputError):
+    """Another topogen process holds the tree's lock (a render writing it)."""
 
 
 @contextmanager
-def locked(control: Path) -> Iterator[None]:
-    """One render at a time per output tree (a lock on the .topogen folder itself, so
-    nothing is left behind)."""
-    fd = os.open(control, os.O_RDONLY)
+def locked(out: Path) -> Iterator[None]:
+    """One render (or recovery) at a time per output tree: a lock on the folder OUT itself,
+    so nothing is left behind; InputError when another holds it."""
+    fd = os.open(out, os.O_RDONLY)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise InputError(
-                "another topogen render is writing this tree", path=str(control.parent)
+            raise TreeBusy(
+                "another topogen render is writing this tree", path=_shown(out)
             ) from None
         yield
     finally:
         os.close(fd)
 
 
-def recover(out: Path) -> list[str]:
-    """Repair what a killed render left (under the lock): a swap cut between its two
-    renames is completed, then every leftover is removed. Returns what was removed."""
+def recover_legacy(out: Path) -> list[str]:
+    """Repair what an older topogen's killed render left (under the lock): a swap of the
+    whole .topogen/tree cut between its two renames is completed, then every leftover is
+    removed. Returns what was removed."""
     control = out / CONTROL
     tree = control / TREE
-    names = sorted(n for n in os.listdir(control) if n.startswith(LEFTOVER_PREFIXES))
-    if not tree.exists() and not tree.is_symlink():
+    names = (
+        sorted(n for n in os.listdir(control) if n.startswith(_LEGACY_PREFIXES))
+        if control.is_dir()
+        else []
+    )
+    if names and not tree.exists() and not tree.is_symlink():
         complete = [n for n in names if (control / n / MANIFEST).is_file()]
         # the new tree is a next-*; the old one went aside as old-*
         pick = next((n for n in complete if n.startswith("next-")), None) or next(
@@ -107,7 +105,7 @@ def recover(out: Path) -> list[str]:
             names.remove(pick)
     removed = [f"{CONTROL}/{n}" for n in names]
     for n in names:
-        _remove(control / n)
+        remove_path(control / n)
     for n in sorted(os.listdir(out)):
         if n.startswith(_OLD_LEFTOVERS) and (out / n).is_dir() and _only_generated(out / n):
             shutil.rmtree(out / n)
@@ -115,7 +113,23 @@ def recover(out: Path) -> list[str]:
     return removed
 
 
-def _remove(path: Path) -> None:
+def make_folder(prefix: str, parent: Path) -> Path:
+    """A fresh folder with the permissions mkdir would give it (mkdtemp's are 0700)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    mask = os.umask(0)
+    os.umask(mask)
+    path.chmod(0o777 & ~mask)
+    return path
+
+
+def _shown(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def remove_path(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
     else:
