@@ -116,7 +116,7 @@ def _said(report: WriteReport, out: Path, result: RenderResult, verbose: bool) -
             "(.topogen/tree/ is gone): commit them with .topogen/MANIFEST",
             err=True,
         )
-    if report.written or report.stale or report.converted:
+    if report.written or report.stale:
         same = f" ({report.unchanged} unchanged)" if report.unchanged else ""
         click.echo(f"topogen: wrote {report.written} files under {shown}{same}", err=True)
     else:
