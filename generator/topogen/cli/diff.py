@@ -66,6 +66,13 @@ def _formatted(report: DiffReport, fmt: str) -> str:
     help="the old spelling of -o/--output",
 )
 @click.option("--check", is_flag=True, help="exit 1 when there is any difference")
+@click.option(
+    "--all-files",
+    is_flag=True,
+    help="OLD_DIR NEW_DIR: compare every file under them (default: only the files topogen "
+    "owns, those each folder's .topogen/MANIFEST lists or that carry its header, where "
+    "the folder has a manifest)",
+)
 @allow_outside_option
 @verbose_option
 def diff_command(
@@ -77,6 +84,7 @@ def diff_command(
     output: str,
     old_format: str | None,
     check: bool,
+    all_files: bool,
     allow_outside: bool,
     verbose: bool,
 ) -> None:
@@ -85,7 +93,8 @@ def diff_command(
     Renders the config afresh and compares it with the committed output, with
     another folder (--against DIR), or with what the inputs at a git ref render
     to (--against GIT_REF, which also reports findings that appear or disappear).
-    `topogen diff OLD_DIR NEW_DIR` compares any two rendered trees. Comments,
+    `topogen diff OLD_DIR NEW_DIR` compares any two rendered trees (the files
+    topogen owns in each, unless --all-files). Comments,
     key order, formatting and the order of tolerations or selector values never
     count as a difference. --cluster keeps only those clusters' folders and
     findings (the shared ones stay).
@@ -98,7 +107,9 @@ def diff_command(
             raise click.UsageError("give two folders (OLD_DIR NEW_DIR), or none")
         if against or out_dir:
             raise click.UsageError("OLD_DIR NEW_DIR cannot be combined with --against or --out")
-        report: DiffReport = diff_dirs(Path(trees[0]), Path(trees[1]))
+        report: DiffReport = diff_dirs(Path(trees[0]), Path(trees[1]), all_files)
+    elif all_files:
+        raise click.UsageError("--all-files compares two folders (OLD_DIR NEW_DIR)")
     else:
         report = diff_rendered(
             Path(config_path), against, Path(out_dir) if out_dir else None, allow_outside

@@ -48,11 +48,12 @@ def render_side(config_path: Path, allow_outside: bool = False) -> RenderedSide:
     return RenderedSide(tree, result.report, result.refused)
 
 
-def diff_dirs(old_dir: Path, new_dir: Path) -> DiffReport:
-    """Two rendered trees, as they are on disk."""
+def diff_dirs(old_dir: Path, new_dir: Path, all_files: bool = False) -> DiffReport:
+    """Two rendered trees, as they are on disk: the files topogen owns in each (see
+    load_tree), or with `all_files` every file."""
     return diff(
-        load_tree(old_dir),
-        load_tree(new_dir),
+        load_tree(old_dir, owned_only=not all_files),
+        load_tree(new_dir, owned_only=not all_files),
         old_label=_shown(old_dir),
         new_label=_shown(new_dir),
         old_what="rendered tree",
