@@ -12,10 +12,13 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TextIO
 
 __all__ = [
+    "Column",
     "fit_row",
+    "fit_table",
     "install_progress",
     "paint",
     "step",
@@ -55,6 +58,72 @@ def fit_row(cells: Sequence[str], widths: Sequence[int], width: int | None) -> s
     if room < 12:  # too narrow even for the first columns: cut the line itself
         return line[: max(width - 3, 0)] + "..."
     return f"{head}  {cells[-1][: room - 3]}..."
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table column: `give_way` 0 is never cut; 1 is cut first, then 2, ...; a
+    `droppable` one is left out when cutting it to its least is not enough."""
+
+    title: str
+    give_way: int = 0
+    droppable: bool = False
+
+
+_LEAST = 8  # a column is cut to no fewer characters than this ("abcde...")
+
+
+def fit_table(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    width: int | None,
+    styles: Sequence[Sequence[str | None]] | None = None,
+    colour: bool = False,
+) -> list[str]:
+    """The header and rows in columns two spaces apart, fitting `width` (None: whole): the
+    columns that give way are cut (with ...) in their order, and droppable ones left out;
+    the others stay whole (a line wider than `width` only when they alone are). Widths
+    count characters, never colour codes: `styles` (per row and column: a style of
+    paint(), or None) are painted on after the layout."""
+    natural = [max([len(c.title), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
+    shown, widths = list(range(len(columns))), list(natural)
+
+    def excess() -> int:
+        return sum(widths[i] for i in shown) + 2 * (len(shown) - 1) - (width or 0)
+
+    if width is not None:
+        for i in sorted(
+            (i for i, c in enumerate(columns) if c.give_way), key=lambda i: columns[i].give_way
+        ):
+            over = excess()
+            if over <= 0:
+                break
+            least = min(natural[i], _LEAST)
+            if columns[i].droppable and widths[i] - over < least:
+                shown.remove(i)
+            else:
+                widths[i] = max(least, widths[i] - over)
+    header = [c.title for c in columns]
+    lines = [_laid_out(header, shown, widths, None, False)]
+    for n, row in enumerate(rows):
+        lines.append(_laid_out(row, shown, widths, styles[n] if styles else None, colour))
+    return lines
+
+
+def _laid_out(
+    cells: Sequence[str],
+    shown: Sequence[int],
+    widths: Sequence[int],
+    styles: Sequence[str | None] | None,
+    colour: bool,
+) -> str:
+    out = []
+    for k, i in enumerate(shown):
+        text = cells[i] if len(cells[i]) <= widths[i] else cells[i][: max(widths[i] - 3, 0)] + "..."
+        pad = "" if k == len(shown) - 1 else " " * (widths[i] - len(text))
+        style = styles[i] if styles else None
+        out.append((paint(text, style, colour) if style else text) + pad)
+    return "  ".join(out).rstrip()
 
 
 # --- progress ---------------------------------------------------------------------------

@@ -4,6 +4,7 @@ only and never with NO_COLOR, no word said twice, grouped fixtures, progress on 
 from __future__ import annotations
 
 import io
+import json
 import os
 import pty
 import re
@@ -54,17 +55,59 @@ def _in_terminal(args: list[str], columns: int, **env: str) -> str:
     return b"".join(chunks).decode("utf-8").replace("\r\n", "\n")
 
 
+EXAMPLES = sorted(REPO.glob("examples/*/topogen*.yaml"))
+
+
+def _table(text: str) -> list[str]:
+    """The table's lines: the header and the rows (up to the first blank line)."""
+    lines = ANSI.sub("", text).splitlines()
+    return lines[: lines.index("")] if "" in lines else lines
+
+
+@pytest.mark.parametrize("config", EXAMPLES, ids=lambda p: str(p.relative_to(REPO / "examples")))
+def test_at_80_columns_every_job_and_verdict_is_whole(config: Path) -> None:
+    """In colour on an 80-column terminal: every row fits, and its JOB and VERDICT are the
+    whole words of the piped table (REASON and IDENTITY give way first)."""
+    shown = _table(_in_terminal(["analyze", "-c", str(config)], 80))
+    piped = CliRunner().invoke(main, ["analyze", "-c", str(config), "-o", "json"]).stdout
+    roles = json.loads(piped)["roles"]
+    assert len(shown) == 1 + len(roles) and roles
+    assert all(len(ln) <= 80 for ln in shown), shown
+    assert shown[0].split()[-1] == "VERDICT" or "VERDICT" in shown[0].split()
+    for line, role in zip(shown[1:], roles, strict=True):
+        cells = line.split()
+        assert role["job"] in cells and role["verdict"] in cells, line
+
+
 def test_table_fits_the_terminal_and_is_whole_when_piped() -> None:
-    shown = _in_terminal(["analyze", "-c", str(CONFIG)], 100)
-    table = [ln for ln in ANSI.sub("", shown).splitlines() if ln.startswith("lab ")]
-    assert table and all(len(ln) <= 100 and ln.endswith("...") for ln in table)
     wide = _in_terminal(["analyze", "-c", str(CONFIG)], 400)
     rows = [ln for ln in ANSI.sub("", wide).splitlines() if ln.startswith("lab ")]
-    assert rows and all(200 < len(ln) <= 400 for ln in rows)  # a wide terminal shows more
+    assert rows and all(90 < len(ln) <= 400 for ln in rows)  # a wide terminal shows all
+    assert all(ln.rstrip().endswith("see below") for ln in rows)
+    for columns in (100, 90, 70, 40):
+        shown = _table(_in_terminal(["analyze", "-c", str(CONFIG)], columns))
+        if columns > 40:  # at 40 the columns that never give way alone are wider
+            assert all(len(ln) <= columns for ln in shown), (columns, shown)
+        assert all("ml-demo/ml-training" in ln and "HARD_BLOCK" in ln for ln in shown[1:])
     piped = CliRunner().invoke(main, ["analyze", "-c", str(CONFIG)]).stdout
     whole = [ln for ln in piped.splitlines() if ln.startswith("lab ")]
-    assert whole and not any(ln.endswith("...") for ln in whole)
+    assert whole and not any("..." in ln for ln in whole)
+    assert "IDENTITY" in piped and "REASON" in piped
     assert "\033[" not in piped
+
+
+@pytest.mark.parametrize("config", EXAMPLES, ids=lambda p: str(p.relative_to(REPO / "examples")))
+def test_each_reason_is_printed_once(config: Path) -> None:
+    """Piped: a problem's reason once, in the block under the table (its rows say `see
+    below`); any other reason in the first row of its job (`as above` after it)."""
+    piped = CliRunner().invoke(main, ["analyze", "-c", str(config)]).stdout
+    report = json.loads(
+        CliRunner().invoke(main, ["analyze", "-c", str(config), "-o", "json"]).stdout
+    )
+    reasons = {r["reason"] for r in report["roles"] if r["reason"]}
+    assert reasons
+    for reason in reasons:
+        assert piped.count(reason) == 1, reason
 
 
 def test_colour_on_a_terminal_only_and_never_with_no_color() -> None:
@@ -82,10 +125,31 @@ def test_fit_row_cuts_only_the_last_column() -> None:
         textui.fit_row(["a", "b", "x" * 50], [*widths, 0], 30) == "a      b    " + "x" * 15 + "..."
     )
     assert textui.fit_row(["a", "b", "x" * 50], [*widths, 0], None).endswith("x" * 50)
+
+
+def test_fit_table_gives_way_in_order_and_counts_no_colour_codes() -> None:
+    cols = [
+        textui.Column("KEEP"),
+        textui.Column("CUT", give_way=2),
+        textui.Column("DROP", give_way=1, droppable=True),
+        textui.Column("VERDICT"),
+    ]
+    rows = [["job-a", "c" * 20, "d" * 30, "HARD_BLOCK"]]
+    styles: list[list[str | None]] = [[None, None, None, "red"]]
+    whole = textui.fit_table(cols, rows, None)
+    assert whole[1] == "job-a  " + "c" * 20 + "  " + "d" * 30 + "  HARD_BLOCK"
+    assert textui.fit_table(cols, rows, 39)[1] == "job-a  " + "c" * 20 + "  HARD_BLOCK"
+    narrow = textui.fit_table(cols, rows, 35, styles, colour=True)
+    plain = [ANSI.sub("", ln) for ln in narrow]
+    assert plain[0].split() == ["KEEP", "CUT", "VERDICT"]  # DROP gave way first, whole
+    assert plain[1] == "job-a  " + "c" * 13 + "...  HARD_BLOCK" and len(plain[1]) == 35
+    assert "\033[31mHARD_BLOCK\033[0m" in narrow[1]
+    tiny = textui.fit_table(cols, rows, 10)
+    assert tiny[1] == "job-a  ccccc...  HARD_BLOCK"  # never narrower than that
     report = analyze(load_config(CONFIG))
     lines = analysis_table(report, 120).splitlines()
-    rows = [ln for ln in lines if ln.startswith("lab ")]
-    assert rows and all(len(ln) == 120 for ln in rows)
+    rows_shown = [ln for ln in lines if ln.startswith("lab ")]
+    assert rows_shown and all(len(ln) <= 120 for ln in rows_shown)
 
 
 def test_no_word_said_twice() -> None:

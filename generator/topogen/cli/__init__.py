@@ -132,8 +132,8 @@ class _Group(click.Group):
         try:
             rv = super().main(args, prog_name, complete_var, False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:
-            click.echo(exc.format_message(), err=True)
-            sys.exit(2)
+            click.echo(exc.format_message())  # `topogen` alone asks for help: given, exit 0
+            sys.exit(0)
         except click.ClickException as exc:
             click.echo(f"topogen: error: {_one_line(exc.format_message())}", err=True)
             sys.exit(2 if exc.exit_code in (1, 2) else exc.exit_code)

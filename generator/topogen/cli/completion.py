@@ -10,8 +10,23 @@ from topogen.cli import SHORT_HELP, main
 _SHELLS = ("bash", "zsh", "fish")
 
 
+class _Shell(click.Choice[str]):
+    """A shell click has a completion script for; any other is named as such."""
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> str:
+        if value not in self.choices:
+            raise click.UsageError(
+                f"no completion script for the shell {value!r}: topogen has one for bash, "
+                "zsh and fish",
+                ctx,
+            )
+        return str(value)
+
+
 @main.command("completion", short_help=SHORT_HELP["completion"])
-@click.argument("shell", type=click.Choice(_SHELLS))
+@click.argument("shell", metavar="SHELL", type=_Shell(_SHELLS))
 def completion_command(shell: str) -> None:
     """Print the completion script for SHELL: commands, options, formats and files.
 

@@ -46,7 +46,8 @@ def _shown_config(config: Path, out: Path) -> str:
     "--stdout",
     "to_stdout",
     is_flag=True,
-    help="print one YAML stream of Kubernetes objects instead of writing files",
+    help="print one YAML stream of Kubernetes objects instead of writing files (as -o yaml; "
+    "with -o json it is refused)",
 )
 @output_option(
     ["yaml", "json"],
@@ -83,6 +84,8 @@ def render_command(
     Exit 0: rendered; 1: a group no domain can hold: nothing is written (or printed),
     unless --partial; 2: usage or input error.
     """
+    if to_stdout and output == "json":
+        raise click.UsageError("--stdout prints YAML and -o json prints JSON: give one of them")
     cfg = with_default_namespace(load_config(config_path, allow_outside=allow_outside), namespace)
     done = install_progress()
     result = render(cfg, list(clusters) or None)

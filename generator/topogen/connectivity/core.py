@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from topogen.analysis.policychecks import policy_warnings
 from topogen.analysis.ports import PortSet
 from topogen.analysis.reachability import PolicyIndex
-from topogen.connectivity.endpoints import LabelOverride, WorkloadEndpoint, build_endpoints
+from topogen.connectivity.endpoints import (
+    LabelOverride,
+    WorkloadEndpoint,
+    build_endpoints,
+    unstamped,
+)
 from topogen.connectivity.inputs import ConnectivityInputs
 from topogen.connectivity.matrix import Row, pair_rows
 from topogen.model import PolicyRef
@@ -48,6 +53,8 @@ class ConnectivityReport:
     policies: tuple[PolicyRef, ...]
     skipped: tuple[str, ...]
     warnings: tuple[str, ...] = ()  # inert selectors, missing identities (policychecks)
+    # workloads whose identity label is stamped at binding: judged here without it
+    unstamped: tuple[tuple[str, str], ...] = ()
     # the engine, for the notes of pairs that allow nothing (only `pairs` asks it)
     index: PolicyIndex | None = field(default=None, compare=False, repr=False)
 
@@ -122,6 +129,7 @@ def compute_connectivity(
         inputs.policies.policies,
         inputs.skipped,
         tuple(warnings),
+        tuple(unstamped(inputs.identity_hints, endpoints)),
         index,
     )
 

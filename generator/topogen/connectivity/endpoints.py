@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from topogen.analysis.reachability import host_endpoint, pod_endpoint
+from topogen.connectivity.inputs import IdentityHint
 from topogen.errors import InputError
 from topogen.model import Endpoint, Namespace, Workload
 
@@ -26,6 +27,7 @@ __all__ = [
     "build_endpoints",
     "parse_label_override",
     "resolve",
+    "unstamped",
 ]
 
 
@@ -166,3 +168,17 @@ def resolve(ref: str, endpoints: Sequence[WorkloadEndpoint], *, what: str) -> Wo
     close = difflib.get_close_matches(ref, ids, n=3, cutoff=0.5)
     hint = f"did you mean {' or '.join(close)}?" if close else "names are NAMESPACE/NAME"
     raise InputError(f"{what}: no workload {ref}", hint=hint)
+
+
+def unstamped(
+    hints: Sequence[IdentityHint], eps: Iterable[WorkloadEndpoint]
+) -> list[tuple[str, str]]:
+    """(endpoint id, label) of each endpoint whose template leaves a config group's identity
+    label to be stamped from the node at binding: judged here without it."""
+    out: list[tuple[str, str]] = []
+    for ep in {e.id: e for e in eps}.values():
+        have = dict(ep.labels)
+        for h in hints:
+            if ep.workload.namespace in h.namespaces and h.label not in have:
+                out.append((ep.id, h.label))
+    return list(dict.fromkeys(out))

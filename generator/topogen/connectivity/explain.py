@@ -20,6 +20,7 @@ from topogen.connectivity.endpoints import (
     WorkloadEndpoint,
     build_endpoints,
     resolve,
+    unstamped,
 )
 from topogen.connectivity.inputs import ConnectivityInputs, IdentityHint
 from topogen.errors import InputError
@@ -239,14 +240,8 @@ def _first(ports: PortSet) -> tuple[int, int]:
 
 
 def _notes(hints: Sequence[IdentityHint], eps: Sequence[WorkloadEndpoint]) -> tuple[str, ...]:
-    out: list[str] = []
-    for ep in {e.id: e for e in eps}.values():
-        have = dict(ep.labels)
-        for h in hints:
-            if ep.workload.namespace in h.namespaces and h.label not in have:
-                out.append(
-                    f"{ep.id} sets no {h.label} label: topogen.yaml names it the identity "
-                    f"label, stamped from the node at binding; pass --label "
-                    f"{ep.id}={h.label}=VALUE to explain a placement"
-                )
-    return tuple(dict.fromkeys(out))
+    return tuple(
+        f"{ep} sets no {label} label: topogen.yaml names it the identity label, stamped from "
+        f"the node at binding; pass --label {ep}={label}=VALUE to explain a placement"
+        for ep, label in unstamped(hints, eps)
+    )

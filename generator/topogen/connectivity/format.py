@@ -38,6 +38,9 @@ def _described(report: ConnectivityReport, sep: str) -> Iterator[tuple[str, str,
         yield src.id, dst.id, shown
 
 
+API_VERSION = "topogen.io/v1alpha1"
+
+
 def connectivity_table(report: ConnectivityReport) -> str:
     rows = [("FROM", "TO", "ALLOWED"), *_described(report, ", ")]
     total, connected = report.pair_count, report.connected_count
@@ -55,7 +58,23 @@ def connectivity_table(report: ConnectivityReport) -> str:
         out += f"note: hostNetwork workloads, listed as their node: {names}: {HOST_NETWORK_RULE}\n"
     for p in report.connected:
         out += "".join(f"note: {p.src.id} -> {p.dst.id}: {n}\n" for n in p.notes)
+    out += "".join(f"note: {n}\n" for n in binding_notes(report))
     return out
+
+
+def binding_notes(report: ConnectivityReport) -> list[str]:
+    """Per identity label stamped at binding: the workloads judged without it, and where
+    a placement is judged (these verdicts can differ from analyze's)."""
+    by_label: dict[str, list[str]] = {}
+    for ep, label in report.unstamped:
+        by_label.setdefault(label, []).append(ep)
+    return [
+        f"{', '.join(eps)} set no {label} label: topogen.yaml names it the identity label, "
+        "stamped from the node when each pod is bound, so the verdicts here take the pods "
+        "without it; what the policies allow then depends on where each pod lands: "
+        f"`topogen analyze` judges every placement, --label NS/NAME={label}=VALUE one of them"
+        for label, eps in by_label.items()
+    ]
 
 
 def connectivity_csv(report: ConnectivityReport) -> str:
@@ -83,10 +102,13 @@ def _workload_json(ep: WorkloadEndpoint) -> dict[str, Any]:
 def connectivity_json(report: ConnectivityReport) -> str:
     """Sorted keys, one line per pair (the pairs list is long: N*N entries)."""
     data: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "kind": "ConnectivityReport",
         "workloads": [_workload_json(e) for e in report.endpoints],
         "excluded": [{"id": e.id, "reason": "hostNetwork"} for e in report.excluded],
         "policies": [str(p) for p in report.policies],
-        "notes": [f"hostNetwork: {HOST_NETWORK_RULE}"] if report.host_network else [],
+        "notes": ([f"hostNetwork: {HOST_NETWORK_RULE}"] if report.host_network else [])
+        + binding_notes(report),
     }
     pairs = [
         json.dumps(
@@ -199,6 +221,8 @@ def _match_json(m: RuleMatch) -> dict[str, Any]:
 def explanation_json(ex: Explanation) -> str:
     """`explain -o json`: the verdict, each end's trace and the ports, sorted keys."""
     data = {
+        "apiVersion": API_VERSION,
+        "kind": "Explanation",
         "from": _workload_json(ex.src),
         "to": _workload_json(ex.dst),
         "port": ex.requested_text or None,

@@ -7,7 +7,7 @@ from typing import Any
 
 from topogen.model import Finding
 from topogen.pipeline.analyze import AnalysisReport
-from topogen.textui import fit_row, paint
+from topogen.textui import Column, fit_table
 
 __all__ = ["analysis_json", "analysis_table", "finding_dict", "placement_lines"]
 
@@ -125,10 +125,41 @@ _VERDICT_STYLE = {
 }
 
 
+# the table's columns; at a narrow terminal REASON gives way first, then IDENTITY, then
+# the zones, GROUP, CLUSTER and ROLE: the job and its verdict are always whole
+_COLUMNS = (
+    Column("CLUSTER", give_way=5),
+    Column("GROUP", give_way=4),
+    Column("JOB"),
+    Column("ROLE", give_way=6),
+    Column("ELIGIBLE ZONES", give_way=3),
+    Column("IDENTITY", give_way=2, droppable=True),
+    Column("VERDICT"),
+    Column("REASON", give_way=1, droppable=True),
+)
+SEE_BELOW = "see below"  # a problem's reason, printed once in the block under the table
+AS_ABOVE = "as above"  # a reason the row above printed
+
+
+def _reasons(rows: list[dict[str, Any]]) -> list[str]:
+    """Each reason printed once: a problem's below the table, any other in the first row
+    of its job that has it."""
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for r in rows:
+        if r["verdict"] not in ("OK", "KUEUE_MANAGED") or not r["reason"]:
+            out.append(SEE_BELOW if r["reason"] else "")
+            continue
+        key = (r["cluster"], r["job"], r["reason"])
+        out.append(AS_ABOVE if key in seen else r["reason"])
+        seen.add(key)
+    return out
+
+
 def analysis_table(report: AnalysisReport, width: int | None = None, colour: bool = False) -> str:
-    """The table, the REASON column cut to `width` (None: whole), verdicts in colour."""
+    """The table fitted to `width` (None: whole; see _COLUMNS), verdicts in colour, each
+    problem once below it with its policies and fix."""
     rows = _role_rows(report)
-    header = ["CLUSTER", "GROUP", "JOB", "ROLE", "ELIGIBLE ZONES", "IDENTITY", "VERDICT", "REASON"]
     table = [
         [
             r["cluster"],
@@ -138,23 +169,13 @@ def analysis_table(report: AnalysisReport, width: int | None = None, colour: boo
             ",".join(r["eligibleZones"]) or "-",
             r["identity"],
             r["verdict"],
-            r["reason"],
+            reason,
         ]
-        for r in rows
+        for r, reason in zip(rows, _reasons(rows), strict=True)
     ]
-    widths = [
-        max(len(h), *(len(row[i]) for row in table)) if table else len(h)
-        for i, h in enumerate(header)
-    ]
-    lines = [fit_row(header, widths, width)]
-    for row in table:
-        line = fit_row(row, widths, width)
-        if colour:  # after fitting: the codes take no columns
-            at = sum(w + 2 for w in widths[:6])
-            verdict = row[6].ljust(widths[6])
-            styled = paint(verdict, _VERDICT_STYLE.get(row[6], "bold"), colour)
-            line = line[:at] + styled + line[at + len(verdict) :]
-        lines.append(line)
+    plain: list[str | None] = [None] * 6
+    styles = [[*plain, _VERDICT_STYLE.get(row[6], "bold"), None] for row in table]
+    lines = fit_table(_COLUMNS, table, width, styles, colour)
     lines.append("")
     for f in report.findings:
         if not f.kind.is_problem:
