@@ -84,7 +84,16 @@ def test_json_marks_unconnected_pairs(small: list[str]) -> None:
     result = run(["connectivity", *small, "-o", "json"])
     assert result.exit_code == 0
     data = json.loads(result.output)
-    assert sorted(data) == ["excluded", "notes", "pairs", "policies", "workloads"]
+    assert sorted(data) == [
+        "apiVersion",
+        "excluded",
+        "kind",
+        "notes",
+        "pairs",
+        "policies",
+        "workloads",
+    ]
+    assert (data["apiVersion"], data["kind"]) == ("topogen.io/v1alpha1", "ConnectivityReport")
     assert [w["id"] for w in data["workloads"]] == ["a/db", "a/web", "b/job"]
     assert data["workloads"][0]["namedPorts"] == ["pg=5432/TCP"]
     assert data["policies"] == ["netpol a/db"]

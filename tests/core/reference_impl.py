@@ -165,7 +165,8 @@ def pack(
                 (n for n in sorted(d.nodes) if n in free and fits(d.requests, free[n])), None
             )
             if target is None:
-                return False, _shortfall(d, d.count - placed, free, gpu_resources)
+                allocatable = {n.name: n.allocatable for n in nodes}
+                return False, _shortfall(d, d.count - placed, allocatable, free, gpu_resources)
             for res, want in d.requests.items():
                 if res in free[target]:
                     free[target][res] -= want
@@ -177,18 +178,23 @@ def pack(
 def _shortfall(
     d: PodDemand,
     left: int,
+    allocatable: Mapping[str, Mapping[str, Fraction]],
     free: Mapping[str, Mapping[str, Fraction]],
     gpu_resources: Sequence[str],
 ) -> str:
+    pods = f"{left} of {d.count} {d.role} pod(s) do not fit"
     for g in gpu_resources:
         want = d.requests.get(g, 0)
         if want > 0:
-            have = sum(free[n].get(g, 0) for n in d.nodes if n in free)
+            nodes = [n for n in d.nodes if n in free]
+            total = sum(allocatable[n].get(g, 0) for n in nodes)
+            taken = total - sum(free[n].get(g, 0) for n in nodes) - want * (d.count - left)
+            others = f", {_fmt(taken)} of them taken by the job's other pods" if taken else ""
             return (
-                f"{left} more {d.role} pod(s) need {_fmt(want * left)} {g}, "
-                f"only {_fmt(have)} free on the nodes they may use"
+                f"{pods}: each needs {_fmt(want)} {g} on one node; the nodes they may use "
+                f"have {_fmt(total)}{others}"
             )
-    return f"{left} more {d.role} pod(s) do not fit on the nodes they may use"
+    return f"{pods} on the nodes they may use"
 
 
 def check_domain(
@@ -233,7 +239,7 @@ def check_domain(
     domain_nodes = [n for n in topo.nodes if n.zone in zones]
     fits, short = pack(demands, domain_nodes, topo.gpu_resources) if not problems else (False, "")
     if short:
-        problems.append(f"{name}: {short}")
+        problems.append(short)
     gpus = topo.gpu_resources
     need = sum((m.template.requests.get(g, Fraction(0)) * m.replicas for m in members
                 for g in gpus), Fraction(0))  # fmt: skip

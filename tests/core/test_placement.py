@@ -227,7 +227,16 @@ def test_pack_counts_every_replica_against_free_capacity() -> None:
     five = PodDemand("worker", 5, {GPU: Fraction(1)}, names)
     fits, short = pack([five], nodes, (GPU,))
     assert not fits
-    assert "1 more worker pod(s) need 1 nvidia.com/gpu, only 0 free" in short
+    assert short == (
+        "1 of 5 worker pod(s) do not fit: each needs 1 nvidia.com/gpu on one node; the nodes "
+        "they may use have 4"
+    )
+    coordinator = PodDemand("coordinator", 1, {GPU: Fraction(2)}, names)
+    fits, short = pack([coordinator, four], nodes, (GPU,))
+    assert not fits and short == (
+        "2 of 4 worker pod(s) do not fit: each needs 1 nvidia.com/gpu on one node; the nodes "
+        "they may use have 4, 2 of them taken by the job's other pods"
+    )
     big = PodDemand("worker", 1, {GPU: Fraction(3)}, names)  # 4 free in total, 2 per node
     assert not pack([big], nodes, (GPU,))[0]
 

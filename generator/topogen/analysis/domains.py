@@ -84,7 +84,7 @@ def check_domains(
             else:
                 fits, short = job.pack(packs, d)
                 if short:
-                    problems.append(f"{name}: {short}")
+                    problems.append(short)  # the domain's name is said where it is shown
         mask = doms.masks[d]
         out.append(
             DomainCheck(

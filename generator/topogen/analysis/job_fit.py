@@ -87,7 +87,7 @@ def pack(
             while i < len(names) and not fits(d.requests, free_of(names[i])):
                 i += 1
             if i == len(names):
-                return False, _shortfall(d, d.count - placed, free_of, gpu_resources)
+                return False, _shortfall(d, d.count - placed, allocatable, free_of, gpu_resources)
             target = free.get(names[i])
             if target is None:
                 target = free[names[i]] = dict(allocatable[names[i]])
@@ -118,23 +118,23 @@ def fits(requests: Mapping[str, Fraction], free: Mapping[str, Fraction]) -> bool
 def _shortfall(
     d: PodDemand,
     left: int,
+    allocatable: Mapping[str, Mapping[str, Fraction]],
     free_of: Callable[[str], Mapping[str, Fraction]],
     gpu_resources: Sequence[str],
 ) -> str:
+    """Why `left` of d's pods found no node: what each needs, and what the nodes they may
+    use have in all (and how much of it the job's other pods took)."""
+    nodes = [n for n in d.nodes if n in allocatable]
+    pods = f"{left} of {d.count} {d.role} pod(s) do not fit"
     for g in gpu_resources:
         want = d.requests.get(g, 0)
         if want > 0:
-            have = sum(free_of(n).get(g, 0) for n in d.nodes if _known(free_of, n))
+            total = sum(allocatable[n].get(g, 0) for n in nodes)
+            free = sum(free_of(n).get(g, 0) for n in nodes)
+            taken = total - free - want * (d.count - left)
+            others = f", {quantity(taken)} of them taken by the job's other pods" if taken else ""
             return (
-                f"{left} more {d.role} pod(s) need {quantity(want * left)} {g}, "
-                f"only {quantity(have)} free on the nodes they may use"
+                f"{pods}: each needs {quantity(want)} {g} on one node; the nodes they may use "
+                f"have {quantity(total)}{others}"
             )
-    return f"{left} more {d.role} pod(s) do not fit on the nodes they may use"
-
-
-def _known(free_of: Callable[[str], Mapping[str, Fraction]], name: str) -> bool:
-    try:
-        free_of(name)
-    except KeyError:
-        return False
-    return True
+    return f"{pods} on the nodes they may use"

@@ -18,7 +18,7 @@ from topogen.cli import (
 from topogen.cli.output import json_as_yaml, output_option
 from topogen.config import load_config, with_default_namespace
 from topogen.pipeline.analyze import analyze
-from topogen.pipeline.format import analysis_json, analysis_table
+from topogen.pipeline.format import analysis_json, analysis_table, count_lines
 from topogen.textui import install_progress, terminal_width, use_colour
 
 
@@ -51,6 +51,8 @@ def analyze_command(
     if verbose:
         for s in report.skipped:
             click.echo(f"topogen: skipped {s}", err=True)
+        for line in count_lines(report):
+            click.echo(f"topogen: {line}", err=True)
     if output == "text":
         text = analysis_table(report, terminal_width(), use_colour())
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
@@ -53,4 +54,5 @@ def init_command(directory: Path, cluster: str, force: bool, verbose: bool) -> N
         )
     shown = ", ".join(f"{directory.as_posix()}/{w}" for w in result.written)
     click.echo(f"topogen: wrote {shown}", err=True)
-    click.echo("topogen: then run `topogen analyze` and `topogen render`", err=True)
+    where = "" if directory == Path(".") else f" -c {shlex.quote(directory.as_posix())}"
+    click.echo(f"topogen: then run `topogen analyze{where}` and `topogen render{where}`", err=True)

@@ -9,7 +9,7 @@ from topogen.model import Finding
 from topogen.pipeline.analyze import AnalysisReport
 from topogen.textui import Column, fit_table
 
-__all__ = ["analysis_json", "analysis_table", "finding_dict", "placement_lines"]
+__all__ = ["analysis_json", "analysis_table", "count_lines", "finding_dict", "placement_lines"]
 
 
 def finding_dict(f: Finding) -> dict[str, Any]:
@@ -207,4 +207,24 @@ def placement_lines(report: AnalysisReport) -> list[str]:
         )
         lines += [f"  {j.job} -> {j.domain}: {j.reason}" for j in p.job_domains]
         lines.append(f"  {p.fallback}")
+    return lines
+
+
+def count_lines(report: AnalysisReport) -> list[str]:
+    """What was read and found, in numbers (`analyze -v`)."""
+    read = report.read
+    lines = [
+        f"workload inputs: objects {len(read.objects)}, pod templates {len(read.workloads)}, "
+        f"skipped {len(report.skipped)}"
+    ]
+    for c in report.clusters:
+        topo, policies = c.inputs.topology, c.inputs.policies
+        jobs: dict[str, int] = {p.group.name: 0 for p in c.plans}
+        for ja in c.jobs:
+            jobs[ja.job.config_group] = jobs.get(ja.job.config_group, 0) + 1
+        lines.append(
+            f"cluster {c.cluster}: nodes {len(topo.nodes)}, zones {len(topo.zones)}, network "
+            f"policies {len(policies.policies)}, namespaces {len(c.inputs.namespaces)}; jobs "
+            "per group: " + ", ".join(f"{g} {n}" for g, n in jobs.items())
+        )
     return lines
