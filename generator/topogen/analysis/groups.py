@@ -10,12 +10,47 @@ from topogen.errors import InputError
 from topogen.model import KUEUE_TAS_KEYS, Role, TrainingGroup, Workload
 from topogen.operators.registry import operator, operator_for, profile_for
 
-__all__ = ["check_profiles", "find_groups", "is_kueue_managed"]
+__all__ = ["check_profiles", "find_groups", "group_selector", "is_kueue_managed", "left_out"]
 
 
 def is_kueue_managed(workload: Workload) -> bool:
     t = workload.template
     return any(k in t.labels or k in t.annotations for k in KUEUE_TAS_KEYS)
+
+
+def group_selector(group: GroupConfig) -> str:
+    """The pods a group selects, in words (for the line that says it matched none)."""
+    profile = profile_for(group)
+    roles = ""
+    if group.profile == "custom":
+        values = ", ".join([*(group.coordinator_roles or ()), *(group.worker_roles or ())])
+        roles = f" with {profile.role_label} in ({values})"
+    spaces = ", ".join(group.namespaces)
+    return (
+        f"pods labelled {profile.job_label}{roles} (profile {group.profile}) in namespace(s) "
+        f"{spaces}"
+    )
+
+
+def left_out(group: GroupConfig, workloads: Sequence[Workload]) -> list[str]:
+    """A custom group's pods that carry its group label but neither role's value: read as
+    no member, so said (a typo in coordinatorRoles/workerRoles hides a whole role)."""
+    if group.profile != "custom":
+        return []
+    profile = profile_for(group)
+    out = []
+    for w in workloads:
+        labels = w.template.labels
+        mine = w.namespace in group.namespaces and profile.job_label in labels
+        if not mine or profile.role_of(labels) is not None:
+            continue
+        value = labels.get(profile.role_label)
+        role = f"{profile.role_label}={value}" if value is not None else f"no {profile.role_label}"
+        out.append(
+            f"group {group.name}: {w.ref} carries {profile.job_label} but {role}, neither "
+            "of its coordinatorRoles nor of its workerRoles: it is no member of the group"
+        )
+    return out
 
 
 def find_groups(group: GroupConfig, workloads: Sequence[Workload]) -> list[TrainingGroup]:

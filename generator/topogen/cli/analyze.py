@@ -40,7 +40,8 @@ def analyze_command(
     """Find training groups whose placement can break their own traffic.
 
     Exit 0: no problem; 1: a HARD_BLOCK, CROSS_ZONE, UNSCHEDULABLE or
-    IDENTITY_MISMATCH finding; 2: usage or input error.
+    IDENTITY_MISMATCH finding, or a group that matches no workload (unless it sets
+    allowEmpty); 2: usage or input error.
     """
     cfg = with_default_namespace(load_config(config_path, allow_outside=allow_outside), namespace)
     done = install_progress()
@@ -48,6 +49,8 @@ def analyze_command(
     done()
     for w in report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)
+    for e in report.empty_groups:
+        click.echo(f"topogen: error: {e}", err=True)
     if verbose:
         for s in report.skipped:
             click.echo(f"topogen: skipped {s}", err=True)

@@ -45,7 +45,23 @@ def init_command(directory: Path, cluster: str, force: bool, verbose: bool) -> N
         kinds = ", ".join(sorted(found.kinds[profile]))
         spaces = ", ".join(sorted(found.profiles[profile]))
         click.echo(f"topogen: found {kinds} ({profile}) in namespaces {spaces}", err=True)
-    if not found.profiles:
+    if found.plain:
+        plain = sorted(found.plain)
+        listed = ", ".join(plain[:4]) + (f" and {len(plain) - 4} more" if len(plain) > 4 else "")
+        where = (
+            "topogen.yaml's group training (profile custom) reads them once its groupLabel, "
+            "roleLabel, coordinatorRoles and workerRoles name their pods' labels"
+            if not found.profiles
+            else "add a group of profile custom for them (groupLabel, roleLabel, "
+            "coordinatorRoles, workerRoles) if they are training jobs"
+        )
+        click.echo(
+            f"topogen: warning: {len(plain)} workload(s) of no training operator ({listed}): "
+            f"init cannot tell a coordinator from its workers; {where} (`topogen analyze` "
+            "fails while a group matches nothing)",
+            err=True,
+        )
+    elif not found.profiles:
         click.echo("topogen: warning: no training operator objects found; edit groups", err=True)
     if not found.node_files:
         click.echo(

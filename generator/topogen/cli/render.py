@@ -92,6 +92,8 @@ def render_command(
     done()
     for w in result.report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)
+    for e in result.report.empty_groups:  # its policies still apply to jobs created later
+        click.echo(f"topogen: warning: {e}", err=True)
     out = Path(out_dir) if out_dir else Path(config_path).parent
     config_shown = _shown_config(Path(config_path), out)
     header = GENERATED_HEADER.format(config=config_shown)

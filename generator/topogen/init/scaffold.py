@@ -46,6 +46,15 @@ _POLICY_KINDS = {
     ("networking.k8s.io", "NetworkPolicy"),
 }
 _NODE_KINDS = {("", "Node"), ("topogen.io", "TopogenSnapshot")}
+# objects with a pod template that no training operator reads: init cannot tell their roles
+_PLAIN_WORKLOADS = {
+    ("apps", "Deployment"),
+    ("apps", "StatefulSet"),
+    ("apps", "ReplicaSet"),
+    ("batch", "Job"),
+    ("batch", "CronJob"),
+    ("", "Pod"),
+}
 # topogen's own output: never scanned
 _GENERATED = {"policies", "kustomize", "monitoring"}
 
@@ -72,6 +81,10 @@ class Found:
     template_keys: set[str] = field(default_factory=set)  # label keys the manifests set
     zone_values: set[str] = field(default_factory=set)  # zones of the nodes found
     unreadable: set[str] = field(default_factory=set)  # files that do not parse (skipped)
+    # workloads no operator reads (Deployments, Jobs ...): "Kind ns/name", their files
+    plain: set[str] = field(default_factory=set)
+    plain_files: set[str] = field(default_factory=set)
+    plain_namespaces: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -169,12 +182,17 @@ def _note(found: Found, obj: dict[str, Any], rel: str, f: Path, root: Path) -> N
     found.template_keys.update(_template_label_keys(obj))
     version = str(obj.get("apiVersion") or "").rpartition("/")[2]
     profile = OPERATORS.get((key[0], version, key[1])) or OPERATORS.get((key[0], "", key[1]))
-    if profile is not None:
-        meta = obj.get("metadata")
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if profile is not None or key in _PLAIN_WORKLOADS:
         ns = (meta.get("namespace") if isinstance(meta, dict) else None) or (
             _kustomize_namespace(f, root) or "default"
         )
-        name = meta.get("name") if isinstance(meta, dict) else None
+    if profile is None and key in _PLAIN_WORKLOADS:
+        found.plain.add(f"{key[1]} {ns}/{name or '?'}")
+        found.plain_files.add(rel)
+        found.plain_namespaces.add(str(ns))
+    elif profile is not None:
         found.profiles.setdefault(profile, set()).add(str(ns))
         found.kinds.setdefault(profile, set()).add(key[1])
         found.jobs.setdefault(profile, set()).add((str(ns), str(name or key[1].lower())))
@@ -305,13 +323,16 @@ def config_text(found: Found, cluster: str) -> str:
             *identity,
         ]
     if not found.profiles:
+        plain = sorted(found.plain)
+        listed = ", ".join(plain[:4]) + (f" and {len(plain) - 4} more" if len(plain) > 4 else "")
         lines += [
             "  # No training operator's objects were found: describe your training pods.",
             "  # The job's pods share a group label; a role label tells the coordinator",
             "  # (rank 0) from the workers.",
+            *([f"  # Workloads found without an operator: {listed}."] if plain else []),
             "  - name: training",
             "    profile: custom",
-            "    namespaces: [default]",
+            f"    namespaces: {_j(sorted(found.plain_namespaces) or ['default'])}",
             "    groupLabel: app",
             "    roleLabel: role",
             "    coordinatorRoles: [coordinator]",
@@ -322,7 +343,10 @@ def config_text(found: Found, cluster: str) -> str:
 
 
 def workload_entries(found: Found) -> list[str]:
-    return covering_folders(found.workload_files, found.unreadable)
+    """The workload files (with no operator's objects, the plain workloads' files: the
+    custom group is for them)."""
+    files = found.workload_files | (found.plain_files if not found.profiles else set())
+    return covering_folders(files, found.unreadable)
 
 
 def _agent_lines(found: Found) -> list[str]:

@@ -14,7 +14,7 @@ from topogen.analysis import (
     analyze_job,
     find_groups,
 )
-from topogen.analysis.groups import check_profiles
+from topogen.analysis.groups import check_profiles, group_selector, left_out
 from topogen.analysis.members import Member
 from topogen.analysis.paths import BlockedPath
 from topogen.analysis.policychecks import policy_notes, policy_warnings
@@ -38,6 +38,7 @@ __all__ = [
     "AnalysisReport",
     "ClusterAnalysis",
     "ClusterRun",
+    "EmptyGroup",
     "analyze",
     "engine_warnings",
 ]
@@ -63,6 +64,24 @@ class ClusterAnalysis:
 
 
 @dataclass(frozen=True)
+class EmptyGroup:
+    """A config group that matches no workload of the inputs (and does not allow it)."""
+
+    cluster: str
+    group: str
+    selector: str  # what it selects, in words
+    templates: int  # the pod templates read
+
+    def __str__(self) -> str:
+        return (
+            f"cluster {self.cluster}: group {self.group} matches no workload: it selects "
+            f"{self.selector}, and none of the {self.templates} pod template(s) read matches; "
+            "fix its profile, labels or namespaces (or the config's workloads), or set "
+            "allowEmpty: true on the group when its jobs are created outside these inputs"
+        )
+
+
+@dataclass(frozen=True)
 class AnalysisReport:
     clusters: tuple[ClusterAnalysis, ...]
     skipped: tuple[str, ...]
@@ -71,6 +90,8 @@ class AnalysisReport:
     read: WorkloadInputs
     # what Cilium enforces beyond L3/L4 on the analysed pods (L7 rules, authentication ...)
     notes: tuple[str, ...] = ()
+    # groups that match no workload: analyze fails on them (no silent all-clear)
+    empty_groups: tuple[EmptyGroup, ...] = ()
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -78,7 +99,8 @@ class AnalysisReport:
 
     @property
     def has_problems(self) -> bool:
-        return any(f.kind.is_problem for f in self.findings)
+        """A problem finding, or a group that matches nothing (analyze exits 1)."""
+        return bool(self.empty_groups) or any(f.kind.is_problem for f in self.findings)
 
     @property
     def plans(self) -> tuple[GroupPlan, ...]:
@@ -166,6 +188,7 @@ def _analyze(
     results = []
     warnings: list[str] = list(loaded.warnings)
     notes: list[str] = []
+    empty: list[EmptyGroup] = []
     pods = [(w.namespace, tuple(w.template.labels)) for w in all_workloads]
     for cluster in chosen:
         step(f"cluster {cluster.name}: reading nodes and policies")
@@ -187,6 +210,9 @@ def _analyze(
         )
         step(f"cluster {cluster.name}: analysing {len(groups)} groups")
         found = [find_groups(group, all_workloads) for group in groups]
+        warnings.extend(
+            Notice(cluster.name, w, g.name) for g in groups for w in left_out(g, all_workloads)
+        )
         _no_overlap(cfg, cluster.name, groups, found)
         check_profiles(groups, all_workloads, found)
         run = ClusterRun(cluster.name, index, cluster.domain_label, groups, found)
@@ -196,14 +222,9 @@ def _analyze(
         findings: list[Finding] = []
         for group, (group_jobs, plan) in zip(groups, analyzed, strict=True):
             warnings.extend(_system_namespaces(cluster.name, group))
-            if not group_jobs:
-                warnings.append(
-                    Notice(
-                        cluster.name,
-                        f"no workloads of group {group.name} found in namespaces "
-                        f"{', '.join(group.namespaces)}",
-                        group.name,
-                    )
+            if not group_jobs and not group.allow_empty:
+                empty.append(
+                    EmptyGroup(cluster.name, group.name, group_selector(group), len(all_workloads))
                 )
             if plan.note:
                 warnings.append(Notice(cluster.name, plan.note, group.name))
@@ -216,7 +237,9 @@ def _analyze(
             ClusterAnalysis(cluster.name, inputs, tuple(jobs), tuple(plans), tuple(findings))
         )
     skipped = loaded.skipped + tuple(s for c in results for s in c.inputs.skipped)
-    return AnalysisReport(tuple(results), skipped, tuple(warnings), loaded, tuple(notes))
+    return AnalysisReport(
+        tuple(results), skipped, tuple(warnings), loaded, tuple(notes), tuple(empty)
+    )
 
 
 class ClusterRun:

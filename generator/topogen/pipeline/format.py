@@ -80,7 +80,12 @@ def analysis_json(report: AnalysisReport) -> str:
         "summary": {
             "problems": sum(1 for f in report.findings if f.kind.is_problem),
             "byKind": _count(report),
+            "emptyGroups": len(report.empty_groups),
         },
+        "emptyGroups": [
+            {"cluster": e.cluster, "group": e.group, "selector": e.selector, "message": str(e)}
+            for e in report.empty_groups
+        ],
         "findings": [finding_dict(f) for f in report.findings],
         "roles": _role_rows(report),
         "plans": [
@@ -189,8 +194,15 @@ def analysis_table(report: AnalysisReport, width: int | None = None, colour: boo
     lines += placement_lines(report)
     lines += [f"note: {n}" for n in report.notes]
     problems = sum(1 for f in report.findings if f.kind.is_problem)
+    jobs = len({(f.cluster, f.namespace, f.job) for f in report.findings})
+    empty = report.empty_groups
     lines.append(
-        f"{problems} problem(s) in {len({(f.cluster, f.namespace, f.job) for f in report.findings})} job(s)"
+        f"{problems} problem(s) in {jobs} job(s)"
+        + (
+            f"; {len(empty)} group(s) match no workload: {', '.join(e.group for e in empty)}"
+            if empty
+            else ""
+        )
     )
     return "\n".join(lines) + "\n"
 
