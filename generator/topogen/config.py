@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -83,8 +84,10 @@ _CILIUM = CiliumSettings()  # the defaults: Cilium's
 
 class CiliumConfig(_Strict):
     """`clusters[].cilium`: the cilium-agent options that change verdicts, as the model's
-    CiliumSettings has them (its defaults, Cilium's, unless set; its docstring says what
-    each means). identityLabels is the agent's `labels` option, verbatim."""
+    CiliumSettings has them (its docstring says what each means). Each key set here
+    overrides what the cluster's cilium-config ConfigMap says (sources/cilium_config.py),
+    which overrides Cilium's defaults. identityLabels is the agent's `labels` option,
+    verbatim."""
 
     identity_labels: list[Annotated[str, StringConstraints(min_length=1)]] = Field(
         default_factory=lambda: list(_CILIUM.identity_labels), alias="identityLabels"
@@ -107,12 +110,14 @@ class CiliumConfig(_Strict):
                 raise ValueError(str(exc)) from None
         return value
 
-    def settings(self) -> CiliumSettings:
-        """The model's CiliumSettings, field for field (lists as tuples)."""
-        values: dict[str, Any] = {}
+    def settings(self, cluster: Mapping[str, Any] | None = None) -> CiliumSettings:
+        """The model's CiliumSettings: Cilium's defaults, then what the cluster's
+        cilium-config sets (`cluster`: CiliumSettings fields), then the keys set here."""
+        values: dict[str, Any] = dict(cluster or {})
         for f in dataclasses.fields(CiliumSettings):
-            value = getattr(self, f.name)
-            values[f.name] = tuple(value) if isinstance(value, list) else value
+            if f.name in self.model_fields_set:
+                value = getattr(self, f.name)
+                values[f.name] = tuple(value) if isinstance(value, list) else value
         return dataclasses.replace(_CILIUM, **values)
 
 

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EMPTY", "LISTS", "fake_apiserver", "kubeconfig", "with_items"]
+__all__ = ["CILIUM_CONFIG", "EMPTY", "LISTS", "fake_apiserver", "kubeconfig", "with_items"]
 
 LISTS = {
     "/api/v1/nodes": "NodeList",
@@ -29,7 +29,16 @@ def _list(kind: str, items: list[Any]) -> bytes:
     return json.dumps({"kind": kind, "apiVersion": "v1", "metadata": {}, "items": items}).encode()
 
 
+# the agent's settings, as a cluster with Cilium serves them
+CILIUM_CONFIG = "/api/v1/namespaces/kube-system/configmaps/cilium-config"
+_CILIUM_CONFIG_BODY = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "cilium-config", "namespace": "kube-system", "uid": "u"},
+    "data": {"cluster-name": "default", "enable-policy": "default", "debug": "false"},
+}
 EMPTY = {path: (200, _list(kind, [])) for path, kind in LISTS.items()}
+EMPTY[CILIUM_CONFIG] = (200, json.dumps(_CILIUM_CONFIG_BODY).encode())
 
 
 @contextmanager

@@ -47,6 +47,19 @@ CCNP: dict[str, Any] = {
         {"endpointSelector": {}, "egress": [{"toEntities": ["kube-apiserver"]}]},
     ],
 }
+# the Cilium agent's settings: a snapshot keeps the keys topogen reads, nothing else
+CILIUM_CONFIG: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "cilium-config", "namespace": "kube-system"},
+    "data": {
+        "labels": "k8s:topology.kubernetes.io/zone k8s:app k8s:io.kubernetes.pod.namespace",
+        "enable-policy": "default",
+        "cluster-name": "lab",
+        "debug": "false",
+        "kube-proxy-replacement": "true",
+    },
+}
 FORBIDDEN = {
     "managedFields",
     "resourceVersion",
@@ -70,7 +83,15 @@ def _populate(cluster: ControlPlane) -> tuple[list[dict[str, Any]], list[dict[st
     cluster.create_nodes(nodes)
     policies = [*example_policies(), NETPOL, CCNP]
     cluster.apply(policies)
+    _cilium_config(cluster)
     return nodes, policies
+
+
+def _cilium_config(cluster: ControlPlane) -> None:
+    """The agent's settings in kube-system (which outlives a test's namespaces)."""
+    from live_harness import collection_path
+
+    cluster.kube().create(collection_path(CILIUM_CONFIG), CILIUM_CONFIG, exist_ok=True)
 
 
 def _expected(obj: dict[str, Any]) -> dict[str, Any]:
@@ -83,6 +104,11 @@ def _expected(obj: dict[str, Any]) -> dict[str, Any]:
     }
     if meta.get("namespace"):
         out["metadata"]["namespace"] = meta["namespace"]
+    if obj["kind"] == "ConfigMap":
+        out["data"] = {
+            k: v for k, v in obj["data"].items() if k not in ("debug", "kube-proxy-replacement")
+        }
+        return out
     if obj["kind"] == "Node":
         out["metadata"]["labels"] = meta["labels"]
         out["spec"] = copy.deepcopy(obj["spec"])
@@ -123,7 +149,8 @@ def test_snapshot_round_trip(cluster: ControlPlane, admin_kubeconfig: Path, tmp_
         by_kind.setdefault(item["kind"], []).append(item)
     key = lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"])  # noqa: E731
     assert by_kind["Node"] == sorted((_expected(n) for n in nodes), key=key)
-    got_policies = [i for i in items if i["kind"] not in ("Node", "Namespace")]
+    assert by_kind["ConfigMap"] == [_expected(CILIUM_CONFIG)]
+    got_policies = [i for i in items if i["kind"] not in ("Node", "Namespace", "ConfigMap")]
     order = ["CiliumClusterwideNetworkPolicy", "CiliumNetworkPolicy", "NetworkPolicy"]
     assert got_policies == sorted(
         (_expected(p) for p in policies), key=lambda o: (order.index(o["kind"]), *key(o))
@@ -132,6 +159,7 @@ def test_snapshot_round_trip(cluster: ControlPlane, admin_kubeconfig: Path, tmp_
     assert ml["metadata"]["labels"] == {"kubernetes.io/metadata.name": NS, "team": "ml"}
     assert not _keys(items) & FORBIDDEN
     assert "status" not in {k for i in items if i["kind"] != "Node" for k in i}
+    assert items[-1]["kind"] == "ConfigMap"  # last, after the policies
 
     # topogen reads the snapshot as it reads the source files: same model
     source = tmp_path / "source"
@@ -140,6 +168,7 @@ def test_snapshot_round_trip(cluster: ControlPlane, admin_kubeconfig: Path, tmp_
         yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": nodes})
     )
     (source / "policies.yaml").write_text(yaml.safe_dump_all(policies))
+    (source / "cilium-config.yaml").write_text(yaml.safe_dump(CILIUM_CONFIG))
     (source / "ns.yaml").write_text(
         yaml.safe_dump(
             {
@@ -154,13 +183,17 @@ def test_snapshot_round_trip(cluster: ControlPlane, admin_kubeconfig: Path, tmp_
         *_cluster(
             write_config(
                 tmp_path,
-                nodes=[source / "nodes.yaml"],
+                nodes=[source / "nodes.yaml", source / "cilium-config.yaml"],
                 policies=[source / "policies.yaml"],
                 name="f.yaml",
             )
         )
     )
     assert live.topology == files.topology
+    assert live.policies.cilium == files.policies.cilium
+    # the agent's settings come with the snapshot: its label filter, its cluster name
+    assert live.policies.cilium.identity_labels == tuple(CILIUM_CONFIG["data"]["labels"].split())
+    assert live.policies.cilium.cluster_name == "lab" and live.cilium is not None
 
     def rules(inputs: Any) -> list[str]:
         return sorted(
@@ -226,7 +259,12 @@ def test_least_privilege_role_is_enough_for_snapshot(
     sa = next(o for o in rbac if o["kind"] == "ServiceAccount")["metadata"]
     role = next(o for o in rbac if o["kind"] == "ClusterRole")
     verbs = {v for r in role["rules"] for v in r["verbs"]}
-    assert verbs == {"list"}  # a snapshot only lists
+    assert verbs == {"list"}  # a snapshot lists, cluster-wide
+    (one,) = [o for o in rbac if o["kind"] == "Role"]  # and gets one ConfigMap, by name
+    assert one["rules"] == [
+        {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cilium-config"],
+         "verbs": ["get"]}
+    ]  # fmt: skip
     token = kube.create(
         f"/api/v1/namespaces/{sa['namespace']}/serviceaccounts/{sa['name']}/token",
         {
@@ -264,6 +302,7 @@ def test_missing_cilium_crds_mean_no_cilium_policies(
     cluster.ensure_namespace(NS)
     cluster.create_nodes(example_nodes())
     cluster.apply([NETPOL])
+    _cilium_config(cluster)
     cluster.uninstall_crds()
     try:
         result = cli("snapshot", "--kubeconfig", admin_kubeconfig, "-o", tmp_path / "s.yaml")
@@ -272,6 +311,6 @@ def test_missing_cilium_crds_mean_no_cilium_policies(
         assert len(warnings) == 1, result.stderr
         assert "no CiliumClusterwideNetworkPolicy or CiliumNetworkPolicy CRD" in warnings[0]
         kinds = {i["kind"] for i in yaml.safe_load((tmp_path / "s.yaml").read_text())["items"]}
-        assert kinds == {"Namespace", "Node", "NetworkPolicy"}
+        assert kinds == {"Namespace", "Node", "NetworkPolicy", "ConfigMap"}
     finally:
         cluster.reinstall_crds()

@@ -107,8 +107,10 @@ def policy_warnings(
             what = what if key.startswith(CILIUM_NS_LABEL_PREFIX) else key
             out.append(
                 f"{ref} selects on {what}, which the Cilium agent's label filter drops from "
-                "identities: that selector never sees it; keep it by adding it to the agent's "
-                "`labels` option and to clusters[].cilium.identityLabels"
+                "identities: that selector never sees it; if the agent's `labels` option keeps "
+                "it, give topogen the cluster's cilium-config ConfigMap (beside the nodes: "
+                "kubectl -n kube-system get configmap cilium-config -o yaml) or set "
+                "clusters[].cilium.identityLabels; else add it to the agent's `labels` option"
             )
             continue
         if key.startswith(CILIUM_NS_LABEL_PREFIX) or not use.required:

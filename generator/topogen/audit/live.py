@@ -11,7 +11,8 @@ from topogen.audit.prometheus import query_prometheus
 from topogen.config import ClusterConfig, GroupConfig, TopogenConfig
 from topogen.errors import InputError
 from topogen.manifest import KubeObject
-from topogen.model import Topology
+from topogen.model import CiliumSettings, Topology
+from topogen.sources.cilium_config import read_cilium_config
 from topogen.sources.live import (
     ClusterObjects,
     LiveError,
@@ -97,6 +98,12 @@ def gpu_by_pod(samples: Sequence[tuple[Mapping[str, str], float]]) -> dict[tuple
     return {k: sum(v) / len(v) for k, v in sums.items()}
 
 
+def _settings(cluster: ClusterConfig, kube: Sequence[KubeObject]) -> CiliumSettings:
+    """The agent's settings: the live cluster's cilium-config, topogen.yaml's keys over it."""
+    found = read_cilium_config(kube)
+    return cluster.cilium.settings(found.values if found else None)
+
+
 def build_inputs(
     cluster: ClusterConfig,
     objects: ClusterObjects,
@@ -126,7 +133,7 @@ def build_inputs(
     return AuditInputs(
         cluster=cluster.name,
         topology=topology,
-        index=PolicyIndex(read_policies(kube, cluster.cilium.settings()), namespaces),
+        index=PolicyIndex(read_policies(kube, _settings(cluster, kube)), namespaces),
         namespaces=namespaces,
         groups=tuple(groups),
         pods=pods,

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from topogen.cli import SHORT_HELP, main, verbose_option
-from topogen.init.scaffold import init_repository
+from topogen.init.scaffold import CILIUM_FILE, init_repository
 
 
 @main.command("init", short_help=SHORT_HELP["init"])
@@ -36,6 +36,7 @@ def init_command(directory: Path, cluster: str, force: bool, verbose: bool) -> N
             ("workloads", found.workload_files),
             ("network policies", found.policy_files),
             ("nodes", found.node_files),
+            ("the Cilium agent's settings", found.cilium_files),
         ):
             for f in sorted(files):
                 click.echo(f"topogen: {what}: {f}", err=True)
@@ -66,6 +67,13 @@ def init_command(directory: Path, cluster: str, force: bool, verbose: bool) -> N
     if not found.node_files:
         click.echo(
             f"topogen: next: kubectl get nodes -o yaml > {directory / 'cluster' / 'nodes.yaml'}",
+            err=True,
+        )
+    if found.policy_files and not found.cilium_files:
+        click.echo(
+            "topogen: next: kubectl -n kube-system get configmap cilium-config -o yaml > "
+            f"{directory / CILIUM_FILE} (the Cilium agent's settings: which labels count in "
+            "identities; without it topogen takes Cilium's defaults)",
             err=True,
         )
     shown = ", ".join(f"{directory.as_posix()}/{w}" for w in result.written)

@@ -25,14 +25,24 @@ from topogen.init.suggest import (
     workload_kustomization,
 )
 from topogen.operators.registry import detected_kinds
+from topogen.sources.cilium_config import CILIUM_CONFIG
 from topogen.sources.objects import typed_item
 from topogen.sources.yamlio import expand_paths
 from topogen.yamltext import load_yaml_text
 
-__all__ = ["CONFIG_NAME", "OPERATORS", "Found", "InitResult", "detect", "init_repository"]
+__all__ = [
+    "CILIUM_FILE",
+    "CONFIG_NAME",
+    "OPERATORS",
+    "Found",
+    "InitResult",
+    "detect",
+    "init_repository",
+]
 
 CONFIG_NAME = "topogen.yaml"
 NODES_FILE = "cluster/nodes.yaml"
+CILIUM_FILE = "cluster/cilium-config.yaml"  # where init suggests the agent's settings go
 # (API group, version or "" for every version, kind) -> the profile of its operator
 OPERATORS: dict[tuple[str, str, str], str] = detected_kinds()
 # objects that are no workload but shape one (a TrainJob's runtime): read with them
@@ -84,6 +94,7 @@ class Found:
     # workloads no operator reads (Deployments, Jobs ...): "Kind ns/name", their files
     plain: set[str] = field(default_factory=set)
     plain_files: set[str] = field(default_factory=set)
+    cilium_files: set[str] = field(default_factory=set)  # the agent's cilium-config ConfigMap
     plain_namespaces: set[str] = field(default_factory=set)
 
 
@@ -209,6 +220,8 @@ def _note(found: Found, obj: dict[str, Any], rel: str, f: Path, root: Path) -> N
     elif key in _NODE_KINDS:
         found.node_files.add(rel)
         found.zone_values.update(_zones(obj))
+    elif key == ("", "ConfigMap") and name == CILIUM_CONFIG:
+        found.cilium_files.add(rel)
 
 
 def _template_label_keys(obj: Any) -> set[str]:
@@ -288,7 +301,12 @@ def _j(value: Any) -> str:
 
 
 def config_text(found: Found, cluster: str) -> str:
-    nodes = sorted(found.node_files) or [NODES_FILE]
+    # without node files, the folder they go in (with the agent's cilium-config beside them)
+    nodes = (
+        sorted(found.node_files | found.cilium_files)
+        if found.node_files
+        else ["cluster/", *sorted(f for f in found.cilium_files if not f.startswith("cluster/"))]
+    )
     avoid = found.unreadable
     lines = [
         f"# yaml-language-server: $schema={SCHEMA_FILE}",
@@ -302,6 +320,13 @@ def config_text(found: Found, cluster: str) -> str:
     ]
     if not found.node_files:
         lines.append(f"    # the cluster's nodes: kubectl get nodes -o yaml > {NODES_FILE}")
+    if found.cilium_files:
+        lines.append("    # with the Cilium agent's settings (its cilium-config ConfigMap)")
+    elif found.policy_files:
+        lines += [
+            "    # and beside them the Cilium agent's settings (which labels count in identities):",
+            f"    #   kubectl -n kube-system get configmap cilium-config -o yaml > {CILIUM_FILE}",
+        ]
     lines += [
         f"    nodes: {_j(nodes)}",
         f"    networkPolicies: {_j(covering_folders(found.policy_files, avoid))}",
@@ -372,10 +397,15 @@ def _identity_lines(found: Found) -> list[str]:
     if found.topology_keys:
         keys = sorted(found.topology_keys)
         key = "topology.kubernetes.io/zone" if "topology.kubernetes.io/zone" in keys else keys[0]
+        where = (
+            f"read from {', '.join(sorted(found.cilium_files))}"
+            if found.cilium_files
+            else f"give topogen the agent's cilium-config ({CILIUM_FILE})"
+        )
         return [
             f"    # the policies select pods on {', '.join(keys)}: stamped from the node at",
             "    # binding. Cilium keeps it in identities only where the agent's `labels` option",
-            "    # lists it: say so under clusters[].cilium.identityLabels.",
+            f"    # lists it: {where}.",
             f"    identityLabel: {_j(key)}",
         ]
     stamped = {
@@ -426,7 +456,7 @@ def init_repository(root: Path, cluster: str = "default", force: bool = False) -
 def _kustomizations(found: Found, root: Path) -> dict[str, str]:
     """A kustomization.yaml for each workload folder that has none (or has one init wrote)."""
     out: dict[str, str] = {}
-    manifests = found.object_files - found.node_files
+    manifests = found.object_files - found.node_files - found.cilium_files
     for entry in workload_entries(found):
         folder = entry.rstrip("/")
         if not entry.endswith("/"):

@@ -26,11 +26,33 @@ from typing import Any, TypeVar
 import yaml
 
 from topogen.errors import TopogenError
+from topogen.sources.live_objects import (
+    CCNP,
+    CILIUM_CONFIG,
+    CILIUM_NAMESPACE,
+    CNP,
+    CONFIG_MAP,
+    NAMESPACE,
+    NETPOL,
+    NODE,
+    POD,
+    SNAPSHOT_KINDS,
+    ClusterObjects,
+    Kind,
+    PodRecord,
+    item_order,
+    kind_plural,
+    minimal,
+    pod_record,
+)
 from topogen.textui import step
 from topogen.yamlfast import YAML_UNSAFE_IN_JSON
 
 __all__ = [
+    "CCNP",
+    "CNP",
     "DEFAULT_TIMEOUT",
+    "NODE",
     "SNAPSHOT_API_VERSION",
     "ClusterObjects",
     "LiveError",
@@ -70,63 +92,6 @@ class LiveSource:
     page_size: int = PAGE_SIZE
 
 
-@dataclass(frozen=True)
-class _Kind:
-    kind: str
-    api_version: str
-    plural: str
-    namespaced: bool
-
-    @property
-    def group(self) -> str:
-        return self.api_version.rpartition("/")[0]
-
-    @property
-    def version(self) -> str:
-        return self.api_version.rpartition("/")[2]
-
-
-NAMESPACE = _Kind("Namespace", "v1", "namespaces", False)
-NODE = _Kind("Node", "v1", "nodes", False)
-CCNP = _Kind(
-    "CiliumClusterwideNetworkPolicy", "cilium.io/v2", "ciliumclusterwidenetworkpolicies", False
-)
-CNP = _Kind("CiliumNetworkPolicy", "cilium.io/v2", "ciliumnetworkpolicies", True)
-NETPOL = _Kind("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", True)
-POD = _Kind("Pod", "v1", "pods", True)
-SNAPSHOT_KINDS = (NAMESPACE, NODE, CCNP, CNP, NETPOL)  # also the order of a snapshot's items
-
-
-@dataclass(frozen=True)
-class ClusterObjects:
-    """Nodes, Namespaces and policies as minimal Kubernetes objects, sorted."""
-
-    items: tuple[Mapping[str, Any], ...]
-    warnings: tuple[str, ...] = ()
-
-    def count(self, kind: str) -> int:
-        return sum(1 for i in self.items if i["kind"] == kind)
-
-
-@dataclass(frozen=True)
-class PodRecord:
-    """A live Pod: its object (metadata and spec, as a workload reader takes it) and status."""
-
-    body: Mapping[str, Any]
-    node: str  # spec.nodeName, "" while not bound
-    phase: str
-    unschedulable: str  # the scheduler's message when PodScheduled=False/Unschedulable
-    terminating: bool = False
-
-    @property
-    def namespace(self) -> str:
-        return str(self.body["metadata"].get("namespace", ""))
-
-    @property
-    def name(self) -> str:
-        return str(self.body["metadata"]["name"])
-
-
 # --- public entry points --------------------------------------------------------------
 
 
@@ -157,7 +122,8 @@ def snapshot_document(objects: ClusterObjects) -> dict[str, Any]:
 
 
 SNAPSHOT_HEADER = (
-    "# topogen snapshot: the cluster's Nodes, Namespaces and network policies, reduced to what\n"
+    "# topogen snapshot: the cluster's Nodes, Namespaces, network policies and the Cilium\n"
+    "# agent's settings (its cilium-config ConfigMap), reduced to what\n"
     "# topogen reads. Written by `topogen snapshot`; do not edit. Name this file under\n"
     "# clusters[].nodes in topogen.yaml (it provides the policies and namespaces too).\n"
 )
@@ -176,6 +142,7 @@ def check_snapshot(text: str) -> None:
     """A snapshot is written only when topogen reads it back: an object the API server
     sent that topogen would refuse (a bad name, label or quantity) fails here, before
     anything is written, naming the object."""
+    from topogen.sources.cilium_config import read_cilium_config
     from topogen.sources.nodes import read_nodes
     from topogen.sources.objects import flatten
     from topogen.sources.policies import read_policies
@@ -189,6 +156,7 @@ def check_snapshot(text: str) -> None:
         read_nodes(objs, "topology.kubernetes.io/zone")
         read_policies(objs)
         read_namespaces(objs)
+        read_cilium_config(objs)
     except TopogenError as exc:
         raise LiveError(
             f"the cluster sent what topogen cannot read, so nothing was written: {exc}"
@@ -273,8 +241,33 @@ class _Session:
                 f"{self.host} has no {' or '.join(missing)} CRD (cilium.io/v2): reading no "
                 f"Cilium {'policies' if len(missing) == 2 else kind_plural(missing[0])}"
             )
-        items.sort(key=_item_order)
+        config, why = self.cilium_config()
+        items.extend(config)
+        warnings.extend(why)
+        items.sort(key=item_order)
         return ClusterObjects(tuple(items), tuple(warnings))
+
+    def cilium_config(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """The agent's cilium-config ConfigMap (get, in Cilium's namespace), reduced; or
+        none and why (missing, or not granted: the verdicts then use Cilium's defaults)."""
+        where = f"{CILIUM_NAMESPACE}/{CILIUM_CONFIG}"
+
+        def call(opts: dict[str, Any]) -> Any:
+            return self.core.read_namespaced_config_map(CILIUM_CONFIG, CILIUM_NAMESPACE, **opts)
+
+        try:
+            doc = self._send(call, CONFIG_MAP, CILIUM_NAMESPACE, self._options(None), "get")
+        except _NotFound as exc:
+            why = (
+                "forbidden (403): grant get as in argocd/snapshot-rbac.yaml"
+                if exc.args
+                else "missing"
+            )
+            return [], [
+                f"{self.host}: ConfigMap {where} {why}: the Cilium settings are Cilium's "
+                "defaults, unless topogen.yaml's clusters[].cilium says otherwise"
+            ]
+        return [minimal(CONFIG_MAP, doc)], []
 
     def pods(self, namespace: str) -> list[PodRecord]:
         try:
@@ -284,7 +277,7 @@ class _Session:
 
     # -- paging and errors --
 
-    def _list(self, kind: _Kind, namespace: str | None = None) -> list[Mapping[str, Any]]:
+    def _list(self, kind: Kind, namespace: str | None = None) -> list[Mapping[str, Any]]:
         """Every object, page by page (limit/continue): one consistent list."""
         items: list[Mapping[str, Any]] = []
         token: str | None = None
@@ -308,10 +301,13 @@ class _Session:
             if not token:
                 return items
 
-    def _page(self, kind: _Kind, namespace: str | None, token: str | None) -> dict[str, Any]:
-        from kubernetes.client.exceptions import ApiException
-        from kubernetes.config.config_exception import ConfigException
+    def _page(self, kind: Kind, namespace: str | None, token: str | None) -> dict[str, Any]:
+        opts = self._options(token)
+        opts["limit"] = self.source.page_size
+        return self._send(lambda o: self._call(kind, namespace, o), kind, namespace, opts)
 
+    def _options(self, token: str | None) -> dict[str, Any]:
+        """A request's options: the time left of the budget, the raw answer."""
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise LiveError(
@@ -320,20 +316,34 @@ class _Session:
                 hint="raise --timeout or check the API server",
             )
         opts: dict[str, Any] = {
-            "limit": self.source.page_size,
             "_preload_content": False,
             "_request_timeout": (min(_CONNECT_TIMEOUT, left), left),
         }
         if token:
             opts["_continue"] = token
+        return opts
+
+    def _send(
+        self,
+        call: Callable[[dict[str, Any]], Any],
+        kind: Kind,
+        namespace: str | None,
+        opts: dict[str, Any],
+        verb: str = "list",
+    ) -> dict[str, Any]:
+        """One request; its answer as a JSON object. 404 (and for a get, 403): _NotFound."""
+        from kubernetes.client.exceptions import ApiException
+        from kubernetes.config.config_exception import ConfigException
+
         try:
-            resp = self._call(kind, namespace, opts)
-            data = resp.data
+            data = call(opts).data
         except ApiException as exc:
             status = int(exc.status or 0)
             if status == 404:
                 raise _NotFound() from None
-            if status == 410 and token:
+            if status == 403 and verb == "get":
+                raise _NotFound(status) from None
+            if status == 410 and "_continue" in opts:
                 raise _Expired() from None
             raise LiveError(_api_error(self.host, kind, namespace, status, exc)) from None
         except ConfigException as exc:  # e.g. an exec credential plugin failing mid-read
@@ -343,12 +353,12 @@ class _Session:
         try:
             doc = json.loads(data)
         except ValueError:
-            raise LiveError(f"{self.host}: listing {kind.plural} returned no JSON") from None
+            raise LiveError(f"{self.host}: {verb} {kind.plural} returned no JSON") from None
         if not isinstance(doc, dict):
-            raise LiveError(f"{self.host}: listing {kind.plural} returned no list")
+            raise LiveError(f"{self.host}: {verb} {kind.plural} returned no object")
         return doc
 
-    def _call(self, kind: _Kind, namespace: str | None, opts: dict[str, Any]) -> Any:
+    def _call(self, kind: Kind, namespace: str | None, opts: dict[str, Any]) -> Any:
         if kind is NODE:
             return self.core.list_node(**opts)
         if kind is NAMESPACE:
@@ -409,7 +419,7 @@ def _api_client(source: LiveSource) -> Any:
     return client.ApiClient(cfg)
 
 
-def _api_error(host: str, kind: _Kind, namespace: str | None, status: int, exc: Any) -> str:
+def _api_error(host: str, kind: Kind, namespace: str | None, status: int, exc: Any) -> str:
     where = f" in namespace {namespace}" if namespace else ""
     what = f"list {kind.plural}{where}"
     message = _status_message(getattr(exc, "body", None))
@@ -472,91 +482,3 @@ def is_timeout(exc: Any) -> bool:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
-
-
-def kind_plural(kind: str) -> str:
-    return {
-        "CiliumNetworkPolicy": "namespaced policies",
-        "CiliumClusterwideNetworkPolicy": "clusterwide policies",
-    }.get(kind, kind)
-
-
-# --- reducing objects ---------------------------------------------------------------------
-
-
-def minimal(kind: _Kind, body: Mapping[str, Any]) -> dict[str, Any]:
-    """The object reduced to what topogen reads (and nothing that changes by itself)."""
-    meta = body.get("metadata") or {}
-    out_meta: dict[str, Any] = {"name": meta.get("name", "")}
-    if kind.namespaced:
-        out_meta["namespace"] = meta.get("namespace", "")
-    if kind in (NODE, NAMESPACE) and meta.get("labels"):
-        out_meta["labels"] = dict(meta["labels"])
-    out: dict[str, Any] = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": out_meta}
-    if kind is NODE:
-        spec = body.get("spec") or {}
-        node_spec: dict[str, Any] = {}
-        taints = [
-            {k: t[k] for k in ("key", "value", "effect") if t.get(k)}
-            for t in spec.get("taints") or ()
-        ]
-        if taints:
-            node_spec["taints"] = taints
-        if spec.get("unschedulable"):
-            node_spec["unschedulable"] = True
-        cidrs = spec.get("podCIDRs") or ([spec["podCIDR"]] if spec.get("podCIDR") else [])
-        if cidrs:
-            node_spec["podCIDRs"] = list(cidrs)
-        if node_spec:
-            out["spec"] = node_spec
-        allocatable = (body.get("status") or {}).get("allocatable") or {}
-        if allocatable:
-            out["status"] = {"allocatable": {str(k): str(v) for k, v in allocatable.items()}}
-    elif kind is not NAMESPACE:
-        for key in ("spec", "specs"):  # policies: the rules as written (Cilium: one or a list)
-            if body.get(key) is not None:
-                out[key] = body[key]
-    return out
-
-
-def pod_record(body: Mapping[str, Any], namespace: str) -> PodRecord:
-    """A live Pod as the workload readers take it, plus where the scheduler put it."""
-    meta = body.get("metadata") or {}
-    spec = body.get("spec") or {}
-    status = body.get("status") or {}
-    obj = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": meta.get("name", ""),
-            "namespace": meta.get("namespace") or namespace,
-            "labels": dict(meta.get("labels") or {}),
-            "annotations": {
-                k: v
-                for k, v in (meta.get("annotations") or {}).items()
-                if k.startswith("kueue.x-k8s.io/")  # the only annotations topogen reads
-            },
-        },
-        "spec": dict(spec),
-    }
-    unschedulable = ""
-    for cond in status.get("conditions") or ():
-        if (
-            cond.get("type") == "PodScheduled"
-            and cond.get("status") == "False"
-            and cond.get("reason") == "Unschedulable"
-        ):
-            unschedulable = _one_line(str(cond.get("message") or "unschedulable"))
-    return PodRecord(
-        body=obj,
-        node=str(spec.get("nodeName") or ""),
-        phase=str(status.get("phase") or "Pending"),
-        unschedulable=unschedulable,
-        terminating=bool(meta.get("deletionTimestamp")),
-    )
-
-
-def _item_order(item: Mapping[str, Any]) -> tuple[int, str, str]:
-    order = [k.kind for k in SNAPSHOT_KINDS]
-    meta = item["metadata"]
-    return order.index(item["kind"]), meta.get("namespace", ""), meta["name"]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from topogen.errors import InputError, Notice
 from topogen.manifest import KubeObject
 from topogen.model import NO_ZONE_PREFIX, Namespace, PolicySet, Service, Topology, Workload
+from topogen.sources.cilium_config import ClusterCilium, is_cilium_config, read_cilium_config
 from topogen.sources.nodes import read_nodes
 from topogen.sources.objects import flatten
 from topogen.sources.policies import read_policies, read_services
@@ -37,6 +38,7 @@ class ClusterInputs:
     namespaces: dict[str, Namespace]
     skipped: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()  # e.g. nodes without the zone label, once each
+    cilium: ClusterCilium | None = None  # the cluster's cilium-config, when given
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,11 @@ def load_cluster_inputs(
             hint="point clusters[].nodes at `kubectl get nodes -o yaml` output "
             "or a topogen snapshot",
         )
-    skipped = [f"{o.path}: {o.where()} is not a Node" for o in node_objs if o.kind != "Node"]
+    skipped = [
+        f"{o.path}: {o.where()} is not a Node"
+        for o in node_objs
+        if o.kind != "Node" and not is_cilium_config(o)
+    ]
     # a snapshot may carry the policies too: read them from the node sources as well
     policy_objs = read_objects(
         cluster.network_policies, base, f"clusters.{cluster.name}.networkPolicies", cfg
@@ -91,7 +97,12 @@ def load_cluster_inputs(
         for o in node_objs
         if o.kind != "Node" and (o.group, o.kind, o.applied_namespace, o.name) not in seen
     ]
-    policies = read_policies(policy_objs, cluster.cilium.settings(), services)
+    # the agent's settings: its cilium-config among the cluster's files (topogen.yaml's keys
+    # override them)
+    cilium = read_cilium_config(policy_objs)
+    policies = read_policies(
+        policy_objs, cluster.cilium.settings(cilium.values if cilium else None), services
+    )
     ns_objs = read_objects(cluster.namespaces, base, f"clusters.{cluster.name}.namespaces", cfg)
     namespaces = {n.name: n for n in read_namespaces(ns_objs + node_objs + policy_objs)}
     topology = Topology(
@@ -108,7 +119,9 @@ def load_cluster_inputs(
         for n in topology.nodes
         if n.zone.startswith(NO_ZONE_PREFIX)
     )
-    return ClusterInputs(cluster.name, topology, policies, namespaces, tuple(skipped), warnings)
+    return ClusterInputs(
+        cluster.name, topology, policies, namespaces, tuple(skipped), warnings, cilium
+    )
 
 
 def load_workload_inputs(
