@@ -179,8 +179,8 @@ class GroupConfig(_Strict):
     placement: Literal["spread", "pin"] = "spread"
     prefer_zones: list[LabelValue] = Field(default_factory=list, alias="preferZones")
     clusters: list[Name] | None = None  # default: every cluster
-    # true: the inputs may hold no job of this group (its jobs are created later, outside
-    # the repository); else a group that matches no workload fails `analyze`
+    # true: the inputs may hold no job of this group (it gets no policies until they do);
+    # else a group that matches no workload fails `analyze`
     allow_empty: bool = Field(False, alias="allowEmpty")
 
     @field_validator("profile")

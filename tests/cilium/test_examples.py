@@ -1,6 +1,6 @@
 """The bundled examples mean on Cilium what their comments say: topogen's verdicts for
 their pods in every zone (and their nodes, for hostNetwork pods) are Cilium's own, under
-the agent options each example's topogen.yaml declares.
+the agent options each example's cluster has (its cilium-config, read with the nodes).
 """
 
 from __future__ import annotations
@@ -62,11 +62,11 @@ def _setup(name: str) -> tuple[dict[str, Any], dict[str, Endpoint], PolicyIndex]
         for node in inputs.topology.nodes:
             ours[f"host/{node.name}"] = host_endpoint(node.name, node.labels)
             theirs.append({"name": f"host/{node.name}", "host": True, "node": node.name})
-    c = cluster.cilium
+    c = inputs.policies.cilium  # the agent's: its cilium-config, topogen.yaml's keys over it
     scenario = {
         "name": name,
         "agent": {
-            "labels": c.identity_labels,
+            "labels": list(c.identity_labels),
             "policyEnforcement": c.policy_enforcement,
             "hostFirewall": c.host_firewall,
             "nodeSelectorLabels": c.node_selector_labels,

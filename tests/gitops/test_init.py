@@ -152,7 +152,8 @@ def test_init_detects_operators_and_namespaces(tmp_path: Path) -> None:
         .startswith("# yaml-language-server: $schema=topogen.schema.json\n")
     )
     assert json.loads((repo / "topogen.schema.json").read_text())["title"] == "topogen.yaml"
-    assert cluster.nodes == ["cluster/nodes.yaml"] and (repo / "cluster").is_dir()
+    # no nodes found: the folder they go in (with the agent's cilium-config beside them)
+    assert cluster.nodes == ["cluster/"] and (repo / "cluster").is_dir()
     assert "charts/app/templates/deploy.yaml" in result.stderr  # skipped, said so
     assert "kubectl get nodes -o yaml" in result.stderr
 
@@ -194,7 +195,8 @@ def test_init_then_render(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["init", str(repo), "--cluster", "hpc"])
     assert result.exit_code == 0, result.output
     cfg = yaml.safe_load((repo / "topogen.yaml").read_text())
-    assert cfg["clusters"][0]["nodes"] == ["cluster/nodes.yaml"]  # the snapshot it found
+    # the nodes and the agent's settings it found
+    assert cfg["clusters"][0]["nodes"] == ["cluster/cilium-config.yaml", "cluster/nodes.yaml"]
     result = CliRunner().invoke(main, ["render", "-c", str(repo / "topogen.yaml")])
     assert result.exit_code == 0, result.output
     names = {o["metadata"]["name"] for o in kustomize(repo / "kustomize" / "overlays" / "hpc")}

@@ -92,7 +92,7 @@ def render_command(
     done()
     for w in result.report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)
-    for e in result.report.empty_groups:  # its policies still apply to jobs created later
+    for e in result.report.empty_groups:  # no policies for it: said, as analyze fails on it
         click.echo(f"topogen: warning: {e}", err=True)
     out = Path(out_dir) if out_dir else Path(config_path).parent
     config_shown = _shown_config(Path(config_path), out)

@@ -375,8 +375,9 @@ def workload_entries(found: Found) -> list[str]:
 
 
 def _agent_lines(found: Found) -> list[str]:
-    """The cilium-agent options the policies found are written for (check them)."""
-    if not (found.host_policies or found.node_peers):
+    """The cilium-agent options the policies found are written for (check them); none when
+    the agent's own cilium-config was found (it says)."""
+    if found.cilium_files or not (found.host_policies or found.node_peers):
         return []
     lines = [
         "    # the agent these policies are written for: check it has these options",

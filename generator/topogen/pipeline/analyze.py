@@ -77,7 +77,8 @@ class EmptyGroup:
             f"cluster {self.cluster}: group {self.group} matches no workload: it selects "
             f"{self.selector}, and none of the {self.templates} pod template(s) read matches; "
             "fix its profile, labels or namespaces (or the config's workloads), or set "
-            "allowEmpty: true on the group when its jobs are created outside these inputs"
+            "allowEmpty: true on the group if it is meant to have no job here (it gets no "
+            "policies until it has one)"
         )
 
 
