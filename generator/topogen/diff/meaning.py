@@ -25,7 +25,7 @@ from topogen.render.vocabulary import (
     ZONES,
 )
 
-__all__ = ["added_notes", "changed_notes", "removed_notes", "subject"]
+__all__ = ["actions_of", "added_notes", "changed_notes", "removed_notes", "subject"]
 
 DENIED = DENIED_ZONE_PAIRS
 _ROLE_NAMES = {"validate": "validation", "worker": "workers", "mutate": "mutation"}
@@ -147,6 +147,11 @@ def _actions(obj: Any) -> frozenset[str]:
             if isinstance(v, str):
                 found.add(v)
     return frozenset(found)
+
+
+def actions_of(obj: Any) -> frozenset[str]:
+    """The validation actions an object's fields name, in each field's own words."""
+    return _actions(obj)
 
 
 def _action_notes(old: Any, new: Any) -> Iterator[str]:
