@@ -26,10 +26,11 @@ SEVERITY = {
 
 def analysis_delta(old: AnalysisReport, new: AnalysisReport) -> AnalysisDelta:
     changes = _finding_changes(old.findings, new.findings)
-    worst: dict[tuple[str, str], int] = {}
+    worst: dict[tuple[str, str], FindingKind] = {}
     for f in old.findings:
         key = (f.cluster, f.group)
-        worst[key] = max(worst.get(key, 0), SEVERITY.get(f.kind, 0))
+        if SEVERITY.get(f.kind, 0) > SEVERITY.get(worst.get(key, FindingKind.OK), 0):
+            worst[key] = f.kind
     fixed = {(p.cluster, p.group.name) for p in new.plans if p.enforceable and not p.refused}
     return AnalysisDelta(
         tuple(_truthful(c, worst, fixed) for c in changes), _plan_changes(old.plans, new.plans)
@@ -37,19 +38,21 @@ def analysis_delta(old: AnalysisReport, new: AnalysisReport) -> AnalysisDelta:
 
 
 def _truthful(
-    c: FindingChange, worst: dict[tuple[str, str], int], fixed: set[tuple[str, str]]
+    c: FindingChange, worst: dict[tuple[str, str], FindingKind], fixed: set[tuple[str, str]]
 ) -> FindingChange:
     """New only where the group's verdict is new or worse; fixed where a fix is rendered."""
     if not c.problem or c.status == "disappears":
         return c
-    severity = SEVERITY.get(FindingKind(c.kind), 0)
-    new = severity > worst.get((c.cluster, c.group), 0)
+    before = worst.get((c.cluster, c.group))
+    new = SEVERITY.get(FindingKind(c.kind), 0) > SEVERITY.get(before or FindingKind.OK, 0)
     has_fix = (c.cluster, c.group) in fixed and c.kind != FindingKind.UNSCHEDULABLE.value
     headline = c.headline
-    if c.status == "appears" and not new:
-        headline = f"job {c.namespace}/{c.job} joins group {c.group}, already {c.kind} before" + (
-            ": the rendered fix covers it" if has_fix else ", and nothing fixes it"
-        )
+    if c.status == "appears" and not new and before is not None:
+        fix = ": the rendered fix covers it" if has_fix else ", and nothing fixes it"
+        if before.value == c.kind:
+            headline = f"job {c.namespace}/{c.job} joins group {c.group}, already {c.kind}{fix}"
+        else:
+            headline = f"group {c.group} is now {c.kind}, no worse than {before.value} before{fix}"
     return replace(c, new_problem=new, fixed=has_fix, headline=headline)
 
 

@@ -71,7 +71,7 @@ def findings_line(report: DiffReport) -> str | None:
     if known:
         covered = sum(1 for f in known if f.fixed)
         parts.append(
-            f"{len(known)} known problem{'s' if len(known) != 1 else ''} of new jobs "
+            f"{len(known)} known problem{'s' if len(known) != 1 else ''} "
             f"({covered} covered by the rendered fix)"
         )
     if changed:
