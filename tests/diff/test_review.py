@@ -5,7 +5,6 @@ do, refusals and render's warnings; "new problem" only for a new or worse verdic
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -104,7 +103,13 @@ def test_refused_render_says_why_and_removes_nothing(prs: dict[str, dict[str, st
     md = p["markdown"]
     assert "render refused (1), nothing written" in md.splitlines()[2]
     assert "- **Refused**: group pytorch: no domain can hold it" in first_screen(md)
-    assert row(md, "research/gpt-huge").startswith("| `research/gpt-huge` | 10 | none | none |")
+    assert row(md, "research/gpt-huge").startswith(
+        "| `research/gpt-huge` | 10 | none | none | **refused**: no allowed domain holds its 10 GPUs"
+    )
+    # the jobs it had keep their domain: nothing is written, the cluster keeps its policies
+    assert row(md, "research/resnet").startswith(
+        "| `research/resnet` | 6 | us-east-1a | us-east-1a | kept: the render is refused"
+    )
     assert "| removed |" not in md and "no longer rendered" not in md
     summary = json.loads(p["json"])["summary"]
     assert summary["refused"] == 1 and summary["objects"]["removed"] == 0

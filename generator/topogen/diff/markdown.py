@@ -118,9 +118,10 @@ def _cluster_summary(r: ClusterReview) -> list[str]:
         lines += ["| Job | GPUs | Before | After | Change |", "|:--|--:|:--|:--|:--|"]
         for row in sorted(r.rows, key=lambda x: (_ORDER[x.status], x.job)):
             status = row.status if row.status == "kept" else f"**{row.status}**"
-            why = row.reason + (" (queued: waits for GPUs)" if row.queued else "")
-            if why.strip():
-                status += f": {_cell(why.strip())}"
+            if row.reason:
+                status += f": {_cell(row.reason)}"
+            if row.queued:
+                status += " (queued: waits for GPUs)"
             lines.append(
                 f"| {_code(row.job)} | {_cell(row.gpus)} | {_cell(row.before or 'none')} | "
                 f"{_cell(row.after or 'none')} | {status} |"

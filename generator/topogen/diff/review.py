@@ -138,15 +138,17 @@ def _rows(
                 group, job, gpus, b[0] if b else "", a[0] if a else "", status, why, queued
             )
         )
-    for group in sorted(refused):
+    for group in sorted(refused):  # nothing is written: its known jobs keep their domain
         listed = rendered.jobs.get((cluster, group), ()) if rendered else ()
         for job, gpus in listed:
             b = old.get((group, job))
-            out.append(
-                PlacementRow(
-                    group, job, gpus, b[0] if b else "", "", "refused", "no domain holds it"
-                )
-            )
+            if b is not None:
+                row = PlacementRow(group, job, gpus, b[0], b[0], "kept",
+                                   "the render is refused: its policies stay", b[2])  # fmt: skip
+            else:
+                why = f"no allowed domain holds its {gpus} GPUs ({cluster} keeps its policies)"
+                row = PlacementRow(group, job, gpus, "", "", "refused", why)
+            out.append(row)
     return tuple(out)
 
 
