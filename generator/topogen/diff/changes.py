@@ -16,6 +16,7 @@ __all__ = [
     "ObjectKey",
     "PlacementRow",
     "PlanChange",
+    "RowStatus",
     "Tree",
     "TreeEntry",
     "cluster_of",
@@ -25,6 +26,7 @@ __all__ = [
 FieldOp = Literal["added", "removed", "changed", "reordered"]
 ObjectStatus = Literal["added", "removed", "changed"]
 FindingStatus = Literal["appears", "disappears", "changes"]
+RowStatus = Literal["new", "kept", "moved", "removed", "refused"]
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,7 @@ class PlacementRow:
     gpus: str
     before: str  # its domain before ("" when it had none)
     after: str  # its domain after ("" when it has none)
-    status: Literal["new", "kept", "moved", "removed", "refused"]
+    status: RowStatus
     reason: str = ""  # moved: why (the re-pin), refused: why not
     queued: bool = False  # after: it waits its turn for GPUs in its domain
 

@@ -13,7 +13,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from topogen.diff.changes import ClusterReview, PlacementRow, Tree, TreeEntry, cluster_of
+from topogen.diff.changes import (
+    ClusterReview,
+    PlacementRow,
+    RowStatus,
+    Tree,
+    TreeEntry,
+    cluster_of,
+)
 from topogen.diff.meaning import actions_of
 from topogen.model import LAST_PLACEMENTS_FILE
 from topogen.render.vocabulary import DENIED_ZONE_PAIRS, GROUP_LABEL, ROLE_LABEL
@@ -118,6 +125,7 @@ def _rows(
     old, new = before[0], after[0]
     refused = rendered.refused_groups.get(cluster, frozenset()) if rendered else frozenset()
     out = []
+    status: RowStatus
     for group, job in sorted(old.keys() | new.keys(), key=lambda k: (k[1], k[0])):
         b, a = old.get((group, job)), new.get((group, job))
         if group in refused:
