@@ -256,7 +256,7 @@ def deployment(
 
 def rendered_tree(out: Path) -> dict[str, bytes]:
     """What a reader of the output tree sees: every file under out's non-dot entries
-    (through the top folders' symlinks into .topogen/tree), by relative path."""
+    (through symlinked top folders too: an older topogen's layout), by relative path."""
     found: dict[str, bytes] = {}
     for entry in sorted(out.iterdir()) if out.is_dir() else []:
         if entry.name.startswith("."):

@@ -64,6 +64,7 @@ kyverno-reports-controller | github.com/kyverno/kyverno | github.com/kyverno/kyv
 gatekeeper-controller-manager | github.com/open-policy-agent/gatekeeper/v3 | github.com/open-policy-agent/gatekeeper/v3 | -X github.com/open-policy-agent/gatekeeper/v3/pkg/version.Version=@VERSION@ | gatekeeper
 cyclonus | github.com/mattfenwick/cyclonus | topogen.local/tools/cyclonus | -X github.com/mattfenwick/cyclonus/pkg/cli.version=@VERSION@ | cyclonus | src
 argocd-cmp | github.com/argoproj/argo-cd/v3 | topogen.local/tools/argocd-cmp | | argocd-cmp | src
+actionlint | github.com/rhysd/actionlint | github.com/rhysd/actionlint/cmd/actionlint | -X github.com/rhysd/actionlint.version=@VERSION@
 '
 
 tmp=

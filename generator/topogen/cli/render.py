@@ -87,14 +87,14 @@ def render_command(
     if to_stdout and output == "json":
         raise click.UsageError("--stdout prints YAML and -o json prints JSON: give one of them")
     cfg = with_default_namespace(load_config(config_path, allow_outside=allow_outside), namespace)
+    out = Path(out_dir) if out_dir else Path(config_path).parent
     done = install_progress()
-    result = render(cfg, list(clusters) or None)
+    result = render(cfg, list(clusters) or None, out=out)
     done()
     for w in result.report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)
     for e in result.report.empty_groups:  # no policies for it: said, as analyze fails on it
         click.echo(f"topogen: warning: {e}", err=True)
-    out = Path(out_dir) if out_dir else Path(config_path).parent
     config_shown = _shown_config(Path(config_path), out)
     header = GENERATED_HEADER.format(config=config_shown)
     printing = to_stdout or output is not None
