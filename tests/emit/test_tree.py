@@ -445,6 +445,29 @@ def test_an_oserror_while_journalling_leaves_the_previous_tree(
     assert sorted(os.listdir(example / CONTROL)) == [MANIFEST]
 
 
+def test_an_oserror_after_the_commit_is_finished_by_the_next_command(
+    example: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real, calls = os.replace, [0]
+
+    def flaky(src: object, dst: object) -> None:
+        calls[0] += 1
+        if calls[0] == 3:
+            raise OSError(5, "Input/output error", str(dst))
+        real(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(journal.os, "replace", flaky)
+    result = render_again(example, "topogen-after.yaml")
+    monkeypatch.setattr(journal.os, "replace", real)
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "the render is journalled: the next topogen command finishes it" in result.stderr
+    assert (example / CONTROL / journal.JOURNAL).is_dir()
+    finished = invoke("analyze", "-c", example / "topogen-after.yaml")
+    assert "finished a render that was interrupted" in finished.stderr
+    assert generated(example) == tmp_render(example, "topogen-after.yaml")
+    assert sorted(os.listdir(example / CONTROL)) == [MANIFEST]
+
+
 def test_a_second_render_of_the_same_tree_waits_for_none(example: Path) -> None:
     fd = os.open(example, os.O_RDONLY)
     try:

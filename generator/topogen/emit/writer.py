@@ -185,7 +185,12 @@ def _write(
         except OSError as exc:
             _discard(cur.out)
             raise _Unchanged(exc) from None
-        apply(cur.out, commit(staging), plan)
+        journal = commit(staging)
+        try:
+            apply(cur.out, journal, plan)
+        except OSError as exc:
+            tail = "; the render is journalled: the next topogen command finishes it"
+            raise _error(exc, cur.out, tail) from None
     return WriteReport(
         tuple(sorted({p.split("/")[0] for p in paths})),
         len(plan.written),
