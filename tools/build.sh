@@ -44,7 +44,10 @@ set -euo pipefail
 # the aggregation of admission reports into PolicyReports) share tools/kyverno/
 # with the CLI; gatekeeper-controller-manager (the
 # Gatekeeper module's root package, upstream's `manager` binary) shares
-# tools/gatekeeper/ with gator.
+# tools/gatekeeper/ with gator. karpenter-kwok is Karpenter's controller with its
+# KWOK cloud provider (the module's kwok/ main package); its go.mod pins Go 1.27.3
+# (Karpenter v1.15.0 asks for 1.26.9), the only tool built with another Go. kwok is
+# the KWOK controller (cmd/kwok), whose version is a constant in its source.
 # ---------------------------------------------------------------------------
 TOOLS_TABLE='
 kyverno | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@
@@ -60,6 +63,8 @@ kyverno-admission-controller | github.com/kyverno/kyverno | github.com/kyverno/k
 kyverno-reports-controller | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/reports-controller | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@ | kyverno
 gatekeeper-controller-manager | github.com/open-policy-agent/gatekeeper/v3 | github.com/open-policy-agent/gatekeeper/v3 | -X github.com/open-policy-agent/gatekeeper/v3/pkg/version.Version=@VERSION@ | gatekeeper
 cyclonus | github.com/mattfenwick/cyclonus | topogen.local/tools/cyclonus | -X github.com/mattfenwick/cyclonus/pkg/cli.version=@VERSION@ | cyclonus | src
+karpenter-kwok | sigs.k8s.io/karpenter | sigs.k8s.io/karpenter/kwok | -X sigs.k8s.io/karpenter/pkg/operator.Version=@VERSION@
+kwok | sigs.k8s.io/kwok | sigs.k8s.io/kwok/cmd/kwok |
 '
 
 tmp=
