@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from karpenter_harness import KarpenterPlane, start_karpenter
+from karpenter_kit import INSTANCE_TYPES
 from kyverno_harness import PLUGINS, Kyverno, start_kyverno
 from kyverno_kit import NAME
 from live_harness import ControlPlane, start_control_plane
@@ -85,3 +87,38 @@ def kyverno_plane(
         cp.kube().delete(f"/apis/policies.kyverno.io/v1/{kind}")
     k.delete_generated()
     k.wait_unregistered([NAME + s for s in ("-mutate", "-validate")])
+
+
+@pytest.fixture(scope="session")
+def karpenter_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KarpenterPlane]:
+    """A control plane with Karpenter (its KWOK provider) and the KWOK controller, for
+    test_live_karpenter*.py."""
+    for tool in ("etcd", "kube-apiserver", "kube-scheduler"):
+        require_tool(tool)
+    karpenter, kwok = require_tool("karpenter-kwok"), require_tool("kwok")
+    work = tmp_path_factory.mktemp("karpenter-plane")
+    cp = start_control_plane(TOOLS_BIN, work)
+    try:
+        plane = start_karpenter(cp, karpenter, kwok, work / "karpenter", INSTANCE_TYPES)
+    except BaseException:
+        cp.stop()
+        raise
+    try:
+        yield plane
+    finally:
+        plane.stop()
+        cp.stop()
+
+
+@pytest.fixture
+def karpenter_plane(karpenter_session: KarpenterPlane) -> Iterator[KarpenterPlane]:
+    """The Karpenter plane without pods, NodePools, NodeClaims or nodes; both running."""
+    plane = karpenter_session
+    for controller in (plane.kwok, plane.karpenter):
+        if not controller.alive():
+            controller.start()
+    for ns in sorted(plane.cp.dirty_namespaces):
+        plane.cp.delete_pods(ns)
+    plane.karpenter.clear()
+    plane.cp.reset()
+    yield plane
