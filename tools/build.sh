@@ -45,9 +45,12 @@ set -euo pipefail
 # with the CLI; gatekeeper-controller-manager (the
 # Gatekeeper module's root package, upstream's `manager` binary) shares
 # tools/gatekeeper/ with gator. karpenter-kwok is Karpenter's controller with its
-# KWOK cloud provider (the module's kwok/ main package); its go.mod pins Go 1.27.3
-# (Karpenter v1.15.0 asks for 1.26.9), the only tool built with another Go. kwok is
-# the KWOK controller (cmd/kwok), whose version is a constant in its source.
+# KWOK cloud provider (the module's kwok/ main package); its go.mod carries
+# `toolchain go1.27.3` (Karpenter v1.15.0 asks for 1.26.9). kwok is the KWOK
+# controller (cmd/kwok), whose version is a constant in its source. argocd-cmp is our own program on Argo CD v3.6.2's packages
+# (the CMP server, the repo-server's GenerateManifests and discovery, the ApplicationSet
+# controller's rendering, kustomize); v3.6 asks for go 1.27, so its go.mod carries
+# `toolchain go1.27.3`, which choose_toolchain exports as GOTOOLCHAIN for that build only.
 # ---------------------------------------------------------------------------
 TOOLS_TABLE='
 kyverno | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@
@@ -65,6 +68,7 @@ gatekeeper-controller-manager | github.com/open-policy-agent/gatekeeper/v3 | git
 cyclonus | github.com/mattfenwick/cyclonus | topogen.local/tools/cyclonus | -X github.com/mattfenwick/cyclonus/pkg/cli.version=@VERSION@ | cyclonus | src
 karpenter-kwok | sigs.k8s.io/karpenter | sigs.k8s.io/karpenter/kwok | -X sigs.k8s.io/karpenter/pkg/operator.Version=@VERSION@
 kwok | sigs.k8s.io/kwok | sigs.k8s.io/kwok/cmd/kwok |
+argocd-cmp | github.com/argoproj/argo-cd/v3 | topogen.local/tools/argocd-cmp | | argocd-cmp | src
 '
 
 tmp=
