@@ -55,6 +55,9 @@ class GroupPlan:
     # (empty: the profile's own); and the detached pods' selectors (KubeRay's submitters)
     anchors: tuple[LabelSelector, ...] = ()
     detached: tuple[LabelSelector, ...] = ()
+    # the autoscalers' nodes its (known) jobs need, where and up to what (empty: they fit
+    # the existing nodes): `NodePool gpu in us-east-1b, up to 16 GPUs`
+    scale_up: tuple[str, ...] = ()
 
     @property
     def enforceable(self) -> bool:
@@ -76,8 +79,9 @@ class GroupPlan:
             return f"none: {self.refused}"
         if self.domain is None:
             return "none: no jobs of this group to plan for"
+        grown = f"; fits after scale-up: {'; '.join(self.scale_up)}" if self.scale_up else ""
         if self.spread and len(self.domains) > 1:  # one domain: as pinned
-            return self._describe_spread()
+            return self._describe_spread() + grown
         tols = ", ".join(_tol(t) for t in self.tolerations) or "none needed"
         ident = f", identity {self.identity[0]}={self.identity[1]}" if self.identity else ""
         # a domain of its own name's one zone is said once, not `zone-a (zone-a)`
@@ -86,6 +90,7 @@ class GroupPlan:
             f"confine to {self.domain}{zones}: coordinator tolerates "
             f"{tols}, node affinity {self.zone_label} in [{', '.join(self.zones)}]{ident}; "
             f"workers require pod affinity to {self._anchor_text()} on {self.topology_key}"
+            f"{grown}"
         )
 
     def _anchor_text(self) -> str:

@@ -6,7 +6,7 @@ a constraint the capacity cannot meet turns a network failure into an eternal Pe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from fractions import Fraction
 
@@ -20,7 +20,7 @@ from topogen.model import Toleration
 from topogen.model import quantity as _count
 from topogen.operators.registry import profile_for
 from topogen.plan.anchors import detached_selectors, worker_anchors
-from topogen.plan.assignment import Assignment, JobNeed, assign
+from topogen.plan.assignment import Assignment, JobNeed, PoolNeed, assign
 from topogen.plan.fallback import Fallback, choose
 from topogen.plan.group_plan import GroupPlan, JobDomain
 from topogen.plan.identity_source import identity_source
@@ -116,6 +116,9 @@ def _plan_pin(base: GroupPlan, planned: Sequence[JobAnalysis], why: str) -> Grou
     check = index[0][chosen]
     notes = [base.note, why]
     total = sum((ix[chosen].gpus_needed for ix in index), Fraction(0))
+    scale_up = {t for ix in index for t in ix[chosen].scale_up}
+    if total > check.gpus_now:  # together they need more than its existing nodes have
+        scale_up.update(r.describe() for r in check.rooms)
     if len(planned) > 1 and total > check.gpus_free:
         notes.append(
             f"group {group.name}: its {len(planned)} jobs fit {chosen} one at a time but "
@@ -129,6 +132,7 @@ def _plan_pin(base: GroupPlan, planned: Sequence[JobAnalysis], why: str) -> Grou
         tolerations=tuple(sorted({t for ix in index for t in ix[chosen].tolerations})),
         identity=check.identity,
         note="; ".join(n for n in notes if n),
+        scale_up=tuple(sorted(scale_up)),
     )
 
 
@@ -187,9 +191,37 @@ def _plan_spread(
             if len(domains) == 1 or any(p[0] in zs and p[1] in zs for _, zs in domains)
         ),
     )
-    capacity = {_unit(plan.topology_key, n): check[n].gpus_free for n in used}
-    a = assign(_needs(plan, planned), capacity)
+    capacity, pools = _capacity((_unit(plan.topology_key, n), check[n]) for n in used)
+    a = assign(_needs(plan, planned), capacity, pools)
     return _with_jobs(plan, planned, a, _job_names([(plan, planned)]))
+
+
+def _capacity(
+    checks: Iterable[tuple[str, DomainCheck]],
+) -> tuple[dict[str, Fraction], list[PoolNeed]]:
+    """The packing's capacity: each domain's existing GPUs, and per autoscaler pool what it
+    can add in each domain, its budget shared by all of them (plan/capacity.py)."""
+    fixed: dict[str, Fraction] = {}
+    budgets: dict[str, Fraction] = {}
+    rooms: dict[str, dict[str, Fraction]] = {}
+    for unit, c in checks:
+        if unit in fixed:
+            continue
+        fixed[unit] = c.gpus_now
+        for r in c.rooms:
+            budgets[r.pool] = r.budget
+            rooms.setdefault(r.pool, {})[unit] = r.gpus
+    return fixed, [PoolNeed(p, budgets[p], rooms[p]) for p in sorted(rooms)]
+
+
+def _scale_up_texts(j: JobAnalysis, name: str, pools: Sequence[str]) -> tuple[str, ...]:
+    """Where the job's domain gets the nodes it needs: its own (it does not fit the existing
+    nodes alone) and the pools the packing drew on there."""
+    check = _domain_index(j).get(name)
+    if check is None:
+        return ()
+    texts = {*check.scale_up, *(r.describe() for r in check.rooms if r.pool in pools)}
+    return tuple(sorted(texts))
 
 
 def _needs(plan: GroupPlan, planned: Sequence[JobAnalysis]) -> list[JobNeed]:
@@ -223,6 +255,7 @@ def _with_jobs(
 ) -> GroupPlan:
     zones = dict(plan.domains)
     waits: dict[str, list[str]] = {}  # a packed job -> the queued jobs that wait for it
+    scale_up: set[str] = set()
     for q, ks in a.excludes.items():
         for k in ks:
             waits.setdefault(k, []).append(q)
@@ -233,6 +266,8 @@ def _with_jobs(
         need = _count(j.domains[0].gpus_needed)
         free = _count(a.free.get(_unit(plan.topology_key, name), Fraction(0)))
         excludes = tuple(sorted(names[k] for k in a.excludes.get(key, ())))
+        grown = _scale_up_texts(j, name, a.scale_up.get(_unit(plan.topology_key, name), ()))
+        scale_up.update(grown)
         if key not in a.runs_at_once:
             reason = (
                 f"queued: the known jobs need more GPUs than their domains have at once; "
@@ -248,6 +283,8 @@ def _with_jobs(
             if key in waits:
                 later = tuple(sorted(names[q] for q in waits[key]))
                 reason += f"; {_jobs_text(later)} queued behind it"
+        if grown:
+            reason += f"; fits after scale-up: {'; '.join(grown)}"
         out.append(
             JobDomain(
                 f"{j.job.namespace}/{j.job.job}", j.job.job, name, zones[name], reason, excludes
@@ -273,6 +310,7 @@ def _with_jobs(
         note=note,
         fallback_domains=where,
         fallback=why,
+        scale_up=tuple(sorted(scale_up)),
     )
 
 
@@ -303,17 +341,20 @@ def plan_cluster(
     of the pinned groups' jobs, so no two groups count the same GPUs free. Domains are
     told apart by the key they co-locate on (zone or domain label): a cluster mixing both
     counts each key's capacity on its own."""
-    capacity: dict[str, Fraction] = {}
-    for p, js in zip(plans, jobs, strict=True):
-        for j in js:
-            for d in j.domains:
-                capacity.setdefault(_unit(p.topology_key, d.name), d.gpus_free)
+    capacity, pools = _capacity(
+        (_unit(p.topology_key, d.name), d)
+        for p, js in zip(plans, jobs, strict=True)
+        for j in js
+        for d in j.domains
+    )
     for p, js in zip(plans, jobs, strict=True):
         if p.enforceable and not p.spread and p.domain is not None:
             k = _unit(p.topology_key, p.domain)
             need = sum((_domain_index(j)[p.domain].gpus_needed for j in js
                         if j.job.key in p.jobs), Fraction(0))  # fmt: skip
-            capacity[k] = max(Fraction(0), capacity.get(k, Fraction(0)) - need)
+            own = min(need, capacity.get(k, Fraction(0)))
+            capacity[k] = capacity.get(k, Fraction(0)) - own
+            pools = _drawn(pools, k, need - own)
     spread = [
         (g, p, [j for j in js if j.job.key in p.jobs])
         for g, (p, js) in enumerate(zip(plans, jobs, strict=True))
@@ -321,11 +362,22 @@ def plan_cluster(
     ]
     if not spread:
         return list(plans)
-    a = assign([n for _, p, js in spread for n in _needs(p, js)], capacity)
+    a = assign([n for _, p, js in spread for n in _needs(p, js)], capacity, pools)
     names = _job_names([(p, js) for _, p, js in spread])
     out = list(plans)
     for g, p, js in spread:
         out[g] = _with_jobs(p, js, a, names)
+    return out
+
+
+def _drawn(pools: Sequence[PoolNeed], unit: str, need: Fraction) -> list[PoolNeed]:
+    """The pools once a pinned group takes `need` GPUs of theirs in that domain."""
+    out = []
+    for p in pools:
+        part = max(Fraction(0), min(need, p.room.get(unit, Fraction(0)), p.budget))
+        need -= part
+        room = {d: v - part if d == unit else v for d, v in p.room.items()}
+        out.append(replace(p, budget=p.budget - part, room=room))
     return out
 
 
