@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from topogen.model import NodeSelectorRequirement, Taint
+from topogen.model import NodeSelectorRequirement, Taint, quantity
 
 __all__ = [
     "ARCH_LABEL",
@@ -23,9 +23,11 @@ __all__ = [
     "NODES",
     "NODE_GROUP",
     "OS_LABEL",
+    "UNLIMITED_GPUS",
     "InstanceType",
     "NodePool",
     "Offering",
+    "gpus_text",
 ]
 
 KARPENTER = "NodePool"  # NodePool.kind of a Karpenter NodePool
@@ -36,6 +38,13 @@ CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ARCH_LABEL = "kubernetes.io/arch"
 OS_LABEL = "kubernetes.io/os"
+# the GPUs a pool without a limit that stops it can add: more than any packing needs
+UNLIMITED_GPUS = Fraction(10**12)
+
+
+def gpus_text(gpus: Fraction) -> str:
+    """A count of GPUs as messages say it: `unlimited` where a pool without limits adds them."""
+    return "unlimited" if gpus >= UNLIMITED_GPUS / 2 else quantity(gpus)
 
 
 @dataclass(frozen=True, order=True)

@@ -16,6 +16,8 @@ from karpenter_harness import NODECLASS_REF, ZONE
 
 HERE = Path(__file__).resolve().parent / "karpenter"
 INSTANCE_TYPES = HERE / "instance-types.json"
+PYTORCHJOB = HERE / "pytorchjob.yaml"
+ZONE_POLICY = HERE / "zone-policy.yaml"  # the job may run in us-east-1a or us-east-1b only
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 NAMESPACE = "research"
 GPU = "nvidia.com/gpu"
@@ -149,3 +151,45 @@ def _quantity(text: str) -> float:
         if text.endswith(suffix):
             return float(text[: -len(suffix)]) * factor
     return float(text)
+
+
+def topogen_tree(root: Path, pools: Sequence[Mapping[str, Any]]) -> Path:
+    """The scenario as a GitOps folder topogen reads: the CPU nodes and these NodePools
+    (`kubectl get nodes,nodepools -o yaml`), the zone policy, the PyTorchJob, and the
+    instance types Karpenter's KWOK provider offers (the very file Karpenter reads) as the
+    declared instance types; the topogen.yaml of its one group. Returns that file."""
+    (root / "cluster").mkdir(parents=True)
+    (root / "cluster" / "nodes.yaml").write_text(yaml.safe_dump_all([*cpu_nodes(), *pools]))
+    for folder, src in (
+        ("cilium", ZONE_POLICY),
+        ("workloads", PYTORCHJOB),
+        ("karpenter", INSTANCE_TYPES),
+    ):
+        (root / folder).mkdir()
+        (root / folder / src.name).write_text(src.read_text())
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+    (root / "workloads" / "namespace.yaml").write_text(yaml.safe_dump(namespace))
+    config = {
+        "apiVersion": "topogen.io/v1alpha1",
+        "kind": "TopogenConfig",
+        "clusters": [
+            {
+                "name": "live",
+                "nodes": ["cluster/"],
+                "networkPolicies": ["cilium/"],
+                "cilium": {"identityLabels": [f"k8s:{ZONE}", "k8s:training.kubeflow.org"]},
+                "autoscaling": {"instanceTypeFiles": [f"karpenter/{INSTANCE_TYPES.name}"]},
+            }
+        ],
+        "workloads": ["workloads/"],
+        "groups": [
+            {
+                "name": "pytorch",
+                "profile": "kubeflow-training-operator",
+                "namespaces": [NAMESPACE],
+                "identityLabel": ZONE,
+            }
+        ],
+    }
+    (root / "topogen.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return root / "topogen.yaml"

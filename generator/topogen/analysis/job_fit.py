@@ -124,8 +124,13 @@ def pack_pods(
                 i += 1
             if i == len(names):
                 short = _shortfall(d, d.count - placed, free_of, gpu_resources)
-                if limited:
-                    short += f"; the limits of {', '.join(sorted(limited))} are reached"
+                usable = [new[n] for n in names if n in new]
+                over = [n for n in new.values() if _over_limit(n, d.requests)]
+                spent = (
+                    limited | _spent(usable, left) | {n.scale_up.pool for n in over if n.scale_up}
+                )
+                if spent:
+                    short += f"; the limits of {', '.join(sorted(spent))} are reached"
                 return False, short, _opened(free, new)
             target = free.get(names[i])
             if target is None:
@@ -137,6 +142,26 @@ def pack_pods(
             if "pods" in target:
                 target["pods"] -= 1
     return True, "", _opened(free, new)
+
+
+def _over_limit(node: Node, requests: Mapping[str, Fraction]) -> bool:
+    """A new node its pool's limits leave no room for, which would hold such a pod."""
+    return (
+        node.scale_up is not None
+        and bool(node.scale_up.over_limit)
+        and (fits(requests, node.allocatable))
+    )
+
+
+def _spent(nodes: Sequence[Node], left: Mapping[str, Mapping[str, Fraction]]) -> set[str]:
+    """The pools of these new nodes whose limits hold none of them any more."""
+    pools: dict[str, bool] = {}
+    for n in nodes:
+        if n.scale_up is not None:
+            budget = left.get(n.scale_up.pool, {})
+            room = all(n.scale_up.cost.get(r, 0) <= v for r, v in budget.items())
+            pools[n.scale_up.pool] = pools.get(n.scale_up.pool, False) or room
+    return {p for p, room in pools.items() if not room}
 
 
 def _opened(free: Mapping[str, object], new: Mapping[str, Node]) -> tuple[tuple[str, str], ...]:

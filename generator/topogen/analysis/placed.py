@@ -36,14 +36,14 @@ class Placement:
 
 def why_not(excluded: Mapping[str, int], limit: int = 3) -> str:
     """Placement.why_not for these exclusion counts; reasons about nodes an autoscaler
-    would add come after the others, without a count (those nodes do not exist yet)."""
+    would add come after the others, each of them, without a count (those nodes do not
+    exist yet)."""
+    ordered = sorted(excluded.items(), key=lambda kv: (-kv[1], kv[0]))
     parts = [
-        reason
-        if reason.startswith(SCALE_UP)
-        else f"{count} node{'s' if count > 1 else ''}: {reason}"
-        for reason, count in sorted(
-            excluded.items(), key=lambda kv: (kv[0].startswith(SCALE_UP), -kv[1], kv[0])
-        )
+        f"{count} node{'s' if count > 1 else ''}: {reason}"
+        for reason, count in ordered
+        if not reason.startswith(SCALE_UP)
     ]
     more = f" (+{len(parts) - limit} more)" if len(parts) > limit else ""
-    return "; ".join(parts[:limit]) + more
+    new = [reason for reason, _ in ordered if reason.startswith(SCALE_UP)]
+    return "; ".join([*parts[:limit], *new]) + more

@@ -31,6 +31,7 @@ from topogen.nodepools import (
     KARPENTER,
     NODEPOOL_LABEL,
     NODES,
+    UNLIMITED_GPUS,
     InstanceType,
     NodePool,
     Offering,
@@ -45,7 +46,7 @@ _HOSTNAME = "kubernetes.io/hostname"
 @dataclass(frozen=True)
 class PoolRoom:
     """What one pool can add in some zones: GPUs, and whether a limit is what stops it
-    (else it holds every GPU the analysed workloads ask for)."""
+    (else UNLIMITED_GPUS)."""
 
     pool: str
     zones: tuple[str, ...]
@@ -84,15 +85,10 @@ class Provisioning:
         self.zone_label = zone_label
         self.gpu_resources = tuple(gpu_resources)
         per_object: dict[tuple[str, str, str], int] = {}
-        enough = Fraction(0)
         for w in workloads:
             key = (w.kind, w.namespace, w.name)
             per_object[key] = per_object.get(key, 0) + max(0, w.replicas)
-            enough += max(0, w.replicas) * sum(
-                (w.template.requests.get(g, Fraction(0)) for g in self.gpu_resources), Fraction(0)
-            )
         self.most_pods = max([1, *per_object.values()])
-        self.enough = max(enough, Fraction(1))  # every GPU the analysed workloads ask for
         self.remaining = {p.title: _remaining(p) for p in self.pools}
         self.launches = {p.title: _launches(p) for p in self.pools}
         self._rooms: dict[tuple[str, tuple[str, ...]], PoolRoom] = {}
@@ -177,8 +173,8 @@ class Provisioning:
         for name in sorted((n for n in types if gpus_of[n] > 0), key=lambda n: (-gpus_of[n], n)):
             cost, g = _cost(types[name]), gpus_of[name]
             k = _fits(cost, remaining)
-            if k >= _UNBOUNDED:  # no limit stops it: it holds whatever the workloads ask
-                return PoolRoom(pool.title, zones, max(self.enough, total + g), False)
+            if k >= _UNBOUNDED:  # no limit stops it
+                return PoolRoom(pool.title, zones, UNLIMITED_GPUS, False)
             total += k * g
             for r in remaining:
                 remaining[r] -= k * cost.get(r, Fraction(0))

@@ -25,6 +25,7 @@ class JobDomain:
     # queued: the known jobs it never shares its domain with, (namespace, job label,
     # value): required pod anti-affinity on the domain (the scheduler applies it both ways)
     excludes: tuple[tuple[str, str, str], ...] = ()
+    scale_up: tuple[str, ...] = ()  # the autoscalers' nodes it needs (GroupPlan.scale_up)
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ class GroupPlan:
                 "zones": list(j.zones),
                 "reason": j.reason,
                 "excludes": [f"{ns}/{name}" for ns, _, name in j.excludes],
+                "scaleUp": list(j.scale_up),
             }
             for j in self.job_domains
         ]

@@ -18,6 +18,7 @@ from topogen.cilium.labelfilter import label_filter
 from topogen.config import GroupConfig
 from topogen.model import Toleration
 from topogen.model import quantity as _count
+from topogen.nodepools import gpus_text
 from topogen.operators.registry import profile_for
 from topogen.plan.anchors import detached_selectors, worker_anchors
 from topogen.plan.assignment import Assignment, JobNeed, PoolNeed, assign
@@ -122,7 +123,7 @@ def _plan_pin(base: GroupPlan, planned: Sequence[JobAnalysis], why: str) -> Grou
     if len(planned) > 1 and total > check.gpus_free:
         notes.append(
             f"group {group.name}: its {len(planned)} jobs fit {chosen} one at a time but "
-            f"together need {_count(total)} GPUs of its {_count(check.gpus_free)}: "
+            f"together need {_count(total)} GPUs of its {gpus_text(check.gpus_free)}: "
             "some will wait Pending until others finish"
         )
     return replace(
@@ -214,6 +215,14 @@ def _capacity(
     return fixed, [PoolNeed(p, budgets[p], rooms[p]) for p in sorted(rooms)]
 
 
+def _total_gpus(checks: Sequence[DomainCheck]) -> Fraction:
+    """The GPUs of these domains together: their nodes', and each pool's once (its limits
+    are one budget for all of them)."""
+    fixed, pools = _capacity((c.name, c) for c in checks)
+    grown = sum((min(p.budget, sum(p.room.values(), Fraction(0))) for p in pools), Fraction(0))
+    return sum(fixed.values(), Fraction(0)) + grown
+
+
 def _scale_up_texts(j: JobAnalysis, name: str, pools: Sequence[str]) -> tuple[str, ...]:
     """Where the job's domain gets the nodes it needs: its own (it does not fit the existing
     nodes alone) and the pools the packing drew on there."""
@@ -264,7 +273,7 @@ def _with_jobs(
         key = f"{plan.group.name}\0{j.job.key}"
         name = a.domain[key].partition("\0")[2]
         need = _count(j.domains[0].gpus_needed)
-        free = _count(a.free.get(_unit(plan.topology_key, name), Fraction(0)))
+        free = gpus_text(a.free.get(_unit(plan.topology_key, name), Fraction(0)))
         excludes = tuple(sorted(names[k] for k in a.excludes.get(key, ())))
         grown = _scale_up_texts(j, name, a.scale_up.get(_unit(plan.topology_key, name), ()))
         scale_up.update(grown)
@@ -287,19 +296,25 @@ def _with_jobs(
             reason += f"; fits after scale-up: {'; '.join(grown)}"
         out.append(
             JobDomain(
-                f"{j.job.namespace}/{j.job.job}", j.job.job, name, zones[name], reason, excludes
+                f"{j.job.namespace}/{j.job.job}",
+                j.job.job,
+                name,
+                zones[name],
+                reason,
+                excludes,
+                grown,
             )
         )
     note = ""
     queued = [j for j in planned if f"{plan.group.name}\0{j.job.key}" not in a.runs_at_once]
     if queued:
         total = sum((j.domains[0].gpus_needed for j in planned), Fraction(0))
-        have = sum((_domain_index(planned[0])[n].gpus_free for n, _ in plan.domains
-                    if n in _domain_index(planned[0])), Fraction(0))  # fmt: skip
+        first = _domain_index(planned[0])
+        have = _total_gpus([first[n] for n, _ in plan.domains if n in first])
         note = (
             f"group {plan.group.name}: its {len(planned)} jobs fit "
             f"{', '.join(n for n, _ in plan.domains)} one at a time but together need "
-            f"{_count(total)} GPUs of its {_count(have)}: {len(queued)} will wait Pending "
+            f"{_count(total)} GPUs of its {gpus_text(have)}: {len(queued)} will wait Pending "
             "until others finish"
         )
     note = "; ".join(n for n in (worker_anchors(plan.profile, planned)[1], note) if n)

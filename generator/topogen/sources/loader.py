@@ -20,10 +20,10 @@ from topogen.model import (
 )
 from topogen.nodepools import NodePool
 from topogen.sources.instance_types import declared_node_groups, instance_types
-from topogen.sources.pools import is_pool_object, read_pools
 from topogen.sources.nodes import read_nodes
 from topogen.sources.objects import flatten
 from topogen.sources.policies import read_policies, read_services
+from topogen.sources.pools import is_pool_object, read_pools
 from topogen.sources.workloads import read_namespaces, read_workloads
 from topogen.sources.yamlio import expand_paths, iter_documents
 from topogen.yamltext import display_path

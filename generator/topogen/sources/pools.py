@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
+from typing import Any
 
 from topogen.errors import InputError, Notice
 from topogen.manifest import (
@@ -27,10 +28,10 @@ from topogen.sources.label_selectors import read_requirements
 from topogen.sources.nodes import read_taints
 from topogen.sources.objects import parse_quantity
 
-__all__ = ["CAPI_GROUP", "is_pool_object", "read_pools"]
+__all__ = ["CAPI_GROUP", "CAPI_KINDS", "is_pool_object", "read_pools", "reduced_pool_object"]
 
 CAPI_GROUP = "cluster.x-k8s.io"
-_CAPI_KINDS = ("MachineDeployment", "MachineSet", "MachinePool")
+CAPI_KINDS = ("MachineDeployment", "MachineSet", "MachinePool")
 _MIN_SIZE = f"{CAPI_GROUP}/cluster-api-autoscaler-node-group-min-size"
 _MAX_SIZE = f"{CAPI_GROUP}/cluster-api-autoscaler-node-group-max-size"
 _CAPACITY = "capacity.cluster-autoscaler.kubernetes.io/"
@@ -43,7 +44,7 @@ def is_pool_object(obj: KubeObject) -> bool:
     """A NodePool, or a Cluster API object that names itself a node group."""
     if obj.group == "karpenter.sh" and obj.kind == "NodePool":
         return True
-    return obj.group == CAPI_GROUP and obj.kind in _CAPI_KINDS
+    return obj.group == CAPI_GROUP and obj.kind in CAPI_KINDS
 
 
 def read_pools(
@@ -74,7 +75,7 @@ def read_pools(
                     )
                 )
             pools.append(pool)
-        elif obj.group == CAPI_GROUP and obj.kind in _CAPI_KINDS:
+        elif obj.group == CAPI_GROUP and obj.kind in CAPI_KINDS:
             group, note = _capi_group(obj, zone_label)
             if note:
                 notes.append(Notice(cluster, note))
@@ -246,4 +247,39 @@ def _taints(text: str, obj: KubeObject) -> list[Taint]:
         key, _, value = head.partition("=")
         if sep and key and effect in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
             out.append(Taint(key, value, effect))
+    return out
+
+
+def reduced_pool_object(out: dict[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
+    """A live NodePool or Cluster API object (`out`: its apiVersion, kind and name) with
+    what topogen reads of it: a NodePool's spec; of a Cluster API object the autoscaler's
+    annotations, its replicas and its template's labels and taints."""
+    if out["kind"] == "NodePool":
+        if body.get("spec") is not None:
+            out["spec"] = body["spec"]
+        return out
+    meta = body.get("metadata") or {}
+    notes = {
+        k: v
+        for k, v in (meta.get("annotations") or {}).items()
+        if k in (_MIN_SIZE, _MAX_SIZE) or k.startswith(_CAPACITY)
+    }
+    if notes:
+        out["metadata"]["annotations"] = notes
+    spec = body.get("spec") or {}
+    template = spec.get("template") or {}
+    kept: dict[str, Any] = {}
+    labels = (template.get("metadata") or {}).get("labels")
+    if labels:
+        kept["metadata"] = {"labels": dict(labels)}
+    taints = (template.get("spec") or {}).get("taints")
+    if taints:
+        kept["spec"] = {"taints": list(taints)}
+    reduced: dict[str, Any] = {}
+    if spec.get("replicas") is not None:
+        reduced["replicas"] = spec["replicas"]
+    if kept:
+        reduced["template"] = kept
+    if reduced:
+        out["spec"] = reduced
     return out
