@@ -13,8 +13,16 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from helpers import GPU, GPU_TAINT, GPU_TOLERATION, ZONE, config_doc, deployment, node_doc
-from helpers import write_tree
+from helpers import (
+    GPU,
+    GPU_TAINT,
+    GPU_TOLERATION,
+    ZONE,
+    config_doc,
+    deployment,
+    node_doc,
+    write_tree,
+)
 from topogen.cli import main
 from topogen.config import load_config
 from topogen.pipeline.analyze import analyze

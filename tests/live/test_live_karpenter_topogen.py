@@ -158,4 +158,6 @@ def test_karpenter_nodepools_read_live_through_a_snapshot(
     assert result.exit_code == 0, result.output
     assert '"kind": "NodePool"' in snap.read_text()
     plan = _plan(config)
-    assert plan["scaleUp"] == [f"NodePool gpu in {plan['jobPlacements'][0]['domain']}, up to 32 GPUs"]
+    assert plan["scaleUp"] == [
+        f"NodePool gpu in {plan['jobPlacements'][0]['domain']}, up to 32 GPUs"
+    ]
