@@ -347,3 +347,45 @@ def test_assign_draws_a_pools_budget_across_domains() -> None:
     assert len(a.runs_at_once) == 1
     separate = assign(jobs, {"a": Fraction(16), "b": Fraction(16)})
     assert len(separate.runs_at_once) == 2
+
+
+def test_a_snapshot_keeps_what_topogen_reads_of_nodepools_and_node_groups() -> None:
+    """The live reduction: a NodePool's spec, and of a Cluster API object the autoscaler's
+    annotations, replicas and the template's labels and taints; read back as files are."""
+    from topogen.sources.live import (
+        AUTOSCALING,
+        ClusterObjects,
+        check_snapshot,
+        minimal,
+        snapshot_yaml,
+    )
+
+    md = {
+        "metadata": {"name": "gpu-a", "namespace": "capi", "uid": "u", "annotations": {
+            "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "2",
+            "capacity.cluster-autoscaler.kubernetes.io/cpu": "32",
+            "capacity.cluster-autoscaler.kubernetes.io/memory": "256G",
+            "kubectl.kubernetes.io/last-applied-configuration": "{}",
+        }},
+        "spec": {"replicas": 0, "clusterName": "c", "template": {
+            "metadata": {"labels": {"node.cluster.x-k8s.io/pool": "gpu"}},
+            "spec": {"bootstrap": {}, "taints": [GPU_TAINT]}}},
+        "status": {"replicas": 0},
+    }  # fmt: skip
+    kinds = {k.kind: k for k in AUTOSCALING}
+    got = minimal(kinds["MachineDeployment"], md)
+    assert got == {
+        "apiVersion": "cluster.x-k8s.io/v1beta1",
+        "kind": "MachineDeployment",
+        "metadata": {"name": "gpu-a", "namespace": "capi", "annotations": {
+            "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "2",
+            "capacity.cluster-autoscaler.kubernetes.io/cpu": "32",
+            "capacity.cluster-autoscaler.kubernetes.io/memory": "256G"}},
+        "spec": {"replicas": 0, "template": {
+            "metadata": {"labels": {"node.cluster.x-k8s.io/pool": "gpu"}},
+            "spec": {"taints": [GPU_TAINT]}}},
+    }  # fmt: skip
+    pool = _nodepool()
+    kept = minimal(kinds["NodePool"], {**pool, "status": {"resources": {GPU: "8"}}})
+    assert kept == pool
+    check_snapshot(snapshot_yaml(ClusterObjects((got, kept))))  # topogen reads it back
