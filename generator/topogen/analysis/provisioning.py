@@ -92,6 +92,7 @@ class Provisioning:
         self.remaining = {p.title: _remaining(p) for p in self.pools}
         self.launches = {p.title: _launches(p) for p in self.pools}
         self._rooms: dict[tuple[str, tuple[str, ...]], PoolRoom] = {}
+        self._budgets: dict[str, Fraction] = {}
 
     def nodes(self) -> list[Node]:
         """The nodes a scale-up can add, in the order first-fit should try them: pools of a
@@ -143,19 +144,21 @@ class Provisioning:
             key = (pool.title, key_zones)
             hit = self._rooms.get(key)
             if hit is None:
-                everywhere = tuple(
-                    sorted(
-                        {
-                            str(launch.labels.get(self.zone_label))
-                            for launch in self.launches[pool.title]
-                        }
-                    )
+                hit = self._rooms[key] = replace(
+                    self._room(pool, key_zones), budget=self._budget(pool)
                 )
-                budget = self._room(pool, everywhere).gpus
-                hit = self._rooms[key] = replace(self._room(pool, key_zones), budget=budget)
             if hit.gpus > 0:
                 out.append(hit)
         return tuple(out)
+
+    def _budget(self, pool: NodePool) -> Fraction:
+        """The GPUs the pool can add in all its zones together."""
+        hit = self._budgets.get(pool.title)
+        if hit is None:
+            launches = self.launches[pool.title]
+            everywhere = sorted({str(launch.labels.get(self.zone_label)) for launch in launches})
+            hit = self._budgets[pool.title] = self._room(pool, tuple(everywhere)).gpus
+        return hit
 
     def _room(self, pool: NodePool, zones: tuple[str, ...]) -> PoolRoom:
         wanted = set(zones)
