@@ -389,3 +389,38 @@ def test_a_snapshot_keeps_what_topogen_reads_of_nodepools_and_node_groups() -> N
     kept = minimal(kinds["NodePool"], {**pool, "status": {"resources": {GPU: "8"}}})
     assert kept == pool
     check_snapshot(snapshot_yaml(ClusterObjects((got, kept))))  # topogen reads it back
+
+
+def test_gpu_labels_of_instance_types_filter_them_and_weight_orders_the_pools() -> None:
+    """A requirement on a label the instance type defines (a provider's GPU name) keeps
+    only the types that match; new nodes of a NodePool of higher weight come first (first
+    fit takes them first, as Karpenter tries such NodePools first)."""
+    from topogen.analysis.provisioning import Provisioning
+    from topogen.model import NodeSelectorRequirement
+    from topogen.nodepools import KARPENTER, InstanceType, NodePool, Offering
+
+    def itype(name: str, gpu: str) -> InstanceType:
+        res = {"cpu": Fraction(96), GPU: Fraction(8), "pods": Fraction(110)}
+        return InstanceType(name, res, res, (Offering("zone-a", "on-demand"),),
+                            {"karpenter.k8s.aws/instance-gpu-name": gpu})  # fmt: skip
+
+    types = (itype("p4d.24xlarge", "a100"), itype("p5.48xlarge", "h100"))
+    h100 = NodeSelectorRequirement("karpenter.k8s.aws/instance-gpu-name", "In", ("h100",))
+    light = NodePool(KARPENTER, "any", {}, (), types, limits={GPU: Fraction(8)})
+    heavy = NodePool(KARPENTER, "h100", {}, (), types, (h100,), weight=50)
+    nodes = Provisioning([light, heavy], ZONE, (GPU,), []).nodes()
+    assert {n.labels["node.kubernetes.io/instance-type"] for n in nodes if
+            n.scale_up and n.scale_up.pool == "NodePool h100"} == {"p5.48xlarge"}  # fmt: skip
+    assert sorted(nodes, key=lambda n: n.name)[0].scale_up.pool == "NodePool h100"  # type: ignore[union-attr]
+    over = [n for n in nodes if n.scale_up and n.scale_up.over_limit]
+    assert over == []  # 8 of 8 left: one node of each type fits the limit
+
+
+def test_a_nodepool_without_declared_instance_types_is_a_warning(tmp_path: Path) -> None:
+    config = _case(tmp_path, [_nodepool()], _job("j", 1, 8), {})
+    result = CliRunner().invoke(main, ["analyze", "-c", str(config)])
+    assert result.exit_code == 1
+    assert (
+        "NodePool gpu: no instance type of its NodeClass x is declared "
+        "(clusters[].autoscaling.instanceTypes): topogen counts no node it could add"
+    ) in result.output
