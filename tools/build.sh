@@ -47,9 +47,10 @@ set -euo pipefail
 # tools/gatekeeper/ with gator. karpenter-kwok is Karpenter's controller with its
 # KWOK cloud provider (the module's kwok/ main package); its go.mod carries
 # `toolchain go1.27.3` (Karpenter v1.15.0 asks for 1.26.9). kwok is the KWOK
-# controller (cmd/kwok), whose version is a constant in its source. argocd-cmp is our own program on Argo CD v3.6.2's packages
-# (the CMP server, the repo-server's GenerateManifests and discovery, the ApplicationSet
-# controller's rendering, kustomize); v3.6 asks for go 1.27, so its go.mod carries
+# controller (cmd/kwok), whose version is a constant in its source.
+# argocd-cmp is our own program on Argo CD v3.6.2's packages (the CMP server, the
+# repo-server's GenerateManifests and discovery, the ApplicationSet controller's
+# rendering, kustomize); v3.6 asks for go 1.27, so its go.mod carries
 # `toolchain go1.27.3`, which choose_toolchain exports as GOTOOLCHAIN for that build only.
 # ---------------------------------------------------------------------------
 TOOLS_TABLE='
@@ -69,6 +70,7 @@ cyclonus | github.com/mattfenwick/cyclonus | topogen.local/tools/cyclonus | -X g
 karpenter-kwok | sigs.k8s.io/karpenter | sigs.k8s.io/karpenter/kwok | -X sigs.k8s.io/karpenter/pkg/operator.Version=@VERSION@
 kwok | sigs.k8s.io/kwok | sigs.k8s.io/kwok/cmd/kwok |
 argocd-cmp | github.com/argoproj/argo-cd/v3 | topogen.local/tools/argocd-cmp | | argocd-cmp | src
+actionlint | github.com/rhysd/actionlint | github.com/rhysd/actionlint/cmd/actionlint | -X github.com/rhysd/actionlint.version=@VERSION@
 '
 
 tmp=

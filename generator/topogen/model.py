@@ -11,6 +11,7 @@ from functools import cached_property
 __all__ = [
     "ALL_PORTS",
     "KUEUE_TAS_KEYS",
+    "LAST_PLACEMENTS_FILE",
     "NO_ZONE_PREFIX",
     "CiliumSettings",
     "Container",
@@ -18,6 +19,7 @@ __all__ = [
     "Finding",
     "FindingKind",
     "LabelSelector",
+    "LastPlacements",
     "Namespace",
     "Node",
     "NodeSelectorRequirement",
@@ -514,3 +516,22 @@ class Finding:
     policies: tuple[str, ...]
     message: str
     fix: str = ""
+
+
+# policies/<cluster>/LAST_PLACEMENTS_FILE in the output tree: the domains render gave
+# each group and known job, which the next render keeps (render/placements.py writes it,
+# sources/last_render.py reads it back)
+LAST_PLACEMENTS_FILE = "placements.yaml"
+
+
+@dataclass(frozen=True)
+class LastPlacements:
+    """The domains the last render gave one cluster's groups and known jobs."""
+
+    source: str  # the file they were read from
+    groups: Mapping[str, str] = field(default_factory=dict)  # group -> its domain
+    jobs: Mapping[tuple[str, str], str] = field(default_factory=dict)  # (group, ns/job) -> domain
+    queued: frozenset[tuple[str, str]] = frozenset()  # (group, ns/job) that was queued there
+
+    def job_domain(self, group: str, job: str) -> str | None:
+        return self.jobs.get((group, job))

@@ -343,7 +343,7 @@ def test_room_takes_existing_gpus_first_and_shares_a_pool_between_domains() -> N
 def test_assign_draws_a_pools_budget_across_domains() -> None:
     jobs = [JobNeed("one", Fraction(10), ("a", "b")), JobNeed("two", Fraction(10), ("a", "b"))]
     shared = [PoolNeed("NodePool gpu", Fraction(16), {"a": Fraction(16), "b": Fraction(16)})]
-    a = assign(jobs, {"a": Fraction(0), "b": Fraction(0)}, shared)
+    a = assign(jobs, {"a": Fraction(0), "b": Fraction(0)}, pools=shared)
     assert len(a.runs_at_once) == 1
     separate = assign(jobs, {"a": Fraction(16), "b": Fraction(16)})
     assert len(separate.runs_at_once) == 2

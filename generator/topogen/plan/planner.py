@@ -16,7 +16,7 @@ from topogen.analysis.domains import DomainCheck
 from topogen.analysis.findings import JobAnalysis
 from topogen.cilium.labelfilter import label_filter
 from topogen.config import GroupConfig
-from topogen.model import Toleration
+from topogen.model import LastPlacements, Toleration
 from topogen.model import quantity as _count
 from topogen.nodepools import gpus_text
 from topogen.operators.registry import profile_for
@@ -27,12 +27,18 @@ from topogen.plan.group_plan import GroupPlan, JobDomain
 from topogen.plan.identity_source import identity_source
 from topogen.plan.scoring import best_for_pin, spread_order
 
-__all__ = ["plan_cluster", "plan_group"]
+__all__ = ["plan_cluster", "plan_group", "why_not"]
 
 
 def plan_group(
-    cluster: str, group: GroupConfig, jobs: Sequence[JobAnalysis], ctx: AnalysisContext
+    cluster: str,
+    group: GroupConfig,
+    jobs: Sequence[JobAnalysis],
+    ctx: AnalysisContext,
+    last_domain: str | None = None,
 ) -> GroupPlan:
+    """The group's plan; `last_domain`: the domain the last render pinned it to (kept
+    while it still holds every job)."""
     profile = profile_for(group)
     key = (
         ctx.topology.zone_label
@@ -71,7 +77,17 @@ def plan_group(
     anchors, anchor_note = worker_anchors(profile, planned)
     detached = detached_selectors(profile, planned)
     base = replace(
-        make(None, (), (), None, None), anchors=anchors, detached=detached, note=anchor_note
+        make(None, (), (), None, None),
+        anchors=anchors,
+        detached=detached,
+        note=anchor_note,
+        job_gpus=tuple(
+            sorted(
+                (f"{j.job.namespace}/{j.job.job}", _count(j.domains[0].gpus_needed))
+                for j in planned
+                if j.domains
+            )
+        ),
     )
     why_pinned = ""
     if group.placement == "spread":
@@ -90,10 +106,12 @@ def plan_group(
             f"group {group.name}: placement spread pins each job by its {profile.job_label} "
             f"label, and the group has {what}: all its jobs go to one domain"
         )
-    return _plan_pin(base, planned, why_pinned)
+    return _plan_pin(base, planned, why_pinned, last_domain)
 
 
-def _plan_pin(base: GroupPlan, planned: Sequence[JobAnalysis], why: str) -> GroupPlan:
+def _plan_pin(
+    base: GroupPlan, planned: Sequence[JobAnalysis], why: str, last: str | None = None
+) -> GroupPlan:
     """One domain that holds each job (one at a time) with its traffic allowed."""
     group = base.group
     index = [_domain_index(j) for j in planned]
@@ -113,7 +131,10 @@ def _plan_pin(base: GroupPlan, planned: Sequence[JobAnalysis], why: str) -> Grou
             )
         refused = f"group {group.name}: no domain can hold it: " + " | ".join(reasons)
         return replace(base, refused=refused)
-    chosen = best_for_pin(good, group.prefer_zones, index)
+    chosen = last if last in good else best_for_pin(good, group.prefer_zones, index)
+    repin = ""
+    if last is not None and chosen != last:
+        repin = next((w for w in (why_not(j, last) for j in planned) if w), "")
     check = index[0][chosen]
     notes = [base.note, why]
     total = sum((ix[chosen].gpus_needed for ix in index), Fraction(0))
@@ -133,8 +154,22 @@ def _plan_pin(base: GroupPlan, planned: Sequence[JobAnalysis], why: str) -> Grou
         tolerations=tuple(sorted({t for ix in index for t in ix[chosen].tolerations})),
         identity=check.identity,
         note="; ".join(n for n in notes if n),
+        previous_domain=last,
+        repin=repin,
         scale_up=tuple(sorted(scale_up)),
     )
+
+
+def why_not(job: JobAnalysis, name: str) -> str:
+    """Why a job can no longer go to domain `name` ("" when it can)."""
+    check = _domain_index(job).get(name)
+    if check is None:
+        return f"{name} is no longer a domain of the cluster"
+    if not check.traffic_ok:
+        return f"{name} no longer allows its traffic: " + (check.problems or ("denied",))[0]
+    if not check.capacity_ok:
+        return f"{name} can no longer hold it: " + (check.problems or ("too few GPUs",))[0]
+    return ""
 
 
 def _plan_spread(
@@ -193,7 +228,7 @@ def _plan_spread(
         ),
     )
     capacity, pools = _capacity((_unit(plan.topology_key, n), check[n]) for n in used)
-    a = assign(_needs(plan, planned), capacity, pools)
+    a = assign(_needs(plan, planned), capacity, pools=pools)
     return _with_jobs(plan, planned, a, _job_names([(plan, planned)]))
 
 
@@ -261,10 +296,11 @@ def _with_jobs(
     planned: Sequence[JobAnalysis],
     a: Assignment,
     names: dict[str, JobName],
+    last: LastPlacements | None = None,
 ) -> GroupPlan:
     zones = dict(plan.domains)
-    waits: dict[str, list[str]] = {}  # a packed job -> the queued jobs that wait for it
     scale_up: set[str] = set()
+    waits: dict[str, list[str]] = {}  # a packed job -> the queued jobs that wait for it
     for q, ks in a.excludes.items():
         for k in ks:
             waits.setdefault(k, []).append(q)
@@ -294,14 +330,24 @@ def _with_jobs(
                 reason += f"; {_jobs_text(later)} queued behind it"
         if grown:
             reason += f"; fits after scale-up: {'; '.join(grown)}"
+        job = f"{j.job.namespace}/{j.job.job}"
+        previous = last.job_domain(plan.group.name, job) if last is not None else None
+        change, repin = _change(j, previous, name, need)
+        if repin:
+            reason = f"re-pinned from {previous}: {repin}; {reason}"
         out.append(
             JobDomain(
-                f"{j.job.namespace}/{j.job.job}",
+                job,
                 j.job.job,
                 name,
                 zones[name],
                 reason,
                 excludes,
+                need,
+                key not in a.runs_at_once,
+                change,
+                previous,
+                repin,
                 grown,
             )
         )
@@ -329,6 +375,18 @@ def _with_jobs(
     )
 
 
+def _change(j: JobAnalysis, previous: str | None, now: str, need: str) -> tuple[str, str]:
+    """(new | kept | moved, why it moved) against the domain the last render gave it."""
+    if previous is None:
+        return "new", ""
+    if previous == now:
+        return "kept", ""
+    why = why_not(j, previous) or (
+        f"{previous} no longer has room for its {need} GPUs beside the jobs kept there"
+    )
+    return "moved", why
+
+
 def _fallback(plan: GroupPlan, planned: Sequence[JobAnalysis], a: Assignment) -> Fallback:
     """Where a job that appears after the render goes (topogen.plan.fallback)."""
     names = [n for n, _ in plan.domains]
@@ -350,18 +408,25 @@ def _jobs_text(jobs: Sequence[JobName], most: int = 3) -> str:
 
 
 def plan_cluster(
-    plans: Sequence[GroupPlan], jobs: Sequence[Sequence[JobAnalysis]]
+    plans: Sequence[GroupPlan],
+    jobs: Sequence[Sequence[JobAnalysis]],
+    last: LastPlacements | None = None,
 ) -> list[GroupPlan]:
     """The spread groups' known jobs packed together onto the cluster's GPUs, less those
     of the pinned groups' jobs, so no two groups count the same GPUs free. Domains are
     told apart by the key they co-locate on (zone or domain label): a cluster mixing both
-    counts each key's capacity on its own."""
-    capacity, pools = _capacity(
+    counts each key's capacity on its own. `last`: where the last render put each job;
+    a job stays there while the domain allows and holds it (plan/assignment.py)."""
+    checks = [
         (_unit(p.topology_key, d.name), d)
         for p, js in zip(plans, jobs, strict=True)
         for j in js
         for d in j.domains
-    )
+    ]
+    total: dict[str, Fraction] = {}
+    for unit, d in checks:
+        total.setdefault(unit, d.gpus_free)
+    capacity, pools = _capacity(checks)
     for p, js in zip(plans, jobs, strict=True):
         if p.enforceable and not p.spread and p.domain is not None:
             k = _unit(p.topology_key, p.domain)
@@ -370,19 +435,65 @@ def plan_cluster(
             own = min(need, capacity.get(k, Fraction(0)))
             capacity[k] = capacity.get(k, Fraction(0)) - own
             pools = _drawn(pools, k, need - own)
+    # what each domain has left for the known jobs: its nodes' GPUs and the pools' room
+    left = {u: c + sum((min(p.room.get(u, Fraction(0)), p.budget) for p in pools), Fraction(0))
+            for u, c in capacity.items()}  # fmt: skip
     spread = [
         (g, p, [j for j in js if j.job.key in p.jobs])
         for g, (p, js) in enumerate(zip(plans, jobs, strict=True))
         if p.spread and p.enforceable
     ]
     if not spread:
-        return list(plans)
-    a = assign([n for _, p, js in spread for n in _needs(p, js)], capacity, pools)
+        return [_with_room(p, total, left) for p in plans]
+    needs = [n for _, p, js in spread for n in _needs(p, js)]
+    keep, queued = _kept(spread, needs, last)
+    a = assign(needs, capacity, keep, queued, pools)
     names = _job_names([(p, js) for _, p, js in spread])
     out = list(plans)
     for g, p, js in spread:
-        out[g] = _with_jobs(p, js, a, names)
-    return out
+        out[g] = _with_jobs(p, js, a, names, last)
+    return [_with_room(p, total, {**left, **a.free}) for p in out]
+
+
+def _kept(
+    spread: Sequence[tuple[int, GroupPlan, Sequence[JobAnalysis]]],
+    needs: Sequence[JobNeed],
+    last: LastPlacements | None,
+) -> tuple[dict[str, str], frozenset[str]]:
+    """The packing's job keys -> the domain the last render gave each (where it is still
+    one of the job's own), and those it queued there."""
+    if last is None:
+        return {}, frozenset()
+    own = {n.key: n.domains for n in needs}
+    keep: dict[str, str] = {}
+    queued = set()
+    for _, p, js in spread:
+        for j in js:
+            job = f"{j.job.namespace}/{j.job.job}"
+            previous = last.job_domain(p.group.name, job)
+            key = f"{p.group.name}\0{j.job.key}"
+            unit = _unit(p.topology_key, previous) if previous is not None else None
+            if unit is not None and unit in own.get(key, ()):
+                keep[key] = unit
+                if (p.group.name, job) in last.queued:
+                    queued.add(key)
+    return keep, frozenset(queued)
+
+
+def _with_room(
+    plan: GroupPlan, capacity: dict[str, Fraction], left: dict[str, Fraction]
+) -> GroupPlan:
+    """The plan with the GPUs of the cluster's domains (of its key): free for the known
+    jobs, and left once the packed ones run."""
+    if not plan.enforceable:
+        return plan
+    prefix = _unit(plan.topology_key, "")
+    room = tuple(
+        (unit[len(prefix) :], capacity[unit], left.get(unit, capacity[unit]))
+        for unit in sorted(capacity)
+        if unit.startswith(prefix)
+    )
+    return replace(plan, room=room)
 
 
 def _drawn(pools: Sequence[PoolNeed], unit: str, need: Fraction) -> list[PoolNeed]:
