@@ -33,6 +33,7 @@ __all__ = [
     "PortRange",
     "Requirement",
     "Role",
+    "ScaleUp",
     "Service",
     "Taint",
     "Toleration",
@@ -91,6 +92,17 @@ class Toleration:
 
 
 @dataclass(frozen=True)
+class ScaleUp:
+    """Marks a node that does not exist yet: one an autoscaler can add (topogen.nodepools,
+    analysis/provisioning.py). `cost` is what it counts against its pool's limits;
+    `over_limit` says which limits it would exceed (such a node only carries the reason)."""
+
+    pool: str  # the pool's title: `NodePool gpu`, `node group gpu-1a`
+    cost: Mapping[str, Fraction] = field(default_factory=dict)
+    over_limit: str = ""
+
+
+@dataclass(frozen=True)
 class Node:
     name: str
     labels: Labels
@@ -99,6 +111,7 @@ class Node:
     unschedulable: bool = False
     pod_cidrs: tuple[str, ...] = ()
     zone: str = ""  # value of the zone label, or NO_ZONE_PREFIX + the node's name
+    scale_up: ScaleUp | None = None  # a node an autoscaler can add (none exists yet)
 
 
 @dataclass(frozen=True)

@@ -202,7 +202,7 @@ def _analyze(
         inputs = load_cluster_inputs(cfg, cluster, loaded.services)
         namespaces = {**loaded.namespaces, **inputs.namespaces}
         policy_index = PolicyIndex(inputs.policies, namespaces)
-        index = ClusterIndex(inputs.topology, policy_index, namespaces, all_workloads)
+        index = ClusterIndex(inputs.topology, policy_index, namespaces, all_workloads, inputs.pools)
         warnings.extend(inputs.warnings)
         warnings.extend(engine_warnings(cfg, cluster))
         groups = cfg.groups_for(cluster.name)

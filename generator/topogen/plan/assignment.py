@@ -36,7 +36,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-__all__ = ["Assignment", "JobNeed", "assign"]
+from topogen.plan.capacity import Room, SharedPool
+
+__all__ = ["Assignment", "JobNeed", "PoolNeed", "assign"]
 
 _MAX_BITS = 1 << 30  # the bit sets of one domain's subset sum, at most (128 MiB)
 
@@ -59,6 +61,8 @@ class Assignment:
     # domain -> GPUs no known job ever needs: `free` less the room the queue slots take
     # (what a job that appears after the render can have without crowding a known one)
     left: dict[str, Fraction] = field(default_factory=dict)
+    # domain -> the pools whose nodes its packed jobs need (they fit after a scale-up)
+    scale_up: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def assign(
@@ -66,12 +70,25 @@ def assign(
     capacity: Mapping[str, Fraction],
     keep: Mapping[str, str] | None = None,
     was_queued: frozenset[str] = frozenset(),
+    pools: Sequence[PoolNeed] = (),
 ) -> Assignment:
-    """Every job with a domain gets one (see the module docstring); `keep`: job -> the
-    domain the last render gave it, `was_queued`: those it queued there."""
+    """Every job with a domain gets one (see the module docstring); `capacity`: the GPUs of
+    each domain's existing nodes; `keep`: job -> the domain the last render gave it,
+    `was_queued`: those it queued there; `pools`: what autoscalers can add (capacity.py:
+    one budget per pool for all its domains)."""
     scale = math.lcm(1, *(j.gpus.denominator for j in jobs),
-                     *(Fraction(c).denominator for c in capacity.values()))  # fmt: skip
-    cap = {d: int(Fraction(c) * scale) for d, c in capacity.items()}
+                     *(Fraction(c).denominator for c in capacity.values()),
+                     *(Fraction(v).denominator for p in pools
+                       for v in (p.budget, *p.room.values())))  # fmt: skip
+    cap = Room(
+        {d: int(Fraction(c) * scale) for d, c in capacity.items()},
+        [
+            SharedPool(
+                p.name, int(p.budget * scale), {d: int(v * scale) for d, v in p.room.items()}
+            )
+            for p in pools
+        ],
+    )
     order = sorted(
         (_Job(j.key, int(j.gpus * scale), j.domains, j.kind) for j in jobs if j.domains),
         key=lambda j: (-j.gpus, len(j.domains), j.key),
@@ -80,13 +97,23 @@ def assign(
     fresh = [j for j in order if j.key not in kept]
     tries = [_best_fit(fresh, cap), _domain_fill(fresh, cap, True), _domain_fill(fresh, cap, False)]
     where, room = max(tries, key=lambda t: sum(j.gpus for j in fresh if j.key in t[0]))
-    where, room = {**kept, **where}, dict(room)
+    where, room = {**kept, **where}, room.copy()
     left = _repair([j for j in order if j.key not in where], order, where, room, set(kept))
     packed = set(where)
     free = {d: Fraction(r, scale) for d, r in room.items()}
+    drawn = room.drawn()
     excludes = _queue(left, order, where, room, packed)
     spare = {d: Fraction(r, scale) for d, r in room.items()}
-    return Assignment(where, frozenset(packed), free, excludes, spare)
+    return Assignment(where, frozenset(packed), free, excludes, spare, drawn)
+
+
+@dataclass(frozen=True)
+class PoolNeed:
+    """What an autoscaler's pool can add: `budget` GPUs in all, at most `room[d]` in d."""
+
+    name: str
+    budget: Fraction
+    room: Mapping[str, Fraction]
 
 
 @dataclass(frozen=True)
@@ -98,7 +125,7 @@ class _Job:
 
 
 def _kept_first(
-    order: Sequence[_Job], cap: dict[str, int], keep: Mapping[str, str], was_queued: frozenset[str]
+    order: Sequence[_Job], cap: Room, keep: Mapping[str, str], was_queued: frozenset[str]
 ) -> tuple[dict[str, str], list[_Job]]:
     """The jobs the last render packed that stay where it put them, placed first (`cap`
     loses their GPUs); and every job in packing order, the others it placed with their old
@@ -120,11 +147,9 @@ def _kept_first(
     return kept, out
 
 
-def _best_fit(
-    order: Sequence[_Job], capacity: Mapping[str, int]
-) -> tuple[dict[str, str], dict[str, int]]:
+def _best_fit(order: Sequence[_Job], capacity: Room) -> tuple[dict[str, str], Room]:
     """Largest job first, into the domain it leaves the least room in."""
-    room = dict(capacity)
+    room = capacity.copy()
     where: dict[str, str] = {}
     for j in order:
         fits = [d for d in j.domains if room.get(d, 0) >= j.gpus]
@@ -136,11 +161,11 @@ def _best_fit(
 
 
 def _domain_fill(
-    order: Sequence[_Job], capacity: Mapping[str, int], smallest_first: bool
-) -> tuple[dict[str, str], dict[str, int]]:
+    order: Sequence[_Job], capacity: Room, smallest_first: bool
+) -> tuple[dict[str, str], Room]:
     """Domain by domain, the subset of the jobs left that fills it the most (subset sum
     over whole GPUs, as bit sets), jobs with fewer other domains preferred."""
-    room = dict(capacity)
+    room = capacity.copy()
     where: dict[str, str] = {}
     domains = sorted(capacity, key=lambda d: (capacity[d] if smallest_first else -capacity[d], d))
     for d in domains:
@@ -169,7 +194,7 @@ def _repair(
     left: list[_Job],
     order: Sequence[_Job],
     where: dict[str, str],
-    room: dict[str, int],
+    room: Room,
     fixed: set[str],
     budget: int = 200_000,
 ) -> list[_Job]:
@@ -229,7 +254,7 @@ def _queue(
     left: Sequence[_Job],
     order: Sequence[_Job],
     where: dict[str, str],
-    room: dict[str, int],
+    room: Room,
     packed: set[str],
 ) -> dict[str, tuple[str, ...]]:
     """Each job left over into a slot (see the module docstring); `where` gets their

@@ -33,6 +33,7 @@ class JobDomain:
     change: str = "new"
     previous: str | None = None  # the domain the last render gave it
     repin: str = ""
+    scale_up: tuple[str, ...] = ()  # the autoscalers' nodes it needs (GroupPlan.scale_up)
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,9 @@ class GroupPlan:
     # per domain of the cluster's packing: (name, GPUs free for the known jobs, GPUs left
     # once the packed jobs run)
     room: tuple[tuple[str, Fraction, Fraction], ...] = ()
+    # the autoscalers' nodes its (known) jobs need, where and up to what (empty: they fit
+    # the existing nodes): `NodePool gpu in us-east-1b, up to 16 GPUs`
+    scale_up: tuple[str, ...] = ()
 
     @property
     def enforceable(self) -> bool:
@@ -90,8 +94,9 @@ class GroupPlan:
             return f"none: {self.refused}"
         if self.domain is None:
             return "none: no jobs of this group to plan for"
+        grown = f"; fits after scale-up: {'; '.join(self.scale_up)}" if self.scale_up else ""
         if self.spread and len(self.domains) > 1:  # one domain: as pinned
-            return self._describe_spread()
+            return self._describe_spread() + grown
         tols = ", ".join(_tol(t) for t in self.tolerations) or "none needed"
         ident = f", identity {self.identity[0]}={self.identity[1]}" if self.identity else ""
         # a domain of its own name's one zone is said once, not `zone-a (zone-a)`
@@ -100,6 +105,7 @@ class GroupPlan:
             f"confine to {self.domain}{zones}: coordinator tolerates "
             f"{tols}, node affinity {self.zone_label} in [{', '.join(self.zones)}]{ident}; "
             f"workers require pod affinity to {self._anchor_text()} on {self.topology_key}"
+            f"{grown}"
         )
 
     def _anchor_text(self) -> str:
@@ -134,6 +140,7 @@ class GroupPlan:
                 "change": j.change,
                 "previousDomain": j.previous,
                 "repin": j.repin or None,
+                "scaleUp": list(j.scale_up),
             }
             for j in self.job_domains
         ]

@@ -6,7 +6,7 @@ a constraint the capacity cannot meet turns a network failure into an eternal Pe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from fractions import Fraction
 
@@ -18,9 +18,10 @@ from topogen.cilium.labelfilter import label_filter
 from topogen.config import GroupConfig
 from topogen.model import LastPlacements, Toleration
 from topogen.model import quantity as _count
+from topogen.nodepools import gpus_text
 from topogen.operators.registry import profile_for
 from topogen.plan.anchors import detached_selectors, worker_anchors
-from topogen.plan.assignment import Assignment, JobNeed, assign
+from topogen.plan.assignment import Assignment, JobNeed, PoolNeed, assign
 from topogen.plan.fallback import Fallback, choose
 from topogen.plan.group_plan import GroupPlan, JobDomain
 from topogen.plan.identity_source import identity_source
@@ -137,10 +138,13 @@ def _plan_pin(
     check = index[0][chosen]
     notes = [base.note, why]
     total = sum((ix[chosen].gpus_needed for ix in index), Fraction(0))
+    scale_up = {t for ix in index for t in ix[chosen].scale_up}
+    if total > check.gpus_now:  # together they need more than its existing nodes have
+        scale_up.update(r.describe() for r in check.rooms)
     if len(planned) > 1 and total > check.gpus_free:
         notes.append(
             f"group {group.name}: its {len(planned)} jobs fit {chosen} one at a time but "
-            f"together need {_count(total)} GPUs of its {_count(check.gpus_free)}: "
+            f"together need {_count(total)} GPUs of its {gpus_text(check.gpus_free)}: "
             "some will wait Pending until others finish"
         )
     return replace(
@@ -152,6 +156,7 @@ def _plan_pin(
         note="; ".join(n for n in notes if n),
         previous_domain=last,
         repin=repin,
+        scale_up=tuple(sorted(scale_up)),
     )
 
 
@@ -222,9 +227,45 @@ def _plan_spread(
             if len(domains) == 1 or any(p[0] in zs and p[1] in zs for _, zs in domains)
         ),
     )
-    capacity = {_unit(plan.topology_key, n): check[n].gpus_free for n in used}
-    a = assign(_needs(plan, planned), capacity)
+    capacity, pools = _capacity((_unit(plan.topology_key, n), check[n]) for n in used)
+    a = assign(_needs(plan, planned), capacity, pools=pools)
     return _with_jobs(plan, planned, a, _job_names([(plan, planned)]))
+
+
+def _capacity(
+    checks: Iterable[tuple[str, DomainCheck]],
+) -> tuple[dict[str, Fraction], list[PoolNeed]]:
+    """The packing's capacity: each domain's existing GPUs, and per autoscaler pool what it
+    can add in each domain, its budget shared by all of them (plan/capacity.py)."""
+    fixed: dict[str, Fraction] = {}
+    budgets: dict[str, Fraction] = {}
+    rooms: dict[str, dict[str, Fraction]] = {}
+    for unit, c in checks:
+        if unit in fixed:
+            continue
+        fixed[unit] = c.gpus_now
+        for r in c.rooms:
+            budgets[r.pool] = r.budget
+            rooms.setdefault(r.pool, {})[unit] = r.gpus
+    return fixed, [PoolNeed(p, budgets[p], rooms[p]) for p in sorted(rooms)]
+
+
+def _total_gpus(checks: Sequence[DomainCheck]) -> Fraction:
+    """The GPUs of these domains together: their nodes', and each pool's once (its limits
+    are one budget for all of them)."""
+    fixed, pools = _capacity((c.name, c) for c in checks)
+    grown = sum((min(p.budget, sum(p.room.values(), Fraction(0))) for p in pools), Fraction(0))
+    return sum(fixed.values(), Fraction(0)) + grown
+
+
+def _scale_up_texts(j: JobAnalysis, name: str, pools: Sequence[str]) -> tuple[str, ...]:
+    """Where the job's domain gets the nodes it needs: its own (it does not fit the existing
+    nodes alone) and the pools the packing drew on there."""
+    check = _domain_index(j).get(name)
+    if check is None:
+        return ()
+    texts = {*check.scale_up, *(r.describe() for r in check.rooms if r.pool in pools)}
+    return tuple(sorted(texts))
 
 
 def _needs(plan: GroupPlan, planned: Sequence[JobAnalysis]) -> list[JobNeed]:
@@ -258,6 +299,7 @@ def _with_jobs(
     last: LastPlacements | None = None,
 ) -> GroupPlan:
     zones = dict(plan.domains)
+    scale_up: set[str] = set()
     waits: dict[str, list[str]] = {}  # a packed job -> the queued jobs that wait for it
     for q, ks in a.excludes.items():
         for k in ks:
@@ -267,8 +309,10 @@ def _with_jobs(
         key = f"{plan.group.name}\0{j.job.key}"
         name = a.domain[key].partition("\0")[2]
         need = _count(j.domains[0].gpus_needed)
-        free = _count(a.free.get(_unit(plan.topology_key, name), Fraction(0)))
+        free = gpus_text(a.free.get(_unit(plan.topology_key, name), Fraction(0)))
         excludes = tuple(sorted(names[k] for k in a.excludes.get(key, ())))
+        grown = _scale_up_texts(j, name, a.scale_up.get(_unit(plan.topology_key, name), ()))
+        scale_up.update(grown)
         if key not in a.runs_at_once:
             reason = (
                 f"queued: the known jobs need more GPUs than their domains have at once; "
@@ -284,6 +328,8 @@ def _with_jobs(
             if key in waits:
                 later = tuple(sorted(names[q] for q in waits[key]))
                 reason += f"; {_jobs_text(later)} queued behind it"
+        if grown:
+            reason += f"; fits after scale-up: {'; '.join(grown)}"
         job = f"{j.job.namespace}/{j.job.job}"
         previous = last.job_domain(plan.group.name, job) if last is not None else None
         change, repin = _change(j, previous, name, need)
@@ -302,18 +348,19 @@ def _with_jobs(
                 change,
                 previous,
                 repin,
+                grown,
             )
         )
     note = ""
     queued = [j for j in planned if f"{plan.group.name}\0{j.job.key}" not in a.runs_at_once]
     if queued:
         total = sum((j.domains[0].gpus_needed for j in planned), Fraction(0))
-        have = sum((_domain_index(planned[0])[n].gpus_free for n, _ in plan.domains
-                    if n in _domain_index(planned[0])), Fraction(0))  # fmt: skip
+        first = _domain_index(planned[0])
+        have = _total_gpus([first[n] for n, _ in plan.domains if n in first])
         note = (
             f"group {plan.group.name}: its {len(planned)} jobs fit "
             f"{', '.join(n for n, _ in plan.domains)} one at a time but together need "
-            f"{_count(total)} GPUs of its {_count(have)}: {len(queued)} will wait Pending "
+            f"{_count(total)} GPUs of its {gpus_text(have)}: {len(queued)} will wait Pending "
             "until others finish"
         )
     note = "; ".join(n for n in (worker_anchors(plan.profile, planned)[1], note) if n)
@@ -324,6 +371,7 @@ def _with_jobs(
         note=note,
         fallback_domains=where,
         fallback=why,
+        scale_up=tuple(sorted(scale_up)),
     )
 
 
@@ -369,33 +417,42 @@ def plan_cluster(
     told apart by the key they co-locate on (zone or domain label): a cluster mixing both
     counts each key's capacity on its own. `last`: where the last render put each job;
     a job stays there while the domain allows and holds it (plan/assignment.py)."""
-    capacity: dict[str, Fraction] = {}
-    for p, js in zip(plans, jobs, strict=True):
-        for j in js:
-            for d in j.domains:
-                capacity.setdefault(_unit(p.topology_key, d.name), d.gpus_free)
-    total = dict(capacity)
+    checks = [
+        (_unit(p.topology_key, d.name), d)
+        for p, js in zip(plans, jobs, strict=True)
+        for j in js
+        for d in j.domains
+    ]
+    total: dict[str, Fraction] = {}
+    for unit, d in checks:
+        total.setdefault(unit, d.gpus_free)
+    capacity, pools = _capacity(checks)
     for p, js in zip(plans, jobs, strict=True):
         if p.enforceable and not p.spread and p.domain is not None:
             k = _unit(p.topology_key, p.domain)
             need = sum((_domain_index(j)[p.domain].gpus_needed for j in js
                         if j.job.key in p.jobs), Fraction(0))  # fmt: skip
-            capacity[k] = max(Fraction(0), capacity.get(k, Fraction(0)) - need)
+            own = min(need, capacity.get(k, Fraction(0)))
+            capacity[k] = capacity.get(k, Fraction(0)) - own
+            pools = _drawn(pools, k, need - own)
+    # what each domain has left for the known jobs: its nodes' GPUs and the pools' room
+    left = {u: c + sum((min(p.room.get(u, Fraction(0)), p.budget) for p in pools), Fraction(0))
+            for u, c in capacity.items()}  # fmt: skip
     spread = [
         (g, p, [j for j in js if j.job.key in p.jobs])
         for g, (p, js) in enumerate(zip(plans, jobs, strict=True))
         if p.spread and p.enforceable
     ]
     if not spread:
-        return [_with_room(p, total, capacity) for p in plans]
+        return [_with_room(p, total, left) for p in plans]
     needs = [n for _, p, js in spread for n in _needs(p, js)]
     keep, queued = _kept(spread, needs, last)
-    a = assign(needs, capacity, keep, queued)
+    a = assign(needs, capacity, keep, queued, pools)
     names = _job_names([(p, js) for _, p, js in spread])
     out = list(plans)
     for g, p, js in spread:
         out[g] = _with_jobs(p, js, a, names, last)
-    return [_with_room(p, total, {**capacity, **a.free}) for p in out]
+    return [_with_room(p, total, {**left, **a.free}) for p in out]
 
 
 def _kept(
@@ -437,6 +494,17 @@ def _with_room(
         if unit.startswith(prefix)
     )
     return replace(plan, room=room)
+
+
+def _drawn(pools: Sequence[PoolNeed], unit: str, need: Fraction) -> list[PoolNeed]:
+    """The pools once a pinned group takes `need` GPUs of theirs in that domain."""
+    out = []
+    for p in pools:
+        part = max(Fraction(0), min(need, p.room.get(unit, Fraction(0)), p.budget))
+        need -= part
+        room = {d: v - part if d == unit else v for d, v in p.room.items()}
+        out.append(replace(p, budget=p.budget - part, room=room))
+    return out
 
 
 def _unit(key: str, domain: str) -> str:

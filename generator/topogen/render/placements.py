@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from topogen.model import LAST_PLACEMENTS_FILE
-from topogen.model import quantity as _count
+from topogen.nodepools import gpus_text
 from topogen.plaindata import dump_yaml
 from topogen.plan.group_plan import GroupPlan
 from topogen.render.base import RenderedFile
@@ -52,7 +52,7 @@ def placements_doc(cluster: str, plans: Sequence[GroupPlan]) -> dict[str, Any]:
             }
         )
         for name, free, left in p.room:
-            room.setdefault(name, (_gpus(_count(free)), _gpus(_count(left))))
+            room.setdefault(name, (_gpus(gpus_text(free)), _gpus(gpus_text(left))))
     return {
         "apiVersion": "topogen.io/v1alpha1",
         "kind": "Placements",

@@ -27,6 +27,7 @@ import yaml
 
 from topogen.errors import TopogenError
 from topogen.sources.live_objects import (
+    AUTOSCALING,
     CCNP,
     CILIUM_CONFIG,
     CILIUM_NAMESPACE,
@@ -49,6 +50,7 @@ from topogen.textui import step
 from topogen.yamlfast import YAML_UNSAFE_IN_JSON
 
 __all__ = [
+    "AUTOSCALING",
     "CCNP",
     "CNP",
     "DEFAULT_TIMEOUT",
@@ -122,10 +124,10 @@ def snapshot_document(objects: ClusterObjects) -> dict[str, Any]:
 
 
 SNAPSHOT_HEADER = (
-    "# topogen snapshot: the cluster's Nodes, Namespaces, network policies and the Cilium\n"
-    "# agent's settings (its cilium-config ConfigMap), reduced to what\n"
-    "# topogen reads. Written by `topogen snapshot`; do not edit. Name this file under\n"
-    "# clusters[].nodes in topogen.yaml (it provides the policies and namespaces too).\n"
+    "# topogen snapshot: the cluster's Nodes, Namespaces, NodePools and node groups, network\n"
+    "# policies and the Cilium agent's settings (its cilium-config ConfigMap), reduced to what\n"
+    "# topogen reads. Written by `topogen snapshot`; do not edit.\n"
+    "# Name this file under clusters[].nodes in topogen.yaml (it provides the rest too).\n"
 )
 
 
@@ -146,6 +148,7 @@ def check_snapshot(text: str) -> None:
     from topogen.sources.nodes import read_nodes
     from topogen.sources.objects import flatten
     from topogen.sources.policies import read_policies
+    from topogen.sources.pools import read_pools
     from topogen.sources.workloads import read_namespaces
     from topogen.sources.yamlio import Document
     from topogen.yamltext import load_yaml_text
@@ -154,6 +157,7 @@ def check_snapshot(text: str) -> None:
         docs = load_yaml_text(text, "the snapshot")
         objs = list(flatten(Document(d, "the snapshot", i) for i, d in enumerate(docs) if d))
         read_nodes(objs, "topology.kubernetes.io/zone")
+        read_pools(objs, [], [], "topology.kubernetes.io/zone", "the snapshot")
         read_policies(objs)
         read_namespaces(objs)
         read_cilium_config(objs)
@@ -230,6 +234,8 @@ class _Session:
             try:
                 items.extend(minimal(kind, o) for o in self._list(kind))
             except _NotFound:
+                if kind in AUTOSCALING:
+                    continue
                 if kind.group != "cilium.io":
                     raise LiveError(
                         f"{self.host} does not serve {kind.api_version} {kind.plural}"

@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogen.sources.cilium_config import CILIUM_CONFIG, CILIUM_KEYS
+from topogen.sources.pools import CAPI_GROUP, CAPI_KINDS, reduced_pool_object
 
 __all__ = [
+    "AUTOSCALING",
     "CCNP",
     "CILIUM_CONFIG",
     "CILIUM_NAMESPACE",
@@ -55,7 +57,13 @@ CCNP = Kind(
 CNP = Kind("CiliumNetworkPolicy", "cilium.io/v2", "ciliumnetworkpolicies", True)
 NETPOL = Kind("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", True)
 POD = Kind("Pod", "v1", "pods", True)
-SNAPSHOT_KINDS = (NAMESPACE, NODE, CCNP, CNP, NETPOL)  # listed; the order of a snapshot's items
+# what autoscalers can add (sources/pools.py); a cluster without their CRDs has none
+AUTOSCALING = (
+    Kind("NodePool", "karpenter.sh/v1", "nodepools", False),
+    *(Kind(k, f"{CAPI_GROUP}/v1beta1", f"{k.lower()}s", True) for k in CAPI_KINDS),
+)
+# listed; also the order of a snapshot's items
+SNAPSHOT_KINDS = (NAMESPACE, NODE, *AUTOSCALING, CCNP, CNP, NETPOL)
 # the agent's settings: one ConfigMap, read (get) in Cilium's namespace, last in a snapshot
 CONFIG_MAP = Kind("ConfigMap", "v1", "configmaps", True)
 CILIUM_NAMESPACE = "kube-system"
@@ -129,6 +137,8 @@ def minimal(kind: Kind, body: Mapping[str, Any]) -> dict[str, Any]:
         allocatable = (body.get("status") or {}).get("allocatable") or {}
         if allocatable:
             out["status"] = {"allocatable": {str(k): str(v) for k, v in allocatable.items()}}
+    elif kind in AUTOSCALING:
+        return reduced_pool_object(out, body)
     elif kind is CONFIG_MAP:  # cilium-config: the keys topogen reads, nothing else
         data = body.get("data") or {}
         out["data"] = {k: data[k] for k in sorted(CILIUM_KEYS) if k in data}
