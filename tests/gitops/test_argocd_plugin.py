@@ -35,6 +35,7 @@ from .gitops_kit import EXAMPLES, ZONE_SPLIT, ident, kustomize, render
 EXAMPLE_CLUSTERS = {
     "zone-split": "lab",
     "pytorch-three-zone": "prod-east",
+    "pytorch-scale-from-zero": "prod-east",
     "hostnetwork-mpi": "hpc",
 }
 
@@ -219,6 +220,38 @@ def test_argocd_source_override_would_change_the_cluster(
     rendered = generate(side, plugin_application(), copy)
     assert "./.argocd-source.yaml: Argo CD merges it" in rendered.error
     assert rendered.objects == []
+
+
+def test_argocd_renders_a_commit_that_carries_an_interrupted_render(
+    side: Sidecar, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A render killed after its journal's commit, and that state committed: the files half
+    old, half new, .topogen/journal beside them. In the sidecar's fresh unpacked checkout
+    (every file 0644) topogen finishes it first, then renders: Argo CD gets the objects of
+    the new inputs, as from a clean render of them."""
+    from topogen.emit import journal
+
+    after = yaml.safe_load((ZONE_SPLIT / "topogen-after.yaml").read_text())
+    repo = checkout(tmp_path / "repo")
+    (repo / "topogen.yaml").write_text(yaml.safe_dump(after, sort_keys=False))
+    real, calls = os.replace, [0]
+
+    def cut(src: Any, dst: Any) -> None:
+        calls[0] += 1
+        if calls[0] == 3:  # the commit and a file done: the journal holds the rest
+            raise OSError(5, "Input/output error", str(dst))
+        real(src, dst)
+
+    monkeypatch.setattr(journal.os, "replace", cut)
+    with pytest.raises(AssertionError, match="the next topogen command finishes it"):
+        render(repo / "topogen.yaml", repo)
+    monkeypatch.setattr(journal.os, "replace", real)
+    assert (repo / ".topogen" / journal.JOURNAL / "PLAN").is_file()
+    clean = checkout(tmp_path / "clean", config=after)
+    assert overlay(repo, "lab") != overlay(clean, "lab")  # the checkout's tree: half done
+    rendered = generate(side, plugin_application(env={"TOPOGEN_CLUSTER": "lab"}), repo)
+    assert rendered.error == ""
+    assert untracked(rendered) == overlay(clean, "lab")
 
 
 # --- discovery ------------------------------------------------------------------------------

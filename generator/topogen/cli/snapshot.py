@@ -99,11 +99,14 @@ def snapshot_command(
     output: str | None,
     verbose: bool,
 ) -> None:
-    """Write the live cluster's Nodes, Namespaces and network policies to a snapshot file.
+    """Write the live cluster's Nodes, Namespaces, NodePools, network policies and Cilium
+    settings to a snapshot file.
 
     The snapshot (kind TopogenSnapshot) is deterministic and minimal: labels,
     taints, allocatable, cordon state and pod CIDRs of Nodes; Namespace labels;
-    CiliumNetworkPolicy, CiliumClusterwideNetworkPolicy and NetworkPolicy rules.
+    Karpenter NodePools and Cluster API node groups; CiliumNetworkPolicy,
+    CiliumClusterwideNetworkPolicy and NetworkPolicy rules; the keys topogen reads
+    of the Cilium agent's kube-system/cilium-config ConfigMap.
     Name it under clusters[].nodes in topogen.yaml.
 
     Exit 0: written; 2: the cluster cannot be read (unreachable, 401/403, timeout).
