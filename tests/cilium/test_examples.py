@@ -81,9 +81,7 @@ def _setup(name: str) -> tuple[dict[str, Any], dict[str, Endpoint], PolicyIndex]
     return scenario, ours, index
 
 
-@pytest.mark.parametrize(
-    "name", sorted(p.parent.name for p in EXAMPLES.glob("*/topogen.yaml"))
-)
+@pytest.mark.parametrize("name", sorted(p.parent.name for p in EXAMPLES.glob("*/topogen.yaml")))
 def test_example_verdicts_are_cilium_s(name: str) -> None:
     scenario, ours, index = _setup(name)
     answer = oracle.run([scenario])[0]
