@@ -170,11 +170,24 @@ def _quantities() -> list[Case]:
                  replace=_r(COORD, COORD_REQUESTS, f'requests: {{cpu: "{q}", memory: 4Gi}}'))
         )  # fmt: skip
     # valid, if odd, quantities Kubernetes accepts: handled, never an internal error (huge
-    # ones are capped at 2^63-1; the tiny ones leave the group refused: no GPUs)
-    for i, q in enumerate(["1e400", "1E", "9Ei", "1e-999", "0.1n", ".", "+", "-0"]):
+    # ones are capped at 2^63-1; the zero ones leave the group refused: no GPUs)
+    for i, q in enumerate(["1e400", "1E", "9Ei", ".", "+", "-0"]):
         out.append(
             Case(f"quantity-valid-{i:02d}", "no domain can hold it", code=0 if i < 3 else 1,
                  replace=_r(NODES, GPU_ALLOC, f'nvidia.com/gpu: "{q}"}}'))
+        )  # fmt: skip
+    # a GPU is an extended resource, counted whole: the API server refuses a fraction
+    # (ValidateResourceQuantityValue), however small
+    for i, q in enumerate(["1e-999", "0.1n", "1500m"]):
+        out.append(
+            Case(f"quantity-gpu-fraction-{i:02d}", "nvidia.com/gpu: must be an integer",
+                 replace=_r(NODES, GPU_ALLOC, f'nvidia.com/gpu: "{q}"}}'))
+        )  # fmt: skip
+    # ... and a negative quantity anywhere
+    for i, q in enumerate(["-1", "-0.5", "-1e3", "-1Ki"]):
+        out.append(
+            Case(f"quantity-negative-{i:02d}", "must be greater than or equal to 0",
+                 replace=_r(NODES, GPU_ALLOC, f'nvidia.com/gpu: "2", ephemeral-storage: "{q}"}}'))
         )  # fmt: skip
     return out
 
@@ -413,7 +426,8 @@ OTHER = [
     Case("cnp-selector-list", "must be a mapping", replace=_r(POLICIES,
          "  endpointSelector:\n    matchLabels: {zone: zone-a}\n",
          "  endpointSelector: [zone]\n")),
-    Case("nel-in-rendered-value", "U+0085", replace=_r(COORD, COORD_LABELS, COORD_LABELS
+    Case("nel-in-node-affinity-value", "label value 'a\\x85b'", replace=_r(COORD, COORD_LABELS,
+         COORD_LABELS
          + "\n      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
          "{nodeSelectorTerms: [{matchExpressions: [{key: pool, operator: NotIn, "
          'values: ["a\\Nb"]}]}]}}}')),

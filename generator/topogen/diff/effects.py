@@ -18,7 +18,7 @@ from topogen.diff.changes import DiffReport, Tree
 from topogen.diff.core import diff
 from topogen.diff.tree import KNOWN_TOPS, generated_tops, load_tree
 from topogen.emit.writer import GENERATED_HEADER, write_tree
-from topogen.errors import InputError, Refusal, TopogenError
+from topogen.errors import InputError, InternalError, Refusal, TopogenError
 from topogen.pipeline.analyze import AnalysisReport
 from topogen.pipeline.render import render
 
@@ -168,6 +168,8 @@ def _diff_against_ref(config_path: Path, ref: str, allow_outside: bool) -> DiffR
             )
         try:
             old = render_side(old_config, allow_outside)
+        except InternalError:
+            raise
         except TopogenError as exc:
             raise InputError(f"at {ref}: " + _unrooted(str(exc), Path(tmp))) from None
     return diff(

@@ -27,7 +27,7 @@ from topogen.emit.layout import (
     read_current,
 )
 from topogen.emit.swap import exchange, locked, recover, replace_dir
-from topogen.errors import InputError, TopogenError
+from topogen.errors import InputError, InternalError
 from topogen.render.base import RenderedFile, to_yaml
 
 __all__ = [
@@ -72,7 +72,7 @@ def swap_units(files: Sequence[RenderedFile], clusters: Sequence[str] | None) ->
 def _check_files(files: Sequence[RenderedFile]) -> None:
     dupes = sorted(p for p, n in Counter(f.path for f in files).items() if n > 1)
     if dupes:
-        raise TopogenError(f"two rendered files share the path {dupes[0]}")
+        raise InternalError(f"two rendered files share the path {dupes[0]}")
     for f in files:
         check_output_path(f.path)
 

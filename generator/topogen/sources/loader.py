@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from topogen.errors import InputError, Notice
 from topogen.manifest import KubeObject
 from topogen.model import NO_ZONE_PREFIX, Namespace, PolicySet, Service, Topology, Workload
+from topogen.sources.api_rules import STRICT_CIDRS_SINCE
 from topogen.sources.nodes import read_nodes
 from topogen.sources.objects import flatten
 from topogen.sources.policies import read_policies, read_services
@@ -70,8 +71,10 @@ def load_cluster_inputs(
 ) -> ClusterInputs:
     """`services`: Services read elsewhere (beside the workloads), for toServices rules."""
     base = cfg.base_dir
+    # the API server's CIDR rules of the cluster's Kubernetes version
+    strict = tuple(map(int, cluster.kubernetes_version.split("."))) >= STRICT_CIDRS_SINCE
     node_objs = read_objects(cluster.nodes, base, f"clusters.{cluster.name}.nodes", cfg)
-    nodes = read_nodes(node_objs, cluster.zone_label)
+    nodes = read_nodes(node_objs, cluster.zone_label, strict_cidrs=strict)
     if not nodes:
         shown = ", ".join(cluster.nodes)
         raise InputError(
@@ -91,7 +94,7 @@ def load_cluster_inputs(
         for o in node_objs
         if o.kind != "Node" and (o.group, o.kind, o.applied_namespace, o.name) not in seen
     ]
-    policies = read_policies(policy_objs, cluster.cilium.settings(), services)
+    policies = read_policies(policy_objs, cluster.cilium.settings(), services, strict_cidrs=strict)
     ns_objs = read_objects(cluster.namespaces, base, f"clusters.{cluster.name}.namespaces", cfg)
     namespaces = {n.name: n for n in read_namespaces(ns_objs + node_objs + policy_objs)}
     topology = Topology(
@@ -100,15 +103,31 @@ def load_cluster_inputs(
         gpu_resources=tuple(cluster.gpu_resources),
         gpu_node_selector=dict(cluster.gpu_node_selector),
     )
-    warnings = tuple(
-        Notice(
-            cluster.name,
-            f"node {n.name} has no {cluster.zone_label} label; it counts as a zone of its own",
-        )
-        for n in topology.nodes
-        if n.zone.startswith(NO_ZONE_PREFIX)
+    return ClusterInputs(
+        cluster.name,
+        topology,
+        policies,
+        namespaces,
+        tuple(skipped),
+        _zoneless(cluster.name, cluster.zone_label, topology),
     )
-    return ClusterInputs(cluster.name, topology, policies, namespaces, tuple(skipped), warnings)
+
+
+def _zoneless(cluster: str, zone_label: str, topology: Topology) -> tuple[Notice, ...]:
+    """One note for the nodes without the zone label: each is read as a zone of its own
+    (the scheduler puts them in no zone's domain), never a domain a group is pinned to."""
+    names = [n.name for n in topology.nodes if n.zone.startswith(NO_ZONE_PREFIX)]
+    if not names:
+        return ()
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    what = f"node {shown} has" if len(names) == 1 else f"{len(names)} nodes ({shown}) have"
+    return (
+        Notice(
+            cluster,
+            f"{what} no {zone_label} label: each counts as a zone of its own, where no "
+            "group is pinned",
+        ),
+    )
 
 
 def load_workload_inputs(
