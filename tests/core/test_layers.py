@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         ),
     ),
     ("knowledge", frozenset({"operators", "cilium"})),
-    ("config", frozenset({"config"})),
+    ("config", frozenset({"config", "configerrors"})),
     ("sources", frozenset({"sources"})),
     ("analysis", frozenset({"analysis"})),
     ("plan", frozenset({"plan"})),

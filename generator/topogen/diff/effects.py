@@ -21,6 +21,7 @@ from topogen.emit.writer import GENERATED_HEADER, write_tree
 from topogen.errors import InputError, InternalError, Refusal, TopogenError
 from topogen.pipeline.analyze import AnalysisReport
 from topogen.pipeline.render import render
+from topogen.yamltext import display_path
 
 __all__ = ["RenderedSide", "diff_configs", "diff_dirs", "diff_rendered", "render_side"]
 
@@ -115,12 +116,8 @@ def _has_output(root: Path, tops: Iterable[str]) -> bool:
 
 
 def _shown(path: Path) -> str:
-    if not path.is_absolute():
-        return path.as_posix()
-    try:
-        return Path(os.path.relpath(path)).as_posix()
-    except ValueError:
-        return path.as_posix()
+    """A path as the user gave it (absolute stays absolute)."""
+    return Path(display_path(path)).as_posix()
 
 
 # -- git ------------------------------------------------------------------------------------

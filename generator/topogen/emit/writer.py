@@ -29,6 +29,7 @@ from topogen.emit.layout import (
 from topogen.emit.swap import exchange, locked, recover, replace_dir
 from topogen.errors import InputError, InternalError
 from topogen.render.base import RenderedFile, to_yaml
+from topogen.yamltext import display_path
 
 __all__ = [
     "GENERATED_HEADER",
@@ -229,11 +230,11 @@ def _mkdtemp(prefix: str, parent: Path) -> Path:
     return path
 
 
-def _shown(path: Path) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:
-        return str(path)
+def _shown(path: Path) -> str | None:
+    """The output folder as the user gave it (None for the working folder: the files it
+    names are then named from there already)."""
+    shown = display_path(path)
+    return None if shown == "." else shown
 
 
 def stream_objects(files: Sequence[RenderedFile], header: str) -> str:
