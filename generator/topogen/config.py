@@ -8,9 +8,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
     Field,
     StringConstraints,
     ValidationError,
@@ -18,18 +15,13 @@ from pydantic import (
     model_validator,
 )
 
+from topogen.autoscaling import AutoscalingConfig
 from topogen.cilium.labelfilter import LabelPrefixError, parse_prefix
 from topogen.configerrors import config_error, key_line
 from topogen.errors import InputError
+from topogen.fields import PATTERN_WORDS, InputPath, LabelKey, LabelValue, Name, Strict
 from topogen.model import CiliumSettings
-from topogen.names import (
-    DNS_LABEL_PATTERN,
-    LABEL_KEY_PATTERN,
-    LABEL_VALUE_PATTERN,
-    dns_label_problem,
-    label_key_problem,
-    name_limit,
-)
+from topogen.names import dns_label_problem, name_limit
 from topogen.operators.registry import PROFILES, operator
 from topogen.yamltext import display_path, load_yaml_text
 
@@ -51,37 +43,13 @@ __all__ = [
 
 API_VERSION = "topogen.io/v1alpha1"
 
-Name = Annotated[str, StringConstraints(pattern=DNS_LABEL_PATTERN, max_length=63)]
-# a file or folder of topogen.yaml: no control characters (a NUL is no path anywhere)
-_PATH = r"^[^\x00-\x1f\x7f]+$"
-InputPath = Annotated[str, StringConstraints(pattern=_PATH, min_length=1, max_length=4096)]
-
-
-def _label_key(key: str) -> str:
-    """names.py's rule, lengths of the prefix and the name included."""
-    problem = label_key_problem(key)
-    if problem:
-        raise ValueError(problem)
-    return key
-
-
-LabelKey = Annotated[
-    str,
-    StringConstraints(pattern=LABEL_KEY_PATTERN, max_length=317),
-    AfterValidator(_label_key),
-]
-LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE_PATTERN, max_length=63)]
 Engine = Literal["kyverno", "kyverno-legacy", "gatekeeper", "native"]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 _CILIUM = CiliumSettings()  # the defaults: Cilium's
 
 
-class CiliumConfig(_Strict):
+class CiliumConfig(Strict):
     """`clusters[].cilium`: the cilium-agent options that change verdicts, as the model's
     CiliumSettings has them (its defaults, Cilium's, unless set; its docstring says what
     each means). identityLabels is the agent's `labels` option, verbatim."""
@@ -116,7 +84,7 @@ class CiliumConfig(_Strict):
         return dataclasses.replace(_CILIUM, **values)
 
 
-class ClusterConfig(_Strict):
+class ClusterConfig(Strict):
     name: Name
     nodes: list[InputPath] = Field(min_length=1)
     network_policies: list[InputPath] = Field(default_factory=list, alias="networkPolicies")
@@ -137,6 +105,9 @@ class ClusterConfig(_Strict):
     engines: list[Engine] | None = None
     validation_action: Literal["Audit", "Enforce"] | None = Field(None, alias="validationAction")
     cilium: CiliumConfig = Field(default_factory=lambda: CiliumConfig.model_validate({}))
+    autoscaling: AutoscalingConfig = Field(
+        default_factory=lambda: AutoscalingConfig.model_validate({})
+    )
 
 
 _PORT = re.compile(r"^(\d{1,5})(?:-(\d{1,5}))?(?:/(TCP|UDP|SCTP))?$")
@@ -158,7 +129,7 @@ def parse_port(p: Any) -> tuple[str, int, int]:
     return protocol, lo, hi
 
 
-class GroupConfig(_Strict):
+class GroupConfig(Strict):
     name: Name
     profile: str  # an operator's name (operators/registry.py)
     namespaces: list[Name] = Field(min_length=1)
@@ -225,12 +196,7 @@ MetricName = Annotated[str, StringConstraints(pattern=_METRIC, max_length=200)]
 _VERSION = r"^1\.\d+$"
 # each pattern of the model in words, for its errors (configerrors.py)
 _PATTERN_WORDS = {
-    DNS_LABEL_PATTERN: "is not a DNS label (lowercase letters, digits and '-', at most 63)",
-    LABEL_KEY_PATTERN: "is not a label key (letters, digits, '-', '_', '.', an optional "
-    "DNS-subdomain prefix and '/')",
-    LABEL_VALUE_PATTERN: "is not a label value (at most 63 letters, digits, '-', '_' and '.', "
-    "starting and ending alphanumeric)",
-    _PATH: "is not a path (it holds a control character)",
+    **PATTERN_WORDS,
     _DURATION: "is not a duration such as 30s, 15m or 1h",
     _DROP_REASON: "is not a Hubble drop reason such as POLICY_DENIED",
     _URL: "is not an http(s) URL without spaces, braces or '#'",
@@ -239,7 +205,7 @@ _PATTERN_WORDS = {
 }
 
 
-class MonitoringMetrics(_Strict):
+class MonitoringMetrics(Strict):
     """Exporter metric names the generated rules read (defaults: kube-state-metrics v2,
     NVIDIA DCGM exporter with Kubernetes pod mapping, Hubble with labelsContext)."""
 
@@ -253,7 +219,7 @@ class MonitoringMetrics(_Strict):
     flows: MetricName | None = Field("hubble_flows_processed_total", alias="flows")
 
 
-class MonitoringConfig(_Strict):
+class MonitoringConfig(Strict):
     """`monitoring:` Prometheus rules and a Grafana dashboard per cluster (render/monitoring.py).
 
     Alerts: idle (all pods Running, GPU utilisation under idleGpuUtilisationPercent and no
@@ -281,7 +247,7 @@ class MonitoringConfig(_Strict):
     metrics: MonitoringMetrics = Field(default_factory=lambda: MonitoringMetrics.model_validate({}))
 
 
-class GatekeeperConfig(_Strict):
+class GatekeeperConfig(Strict):
     """`gatekeeper:` the Gatekeeper install the rendered policies run on.
 
     failurePolicy of Gatekeeper's own webhooks (its install sets them, default Ignore: a
@@ -293,7 +259,7 @@ class GatekeeperConfig(_Strict):
     failure_policy: Literal["Ignore", "Fail"] = Field("Ignore", alias="failurePolicy")
 
 
-class KyvernoConfig(_Strict):
+class KyvernoConfig(Strict):
     """`kyverno:` how the Kyverno (CEL) engine's policies run.
 
     generateValidatingAdmissionPolicy: under Enforce, each ValidatingPolicy asks Kyverno to
@@ -320,7 +286,7 @@ class KyvernoConfig(_Strict):
     audit_at_admission: bool = Field(False, alias="auditAtAdmission")
 
 
-class TopogenConfig(_Strict):
+class TopogenConfig(Strict):
     api_version: Literal["topogen.io/v1alpha1"] = Field(alias="apiVersion")
     kind: Literal["TopogenConfig"]
     clusters: list[ClusterConfig] = Field(min_length=1)

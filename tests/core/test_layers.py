@@ -28,11 +28,11 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         "vocabulary",
         frozenset(
             {"", "errors", "names", "model", "manifest", "plaindata", "textui", "yamlfast"}
-            | {"yamltext"}
+            | {"yamltext", "nodepools"}
         ),
     ),
     ("knowledge", frozenset({"operators", "cilium"})),
-    ("config", frozenset({"config", "configerrors"})),
+    ("config", frozenset({"config", "configerrors", "autoscaling", "fields"})),
     ("sources", frozenset({"sources"})),
     ("analysis", frozenset({"analysis"})),
     ("plan", frozenset({"plan"})),

@@ -20,7 +20,7 @@ from topogen.names import check_label_key, check_label_value
 from topogen.sources.api_rules import cidr_problem, parse_network, quantity_problem
 from topogen.sources.objects import parse_quantity
 
-__all__ = ["node_from_object", "read_nodes"]
+__all__ = ["node_from_object", "read_nodes", "read_taints"]
 
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
@@ -42,25 +42,7 @@ def node_from_object(obj: KubeObject, zone_label: str, *, strict_cidrs: bool = T
     labels = labels_of(obj)
     spec = as_map(obj.body.get("spec"), "spec", obj)
     status = as_map(obj.body.get("status"), "status", obj)
-    taints: list[Taint] = []
-    for i, raw in enumerate(as_list(spec.get("taints"), "spec.taints", obj)):
-        t = string_map(raw, f"spec.taints[{i}]", obj)
-        effect = t.get("effect", "")
-        if "key" not in t or effect not in _EFFECTS:
-            raise InputError(
-                f"{obj.where()}: spec.taints[{i}] needs a key and an effect "
-                f"({', '.join(_EFFECTS)})",
-                path=obj.path,
-            )
-        check_label_key(t["key"], f"{obj.where()}: spec.taints[{i}].key", obj.path)
-        check_label_value(t.get("value", ""), f"{obj.where()}: spec.taints[{i}].value", obj.path)
-        if any(x.key == t["key"] and x.effect == effect for x in taints):
-            raise InputError(
-                f"{obj.where()}: spec.taints[{i}]: taints must be unique by key and effect "
-                f"pair ({t['key']}:{effect} again)",
-                path=obj.path,
-            )
-        taints.append(Taint(t["key"], t.get("value", ""), effect))
+    taints = read_taints(spec.get("taints"), "spec.taints", obj)
     allocatable = {}
     for k, v in as_map(status.get("allocatable"), "status.allocatable", obj).items():
         quantity = parse_quantity(v, f"status.allocatable.{k}", obj)
@@ -73,7 +55,7 @@ def node_from_object(obj: KubeObject, zone_label: str, *, strict_cidrs: bool = T
     return Node(
         name=obj.name,
         labels=labels,
-        taints=tuple(taints),
+        taints=taints,
         allocatable=allocatable,
         unschedulable=as_bool(spec.get("unschedulable"), "spec.unschedulable", obj),
         pod_cidrs=_pod_cidrs(spec, obj, strict_cidrs),
@@ -100,3 +82,26 @@ def _pod_cidrs(spec: Mapping[str, Any], obj: KubeObject, strict: bool) -> tuple[
             path=obj.path,
         )
     return tuple(cidrs)
+
+
+def read_taints(raw: Any, what: str, obj: KubeObject) -> tuple[Taint, ...]:
+    """A list of taints (a Node's spec.taints, a NodePool template's taints), checked."""
+    taints: list[Taint] = []
+    for i, item in enumerate(as_list(raw, what, obj)):
+        t = string_map(item, f"{what}[{i}]", obj)
+        effect = t.get("effect", "")
+        if "key" not in t or effect not in _EFFECTS:
+            raise InputError(
+                f"{obj.where()}: {what}[{i}] needs a key and an effect ({', '.join(_EFFECTS)})",
+                path=obj.path,
+            )
+        check_label_key(t["key"], f"{obj.where()}: {what}[{i}].key", obj.path)
+        check_label_value(t.get("value", ""), f"{obj.where()}: {what}[{i}].value", obj.path)
+        if any(x.key == t["key"] and x.effect == effect for x in taints):
+            raise InputError(
+                f"{obj.where()}: {what}[{i}]: taints must be unique by key and effect pair "
+                f"({t['key']}:{effect} again)",
+                path=obj.path,
+            )
+        taints.append(Taint(t["key"], t.get("value", ""), effect))
+    return tuple(taints)
