@@ -46,13 +46,16 @@ def config_error(
     text: str | None,
     shown: str,
     patterns: Mapping[str, str],
+    at: str = "",
 ) -> InputError:
     """The first error (a misspelt key before the keys it made missing), named by path and
-    line; `patterns` says in words what each string pattern of the model asks for."""
+    line; `patterns` says in words what each string pattern of the model asks for; `at`:
+    where `data` is in its file (`[2]`: the third entry of a list)."""
     errors = exc.errors()
     err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = tuple(p for p in err["loc"] if not _is_union_tag(p))
-    where = key_path(data, loc) or "(top level)"
+    inner = key_path(data, loc)
+    where = (at + ("." if inner and not inner.startswith("[") else "") + inner) or "(top level)"
     if err["type"] == "extra_forbidden":
         msg = f"unknown key {where}" + _did_you_mean(model, loc)
     else:
