@@ -75,7 +75,7 @@ REFUSED: dict[str, tuple[Case, str, str]] = {
         lambda t: (
             [_nodepool()],
             _types_file(t, "it.json", [{**KWOK, "resources": {"cpu": "96", "memory": "-1Gi"}}]),
-        ),  # fmt: skip
+        ),
         "types/it.json",
         "[0].resources.memory: must be greater than or equal to 0, got '-1Gi'",
     ),
@@ -83,7 +83,7 @@ REFUSED: dict[str, tuple[Case, str, str]] = {
         lambda t: (
             [_nodepool()],
             _types_file(t, "it.json", [{**KWOK, "resources": {GPU: "2500m"}}]),
-        ),  # fmt: skip
+        ),
         "types/it.json",
         "[0].resources.nvidia.com/gpu: must be an integer, got '2500m'",
     ),
