@@ -55,7 +55,8 @@ def config_error(
     err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = tuple(p for p in err["loc"] if not _is_union_tag(p))
     inner = key_path(data, loc)
-    where = (at + ("." if inner and not inner.startswith("[") else "") + inner) or "(top level)"
+    dot = "." if at and inner and not inner.startswith("[") else ""
+    where = f"{at}{dot}{inner}" or "(top level)"
     if err["type"] == "extra_forbidden":
         msg = f"unknown key {where}" + _did_you_mean(model, loc)
     else:
