@@ -5,12 +5,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help demo test lint fmt tools clean check-generated regenerate venv bench lock
+.PHONY: help demo test test-live-load lint fmt tools clean check-generated regenerate venv bench lock
 
 help:
 	@echo "make demo   analyze and render the bundled examples"
 	@echo "make test   run the whole test suite (builds the real tools when missing)"
 	@echo "make lint   ruff and mypy (generator, tests, bench)"
+	@echo "make test-live-load  the live suites three times beside 2 busy processes per core"
 	@echo "make tools  build the pinned Go tools into ~/.cache/topogen (cached)"
 	@echo "make bench  time topogen on synthetic fleets; writes bench/RESULTS.md (~45 min)"
 
@@ -29,6 +30,12 @@ demo: $(STAMP)
 
 test: $(STAMP) tools
 	$(BIN)/pytest -n 2 --dist loadfile
+
+# tests/live three times in a row beside a CPU load (2 busy processes per core for the whole
+# run): the live harnesses wait on the thing itself, never on time (CHANGELOG: the runs).
+# LOAD_ARGS="--runs 1" for one run; arguments after -- go to pytest.
+test-live-load: $(STAMP) tools
+	$(BIN)/python tests/live/under_load.py $(LOAD_ARGS)
 
 # Never part of `make test`. BENCH_ARGS="--quick --skip-kyverno --skip-admission --skip-fleet" for the
 # shortest run (README: Performance, with its measured time);

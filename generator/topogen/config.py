@@ -6,10 +6,9 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
     Field,
     StringConstraints,
     ValidationError,
@@ -19,13 +18,11 @@ from pydantic import (
 
 from topogen.autoscaling import AutoscalingConfig
 from topogen.cilium.labelfilter import LabelPrefixError, parse_prefix
+from topogen.configerrors import config_error, key_line
 from topogen.errors import InputError
-from topogen.fields import InputPath, LabelKey, LabelValue, Name, Strict
+from topogen.fields import PATTERN_WORDS, InputPath, LabelKey, LabelValue, Name, Strict
 from topogen.model import CiliumSettings
-from topogen.names import (
-    dns_label_problem,
-    name_limit,
-)
+from topogen.names import dns_label_problem, name_limit
 from topogen.operators.registry import PROFILES, operator
 from topogen.yamltext import display_path, load_yaml_text
 
@@ -107,7 +104,7 @@ class ClusterConfig(Strict):
     )
     # the cluster's minor version: the native engine writes MutatingAdmissionPolicy v1 from
     # 1.36 (the README's default), v1beta1 before; Gatekeeper needs 1.31
-    kubernetes_version: Annotated[str, StringConstraints(pattern=r"^1\.\d+$")] = Field(
+    kubernetes_version: Annotated[str, StringConstraints(pattern=_VERSION)] = Field(
         "1.36", alias="kubernetesVersion"
     )
     engines: list[Engine] | None = None
@@ -162,7 +159,7 @@ class GroupConfig(Strict):
     def _known_profile(cls, value: str) -> str:
         if value not in PROFILES:
             names = [repr(p) for p in PROFILES]
-            raise ValueError(f"Input should be {', '.join(names[:-1])} or {names[-1]}")
+            raise ValueError(f"{value!r} must be {', '.join(names[:-1])} or {names[-1]}")
         return value
 
     @field_validator("ports", mode="before")
@@ -193,15 +190,27 @@ class GroupConfig(Strict):
         return self
 
 
-Duration = Annotated[str, StringConstraints(pattern=r"^\d+[smh]$")]
+_DURATION = r"^\d+[smh]$"
+Duration = Annotated[str, StringConstraints(pattern=_DURATION)]
 # Hubble's drop reasons are enum names (POLICY_DENIED); they enter a PromQL regex
-DropReason = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_]{1,100}$")]
+_DROP_REASON = r"^[A-Za-z0-9_]{1,100}$"
+DropReason = Annotated[str, StringConstraints(pattern=_DROP_REASON)]
 # no braces: the URL enters alert annotations, which Prometheus expands as Go templates
-RunbookUrl = Annotated[str, StringConstraints(pattern=r"^https?://[^\s{}#]+$", max_length=2000)]
+_URL = r"^https?://[^\s{}#]+$"
+RunbookUrl = Annotated[str, StringConstraints(pattern=_URL, max_length=2000)]
 DEFAULT_RUNBOOK_URL = "https://github.com/topogen/topogen/blob/main/README.md"
-MetricName = Annotated[
-    str, StringConstraints(pattern=r"^[a-zA-Z_:][a-zA-Z0-9_:]*$", max_length=200)
-]
+_METRIC = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
+MetricName = Annotated[str, StringConstraints(pattern=_METRIC, max_length=200)]
+_VERSION = r"^1\.\d+$"
+# each pattern of the model in words, for its errors (configerrors.py)
+_PATTERN_WORDS = {
+    **PATTERN_WORDS,
+    _DURATION: "is not a duration such as 30s, 15m or 1h",
+    _DROP_REASON: "is not a Hubble drop reason such as POLICY_DENIED",
+    _URL: "is not an http(s) URL without spaces, braces or '#'",
+    _METRIC: "is not a Prometheus metric name",
+    _VERSION: "is not a Kubernetes minor version such as 1.36",
+}
 
 
 class MonitoringMetrics(Strict):
@@ -368,16 +377,21 @@ def engine_version_problem(engine: str, kubernetes_version: str) -> str | None:
     )
 
 
-def _check_engines(cfg: TopogenConfig, shown: str) -> None:
+def _check_engines(cfg: TopogenConfig, shown: str, text: str | None) -> None:
     """The rules that depend on the engines chosen: each cluster's Kubernetes version, and
     the group names that become the names of policies whose names are limited."""
+
+    def line(*loc: str | int) -> int | None:
+        return key_line(text, loc) if text else None
+
     for i, cluster in enumerate(cfg.clusters):
         for engine in cfg.engines_for(cluster):
             problem = engine_version_problem(engine, cluster.kubernetes_version)
             if problem:
                 raise InputError(
-                    f"clusters.{i}.kubernetesVersion: {problem}",
+                    f"clusters.{cluster.name}.kubernetesVersion: {problem}",
                     path=shown,
+                    line=line("clusters", i, "kubernetesVersion"),
                     hint="use engine kyverno or native, or raise kubernetesVersion",
                 )
     for i, group in enumerate(cfg.groups):
@@ -393,10 +407,11 @@ def _check_engines(cfg: TopogenConfig, shown: str) -> None:
                 size = len(name.encode())
                 if size > limit:
                     raise InputError(
-                        f"groups.{i}.name: engine {engine} names a {kind} {name} ({size} bytes; "
-                        f"{whose} allows {limit}): use a group name of at most "
+                        f"groups.{group.name}.name: engine {engine} names a {kind} {name} "
+                        f"({size} bytes; {whose} allows {limit}): use a group name of at most "
                         f"{len(group.name) - (size - limit)} characters",
                         path=shown,
+                        line=line("groups", i, "name"),
                     )
 
 
@@ -428,67 +443,25 @@ def load_config(path: str | Path, *, allow_outside: bool = False) -> TopogenConf
     docs = [d for d in load_yaml_text(text, shown) if d is not None]
     if len(docs) != 1 or not isinstance(docs[0], dict):
         raise InputError("config must be one YAML mapping (kind: TopogenConfig)", path=shown)
-    cfg = parse_config(docs[0], shown, file.parent)
+    cfg = parse_config(docs[0], shown, file.parent, text)
     if allow_outside:
         return cfg
     return cfg.model_copy(update={"root": file.parent.resolve()})
 
 
-def parse_config(data: dict[str, Any], shown: str, base_dir: Path) -> TopogenConfig:
+def parse_config(
+    data: dict[str, Any], shown: str, base_dir: Path, text: str | None = None
+) -> TopogenConfig:
+    """`data` (read from `text`, whose lines errors name) as a TopogenConfig, checked."""
     if data.get("apiVersion") != API_VERSION:
         raise InputError(
-            f"apiVersion must be {API_VERSION}, got {data.get('apiVersion')!r}", path=shown
+            f"apiVersion must be {API_VERSION}, got {data.get('apiVersion')!r}",
+            path=shown,
+            line=key_line(text, ("apiVersion",)) if text else None,
         )
     try:
         cfg = TopogenConfig.model_validate(data)
     except ValidationError as exc:
-        errors = exc.errors()
-        # a misspelt key also makes the real one missing: name the misspelling first
-        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-        where = ".".join(str(p) for p in err["loc"] if not _is_union_tag(p)) or "(top level)"
-        if err["type"] == "extra_forbidden":
-            msg = f"unknown key {where}" + _did_you_mean(err["loc"])
-        else:
-            msg = f"{where}: {err['msg'].removeprefix('Value error, ')}"
-        more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-        raise InputError(msg + more, path=shown) from None
-    _check_engines(cfg, shown)
+        raise config_error(exc, TopogenConfig, data, text, shown, _PATTERN_WORDS) from None
+    _check_engines(cfg, shown, text)
     return cfg.model_copy(update={"base_dir": base_dir, "path": shown})
-
-
-def _did_you_mean(loc: tuple[int | str, ...]) -> str:
-    """`; did you mean zoneLabel?` for a misspelt key, from the model's own keys there."""
-    model: type[BaseModel] | None = TopogenConfig
-    for part in loc[:-1]:
-        if model is None:
-            return ""
-        if isinstance(part, int) or _is_union_tag(part):
-            continue
-        fields = model.model_fields
-        found = next((f for n, f in fields.items() if (f.alias or n) == part), None)
-        model = _model_in(found.annotation) if found is not None else None
-    if model is None:
-        return ""
-    keys = [f.alias or n for n, f in model.model_fields.items() if not f.exclude]
-    import difflib  # only on an unknown key: kept off every start-up
-
-    close = difflib.get_close_matches(str(loc[-1]), keys, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]}?)" if close else ""
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    """The pydantic model an annotation holds (list[X], X | None, ...), if any."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in get_args(annotation):
-        found = _model_in(arg)
-        if found is not None:
-            return found
-    return None
-
-
-def _is_union_tag(part: int | str) -> bool:
-    """pydantic names union members in error locations (constrained-str, function-after[..])."""
-    return isinstance(part, str) and (
-        part.startswith(("constrained-", "function-")) or "[" in part or part in ("int", "str")
-    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CheckFailed", "InputError", "Notice", "PlanError", "Refusal", "TopogenError"]
+__all__ = ["InputError", "InternalError", "Notice", "Refusal", "TopogenError"]
 
 
 class TopogenError(Exception):
@@ -41,16 +41,11 @@ class InputError(TopogenError):
     """Bad input: a file, a config key, a manifest. Exit code 2."""
 
 
-class PlanError(TopogenError):
-    """No enforcement can be planned without leaving pods Pending. Exit code 1."""
+class InternalError(TopogenError):
+    """A broken invariant of topogen's own (a template that renders no valid object, two
+    files on one path): a bug, never the user's input. Exit code 3."""
 
-    exit_code = 1
-
-
-class CheckFailed(TopogenError):
-    """A check found something (drift, conflicts). Exit code 1."""
-
-    exit_code = 1
+    exit_code = 3
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,12 @@ from topogen.names import (
     label_key_problem,
 )
 
-__all__ = ["InputPath", "LabelKey", "LabelValue", "Name", "Quantity", "Strict"]
+__all__ = ["PATTERN_WORDS", "InputPath", "LabelKey", "LabelValue", "Name", "Quantity", "Strict"]
 
 Name = Annotated[str, StringConstraints(pattern=DNS_LABEL_PATTERN, max_length=63)]
 # a file or folder of topogen.yaml: no control characters (a NUL is no path anywhere)
-InputPath = Annotated[
-    str, StringConstraints(pattern=r"^[^\x00-\x1f\x7f]+$", min_length=1, max_length=4096)
-]
+_PATH = r"^[^\x00-\x1f\x7f]+$"
+InputPath = Annotated[str, StringConstraints(pattern=_PATH, min_length=1, max_length=4096)]
 
 
 def _label_key(key: str) -> str:
@@ -36,15 +35,31 @@ LabelKey = Annotated[
     AfterValidator(_label_key),
 ]
 LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE_PATTERN, max_length=63)]
+_QUANTITY = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
 # a resource quantity as Kubernetes writes one: 8, "95900m", "768Gi", "1.5"
 Quantity = (
     Annotated[int, Field(ge=0)]
     | Annotated[
         str,
-        StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"),
+        StringConstraints(pattern=_QUANTITY),
     ]
 )
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    """Unknown keys refused; one spelling per key, the schema's (its alias): no
+    populate_by_name, so `zone_label:` is no other spelling of zoneLabel."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# each pattern above in words, for topogen.yaml's errors (configerrors.py)
+PATTERN_WORDS = {
+    DNS_LABEL_PATTERN: "is not a DNS label (lowercase letters, digits and '-', at most 63)",
+    LABEL_KEY_PATTERN: "is not a label key (letters, digits, '-', '_', '.', an optional "
+    "DNS-subdomain prefix and '/')",
+    LABEL_VALUE_PATTERN: "is not a label value (at most 63 letters, digits, '-', '_' and '.', "
+    "starting and ending alphanumeric)",
+    _PATH: "is not a path (it holds a control character)",
+    _QUANTITY: "is not a non-negative resource quantity such as 8, 95900m or 768Gi",
+}

@@ -56,11 +56,9 @@ _MAX_EXPANSION = 50
 
 
 def display_path(path: Path) -> str:
-    """A path as the user would type it: relative to the working folder when possible."""
-    try:
-        return os.path.relpath(path)
-    except ValueError:
-        return str(path)
+    """A path as the user gave it: absolute stays absolute, relative stays relative (to the
+    working folder, as given), `./` and doubled slashes aside."""
+    return os.path.normpath(path) if str(path) else "."
 
 
 def load_yaml_text(text: str, path: str) -> list[Any]:

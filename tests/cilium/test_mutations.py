@@ -203,7 +203,7 @@ def _() -> Any:
 def _() -> Any:
     orig = pol._read_netpol
 
-    def f(obj, ref, settings, rules, isolations):
+    def f(obj, ref, settings, rules, isolations, strict_cidrs):
         spec = obj.body.get("spec") or {}
         types = spec.get("policyTypes")
         if types:
@@ -214,7 +214,7 @@ def _() -> Any:
                     spec.pop(d, None)
             body["spec"] = spec
             obj = type(obj)(obj.api_version, obj.kind, obj.namespace, obj.name, body, obj.path)
-        return orig(obj, ref, settings, rules, isolations)
+        return orig(obj, ref, settings, rules, isolations, strict_cidrs)
 
     return mock.patch.object(pol, "_read_netpol", f)
 
@@ -396,9 +396,9 @@ def _() -> Any:
 def _() -> Any:
     orig = pol._netpol_peers
 
-    def f(items, what, obj, ns, cluster):
+    def f(items, what, obj, ns, cluster, strict_cidrs=True):
         items = [i for i in items if not (isinstance(i, dict) and i.get("namespaceSelector") == {})]
-        return orig(items, what, obj, ns, cluster) if items else ()
+        return orig(items, what, obj, ns, cluster, strict_cidrs) if items else ()
 
     return mock.patch.object(pol, "_netpol_peers", f)
 
@@ -407,8 +407,8 @@ def _() -> Any:
 def _() -> Any:
     orig = pol._netpol_peers
 
-    def f(items, what, obj, ns, cluster):
-        out = orig(items, what, obj, ns, cluster)
+    def f(items, what, obj, ns, cluster, strict_cidrs=True):
+        out = orig(items, what, obj, ns, cluster, strict_cidrs)
         return tuple(
             type(p)(
                 p.kind,

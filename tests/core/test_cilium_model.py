@@ -74,9 +74,9 @@ def load_config_default(tmp_path: Path) -> CiliumSettings:
 @pytest.mark.parametrize(
     ("cilium", "message"),
     [
-        ({"identityLabels": ["k8s:("]}, "clusters.0.cilium.identityLabels: 'k8s:(' is not a"),
-        ({"hostFirewal": True}, "unknown key clusters.0.cilium.hostFirewal"),
-        ({"policyEnforcement": "sometimes"}, "clusters.0.cilium.policyEnforcement"),
+        ({"identityLabels": ["k8s:("]}, "clusters.lab.cilium.identityLabels: 'k8s:(' is not a"),
+        ({"hostFirewal": True}, "unknown key clusters.lab.cilium.hostFirewal"),
+        ({"policyEnforcement": "sometimes"}, "clusters.lab.cilium.policyEnforcement"),
     ],
 )
 def test_config_cilium_errors(tmp_path: Path, cilium: dict[str, object], message: str) -> None:

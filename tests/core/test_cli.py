@@ -158,12 +158,12 @@ BAD_INPUTS: dict[str, tuple[dict[str, Any], str, list[str]]] = {
     "misspelt-group-key": (
         {"topogen.yaml": _config(groups=[{**config_doc()["groups"][0], "profle": "custom"}])},
         "topogen.yaml",
-        ["unknown key", "groups.0.profle"],
+        ["unknown key", "groups.ml-training.profle"],
     ),
     "misspelt-cluster-key": (
         {"topogen.yaml": _config(clusters=[{**config_doc()["clusters"][0], "zoneLable": "zone"}])},
         "topogen.yaml",
-        ["unknown key", "clusters.0.zoneLable"],
+        ["unknown key", "clusters.lab.zoneLable"],
     ),
     "unknown-top-level-key": (
         {"topogen.yaml": _config(workload=["w/"])},
@@ -173,7 +173,7 @@ BAD_INPUTS: dict[str, tuple[dict[str, Any], str, list[str]]] = {
     "unknown-profile": (
         {"topogen.yaml": _config(groups=[{**config_doc()["groups"][0], "profile": "ray"}])},
         "topogen.yaml",
-        ["groups.0.profile"],
+        ["groups.ml-training.profile"],
     ),
     "duplicate-object": (
         {"workloads/again.yaml": [deployment("coord", {"app": "j", "role": "coordinator"})]},

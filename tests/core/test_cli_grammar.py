@@ -142,7 +142,7 @@ def test_unknown_command_and_config_key_get_did_you_mean(tmp_path: Path) -> None
     bad = invoke("analyze", "-c", tmp_path)
     assert bad.exit_code == 2
     assert bad.stderr.strip().endswith(
-        "unknown key clusters.0.zoneLable (did you mean zoneLabel?)"
+        "unknown key clusters.lab.zoneLable (did you mean zoneLabel?)"
     ), bad.stderr
     wrong_top = CONFIG.read_text(encoding="utf-8").replace("\ngroups:", "\ngrups:")
     (tmp_path / "topogen.yaml").write_text(wrong_top, encoding="utf-8")

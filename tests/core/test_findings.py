@@ -490,9 +490,38 @@ def test_node_without_zone_label_is_reported_once_by_the_loader(tmp_path: Path) 
     cfg = load_config(tmp_path / "topogen.yaml")
     inputs = load_cluster_inputs(cfg, cfg.clusters[0])
     assert inputs.warnings == (
-        "cluster lab: node cp-1 has no topology.kubernetes.io/zone label; it counts as a zone "
-        "of its own",
+        "cluster lab: node cp-1 has no topology.kubernetes.io/zone label: each counts as a "
+        "zone of its own, where no group is pinned",
     )
+
+
+def test_no_node_with_the_zone_label_refuses_the_group_without_a_crash(tmp_path: Path) -> None:
+    """Every node without the zone label: each a zone of its own, none a domain to pin a
+    group to. The group is refused, saying so, in either placement (it crashed in spread);
+    the nodes are one note."""
+    for placement in ("spread", "pin"):
+        write_tree(
+            tmp_path,
+            {
+                "topogen.yaml": config_doc({"placement": placement}),
+                "nodes.yaml": [node_doc(f"gpu-{i}", zone=None, gpus=2) for i in range(5)],
+                "policies/p.yaml": ALLOW_NONE,
+                "workloads/w.yaml": [
+                    deployment("coord", COORD),
+                    deployment("workers", WORKER, replicas=2, gpus=1),
+                ],
+            },
+        )
+        cfg = load_config(tmp_path / "topogen.yaml")
+        report = analyze(cfg)
+        (plan,) = report.plans
+        assert plan.refused is not None
+        assert "has no domain: no node carries the zone label topology.kubernetes.io/zone" in (
+            plan.refused
+        )
+        notes = [w for w in report.warnings if "have no" in w]
+        assert len(notes) == 1, report.warnings
+        assert notes[0].startswith("cluster lab: 5 nodes (gpu-0, gpu-1, gpu-2 and 2 more) have")
 
 
 def test_one_way_denial_is_a_hard_block_not_an_allowed_split(tmp_path: Path) -> None:

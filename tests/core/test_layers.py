@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         ),
     ),
     ("knowledge", frozenset({"operators", "cilium"})),
-    ("config", frozenset({"config", "autoscaling", "fields"})),
+    ("config", frozenset({"config", "configerrors", "autoscaling", "fields"})),
     ("sources", frozenset({"sources"})),
     ("analysis", frozenset({"analysis"})),
     ("plan", frozenset({"plan"})),

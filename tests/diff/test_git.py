@@ -154,7 +154,7 @@ def test_a_broken_config_at_the_ref_is_an_input_error(
     cfg.write_text(good, encoding="utf-8")
     result = invoke(repo, "diff", "-c", CFG, "--against", "HEAD", monkeypatch=monkeypatch)
     assert result.exit_code == 2
-    assert result.output.startswith("topogen: error: at HEAD: clusters/lab/topogen.yaml: ")
+    assert result.output.startswith("topogen: error: at HEAD: clusters/lab/topogen.yaml:12: ")
     assert "/tmp" not in result.output and "topogen-diff-ref" not in result.output
 
 

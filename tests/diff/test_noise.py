@@ -160,10 +160,7 @@ def _input_noise(root: Path) -> None:
     doc["items"].reverse()
     for n in doc["items"]:
         taints = n.get("spec", {}).get("taints")
-        if taints:
-            taints.append(
-                {"key": "example.com/maintenance", "value": "no", "effect": "PreferNoSchedule"}
-            )
+        if taints:  # _input_noise_old added the maintenance taint: reordered here
             taints.reverse()
     nodes.write_text(
         "# nodes, reordered\n" + yaml.safe_dump(_reverse_keys(doc), default_flow_style=True),
@@ -173,10 +170,7 @@ def _input_noise(root: Path) -> None:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         spec = data.get("spec", {}).get("template", {}).get("spec", {})
         if "tolerations" in spec:
-            spec["tolerations"] = [
-                {"key": "example.com/maintenance", "operator": "Exists"},
-                *spec["tolerations"],
-            ]
+            spec["tolerations"].reverse()
         path.write_text(
             "# rewritten\n" + yaml.safe_dump(_reverse_keys(data), indent=4), encoding="utf-8"
         )

@@ -221,4 +221,5 @@ def test_a_write_failing_half_way_leaves_the_tree(
     monkeypatch.setattr(Path, "write_bytes", flaky)
     result = _invoke(config, out)
     assert result.exit_code == 2 and "No space left on device" in result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr  # one line, as every refusal
     assert _tree(out) == before

@@ -183,7 +183,10 @@ def test_init_without_training_operators_writes_a_custom_group(tmp_path: Path) -
 def test_init_usage_errors(tmp_path: Path) -> None:
     assert CliRunner().invoke(main, ["init", str(tmp_path / "missing")]).exit_code == 2
     result = CliRunner().invoke(main, ["init", str(tmp_path), "--cluster", "Not_A_Name"])
-    assert result.exit_code == 2 and "clusters.0.name" in result.stderr
+    assert (
+        result.exit_code == 2
+        and "clusters.Not_A_Name.name: 'Not_A_Name' is not a DNS label" in result.stderr
+    )
     assert not (tmp_path / "topogen.yaml").exists()
 
 

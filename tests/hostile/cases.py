@@ -80,6 +80,18 @@ def _both(a: Callable[[Path], None], b: Callable[[Path], None], root: Path) -> N
     b(root)
 
 
+def _secret(rel: str) -> Callable[[Path], None]:
+    """A YAML file in a folder only its owner (root) may enter."""
+
+    def make(root: Path) -> None:
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("apiVersion: v1\nkind: List\nitems: []\n")
+        path.parent.chmod(0o700)
+
+    return make
+
+
 def _unreadable(rel: str) -> Callable[[Path], None]:
     def make(root: Path) -> None:
         (root / rel).chmod(0)
@@ -171,11 +183,24 @@ def _quantities() -> list[Case]:
                  replace=_r(COORD, COORD_REQUESTS, f'requests: {{cpu: "{q}", memory: 4Gi}}'))
         )  # fmt: skip
     # valid, if odd, quantities Kubernetes accepts: handled, never an internal error (huge
-    # ones are capped at 2^63-1; the tiny ones leave the group refused: no GPUs)
-    for i, q in enumerate(["1e400", "1E", "9Ei", "1e-999", "0.1n", ".", "+", "-0"]):
+    # ones are capped at 2^63-1; the zero ones leave the group refused: no GPUs)
+    for i, q in enumerate(["1e400", "1E", "9Ei", ".", "+", "-0"]):
         out.append(
             Case(f"quantity-valid-{i:02d}", "no domain can hold it", code=0 if i < 3 else 1,
                  replace=_r(NODES, GPU_ALLOC, f'nvidia.com/gpu: "{q}"}}'))
+        )  # fmt: skip
+    # a GPU is an extended resource, counted whole: the API server refuses a fraction
+    # (ValidateResourceQuantityValue), however small
+    for i, q in enumerate(["1e-999", "0.1n", "1500m"]):
+        out.append(
+            Case(f"quantity-gpu-fraction-{i:02d}", "nvidia.com/gpu: must be an integer",
+                 replace=_r(NODES, GPU_ALLOC, f'nvidia.com/gpu: "{q}"}}'))
+        )  # fmt: skip
+    # ... and a negative quantity anywhere
+    for i, q in enumerate(["-1", "-0.5", "-1e3", "-1Ki"]):
+        out.append(
+            Case(f"quantity-negative-{i:02d}", "must be greater than or equal to 0",
+                 replace=_r(NODES, GPU_ALLOC, f'nvidia.com/gpu: "2", ephemeral-storage: "{q}"}}'))
         )  # fmt: skip
     return out
 
@@ -197,6 +222,14 @@ PATHS = [
     Case("path-symlink-dir-out", "is outside the folder of the config",
          replace=_cfg("networkPolicies: [cilium/]", "networkPolicies: [elsewhere/]"),
          prepare=_symlink("elsewhere", "/etc")),
+    # a scanned folder's YAML file that cannot be read is refused, never skipped
+    Case("path-symlink-dangling-in-folder", "cilium/gone.yaml: a symlink to no readable file",
+         prepare=_symlink("cilium/gone.yaml", "nowhere.yaml")),
+    Case("path-symlink-loop-in-folder", "cilium/loop.yaml: a symlink to no readable file",
+         prepare=_symlink("cilium/loop.yaml", "loop.yaml")),
+    Case("path-fifo-in-folder", "cilium/pipe.yaml: not a file", prepare=_fifo("cilium/pipe.yaml")),
+    Case("path-symlink-into-unreadable", "Permission denied", as_user=True,
+         prepare=lambda r: _both(_secret("secret/x.yaml"), _symlink("cilium/s.yaml", "../secret/x.yaml"), r)),
     Case("path-missing", "path does not exist",
          replace=_cfg(CLUSTER_NODES, "nodes: [cluster/nope.yaml]")),
     Case("path-fifo", "is neither a file nor a folder",
@@ -204,7 +237,7 @@ PATHS = [
     Case("path-loop", "cannot resolve",
          replace=_cfg(CLUSTER_NODES, "nodes: [loop1]"),
          prepare=lambda r: _both(_symlink("loop1", "loop2"), _symlink("loop2", "loop1"), r)),
-    Case("path-nul", "clusters.0.nodes.0",
+    Case("path-nul", "clusters.lab.nodes[0]",
          replace=_cfg(CLUSTER_NODES, 'nodes: ["cluster/\\x00nodes.yaml"]')),
     Case("path-tilde", "path does not exist",
          replace=_cfg(CLUSTER_NODES, "nodes: [~/nodes.yaml]")),
@@ -267,19 +300,19 @@ NAMES = [
     Case("group-name-legacy-63", "use a group name of at most 46 characters",
          replace=_cfg(GROUP, "  - name: " + "g" * 47 + "\n") + _cfg("groups:\n",
                       "engines: [kyverno-legacy]\ngroups:\n")),
-    Case("group-name-syntax", "groups.0.name", replace=_cfg(GROUP, "  - name: Bad_Name\n")),
-    Case("group-name-64", "groups.0.name", replace=_cfg(GROUP, "  - name: " + "g" * 64 + "\n")),
-    Case("identity-label-syntax", "groups.0.identityLabel",
+    Case("group-name-syntax", "groups.Bad_Name.name: 'Bad_Name' is not a DNS label", replace=_cfg(GROUP, "  - name: Bad_Name\n")),
+    Case("group-name-64", ".name: must be at most 63 characters", replace=_cfg(GROUP, "  - name: " + "g" * 64 + "\n")),
+    Case("identity-label-syntax", "groups.ml-training.identityLabel",
          replace=_cfg("identityLabel: zone", "identityLabel: 'zone id'")),
-    Case("prefer-zone-nel", "groups.0.preferZones.0",
+    Case("prefer-zone-nel", "groups.ml-training.preferZones[0]",
          replace=_cfg("ports: [29500]", 'ports: [29500]\n    preferZones: ["zone\\Na"]')),
-    Case("gpu-resource-syntax", "gpuResources.0",
+    Case("gpu-resource-syntax", "clusters.lab.gpuResources[0]",
          replace=_cfg(CLUSTER_NODES, CLUSTER_NODES + "\n    gpuResources: ['nvidia gpu']")),
-    Case("drop-reason-regex", "policyDropReasons.0",
+    Case("drop-reason-regex", "monitoring.policyDropReasons[0]",
          replace=_cfg("groups:\n", "monitoring: {policyDropReasons: ['A|.*']}\ngroups:\n")),
-    Case("cluster-name-syntax", "clusters.0.name",
+    Case("cluster-name-syntax", "clusters.Lab/x.name",
          replace=_cfg("  - name: lab\n", "  - name: Lab/x\n")),
-    Case("unknown-key", "unknown key groups.0.colour",
+    Case("unknown-key", "unknown key groups.ml-training.colour",
          replace=_cfg("ports: [29500]", "ports: [29500]\n    colour: blue")),
     Case("port-range", "is not a port range", replace=_cfg("ports: [29500]", "ports: [70000]")),
 ]  # fmt: skip
@@ -439,7 +472,8 @@ OTHER = [
     Case("cnp-selector-list", "must be a mapping", replace=_r(POLICIES,
          "  endpointSelector:\n    matchLabels: {zone: zone-a}\n",
          "  endpointSelector: [zone]\n")),
-    Case("nel-in-rendered-value", "U+0085", replace=_r(COORD, COORD_LABELS, COORD_LABELS
+    Case("nel-in-node-affinity-value", "label value 'a\\x85b'", replace=_r(COORD, COORD_LABELS,
+         COORD_LABELS
          + "\n      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
          "{nodeSelectorTerms: [{matchExpressions: [{key: pool, operator: NotIn, "
          'values: ["a\\Nb"]}]}]}}}')),

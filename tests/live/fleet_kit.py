@@ -4,7 +4,8 @@
 handshake each is most of the time otherwise). `PodWatch` follows every pod through the
 API server's watch (no polling). `settle` returns once the scheduler has nothing left to
 try: every pod known to the watch is bound or marked Unschedulable, the scheduler's
-active and backoff queues are empty, and its attempt counters stand still.
+active and backoff queues are empty, and a sentinel pod created after that was tried
+with no other attempt meanwhile (no quiet period: the barrier is the scheduler's own).
 """
 
 from __future__ import annotations
@@ -125,7 +126,6 @@ class PodWatch:
 
     cp: ControlPlane
     pods: dict[tuple[str, str], PodState] = field(default_factory=dict)
-    changed: float = 0.0  # monotonic time of the last event
     _cond: threading.Condition = field(default_factory=threading.Condition)
     _stop: bool = False
     _error: BaseException | None = None
@@ -134,7 +134,9 @@ class PodWatch:
         listing = Client(self.cp).request("GET", "/api/v1/pods")
         with self._cond:
             for p in listing.get("items") or []:
-                self.pods[(p["metadata"]["namespace"], p["metadata"]["name"])] = _state(p)
+                key = (p["metadata"]["namespace"], p["metadata"]["name"])
+                if key != SENTINEL:
+                    self.pods[key] = _state(p)
         self._rv = listing["metadata"]["resourceVersion"]
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -189,12 +191,13 @@ class PodWatch:
         if ev.get("type") == "BOOKMARK":
             return
         key = (meta.get("namespace", ""), meta.get("name", ""))
+        if key == SENTINEL:  # settle's own probe, no pod of the fleet
+            return
         with self._cond:
             if ev.get("type") == "DELETED":
                 self.pods.pop(key, None)
             else:
                 self.pods[key] = _state(obj)
-            self.changed = time.monotonic()
             self._cond.notify_all()
 
     def wait(self, what: str, ready: Callable[[dict[tuple[str, str], PodState]], bool],
@@ -228,27 +231,69 @@ def _queue(cp: ControlPlane) -> tuple[float, float, tuple[float, ...]]:
                 busy += v
             elif 'queue="unschedulable"' in labels:
                 stuck += v
-        elif name in ("scheduler_schedule_attempts_total", "scheduler_queue_incoming_pods_total"):
+        elif name in _COUNTERS:
             counters[name] = counters.get(name, 0.0) + v
-    return busy, stuck, tuple(v for _, v in sorted(counters.items()))
+    return busy, stuck, tuple(counters.get(n, 0.0) for n in _COUNTERS)
 
 
-def settle(cp: ControlPlane, watch: PodWatch, timeout: float = 300, quiet: float = 0.25) -> None:
-    """Until the scheduler has nothing left to try (see the module docstring)."""
+def settle(cp: ControlPlane, watch: PodWatch, timeout: float = 300) -> None:
+    """Until the scheduler has nothing left to try (see the module docstring): every pod
+    known to the watch bound or Unschedulable and the active and backoff queues empty, then
+    a barrier: a sentinel pod no node can take, created after that, tried by the scheduler
+    (it handles the pods of its one watch in order, so it has handled every event before
+    the sentinel) with no other attempt meanwhile. Otherwise, again."""
+    end = time.monotonic() + timeout
     watch.wait(
         "every pod bound or unschedulable",
         lambda pods: all(p.node or p.unschedulable for p in pods.values()),
         timeout,
     )
-    end = time.monotonic() + timeout
-    last: tuple[float, ...] | None = None
-    since = time.monotonic()
     while time.monotonic() < end:
         busy, _, counters = _queue(cp)
-        now = time.monotonic()
-        if busy or counters != last:
-            last, since = counters, now
-        elif now - since >= quiet and now - watch.changed >= quiet:
-            return
+        if not busy and _barrier(cp, counters, end):
+            pods = watch.snapshot()
+            if all(p.node or p.unschedulable for p in pods.values()):
+                return
         time.sleep(0.05)
     raise TimeoutError(f"the scheduler did not settle within {timeout:g}s")
+
+
+SENTINEL = ("default", "topogen-settle-sentinel")
+_COUNTERS = ("scheduler_queue_incoming_pods_total", "scheduler_schedule_attempts_total")
+
+
+def _attempts(counters: tuple[float, ...]) -> float:
+    return counters[_COUNTERS.index("scheduler_schedule_attempts_total")]
+
+
+def _barrier(cp: ControlPlane, counters: tuple[float, ...], end: float) -> bool:
+    """Whether the scheduler tried the sentinel and nothing else since `counters` (its
+    incoming-pod and attempt counters), its queues empty again."""
+    ns, name = SENTINEL
+    path = f"/api/v1/namespaces/{ns}/pods/{name}"
+    client = Client(cp)
+    client.request("POST", f"/api/v1/namespaces/{ns}/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+        "spec": {"nodeSelector": {"topogen.io/settle-sentinel": "no-such-node"},
+                 "containers": [{"name": "c", "image": "registry.example/none:1"}]},
+    })  # fmt: skip
+    try:
+        while time.monotonic() < end:
+            conditions = (client.request("GET", path).get("status") or {}).get("conditions") or []
+            if any(c.get("reason") == "Unschedulable" for c in conditions):
+                break
+            time.sleep(0.05)
+        busy, _, after = _queue(cp)
+        # the sentinel's one attempt and no other (its add and its failure also count as
+        # incoming pods, so attempts are what is compared)
+        return not busy and _attempts(after) == _attempts(counters) + 1
+    finally:
+        client.request("DELETE", path, gracePeriodSeconds=0)
+        while time.monotonic() < end:
+            try:
+                client.request("GET", path)
+            except KubeError as exc:
+                if exc.status == 404:
+                    break
+                raise
+            time.sleep(0.05)

@@ -25,7 +25,7 @@ Lease (only the leader runs the report controllers).
 
 from __future__ import annotations
 
-import time
+import re
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -76,7 +76,10 @@ def crds(module: Path, folders: Sequence[str]) -> list[dict[str, Any]]:
 
 
 PLUGINS = (*WEBHOOK_PLUGINS, "ValidatingAdmissionPolicy")
-NUDGE = 5.0  # s: see Kyverno.generated
+# Kyverno's log line for a lost status write of a ValidatingPolicy (see Kyverno.generated)
+LOST_STATUS = "failed to update validating policy status"
+LOST_NAME = re.compile(r" name=(\S+)")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 VAP = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
 VAP_BINDING = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
 
@@ -142,9 +145,12 @@ class Kyverno(Controller):
     proc: Process | None = None
     installed_args: list[str] = field(default_factory=list)
     installed_env: dict[str, str] = field(default_factory=dict)
-    # generated bindings seen without the policy's status.generated (since when), and how
-    # many were deleted for Kyverno to reconcile again (see `generated`)
-    ungenerated: dict[str, float] = field(default_factory=dict)
+    # status writes of each ValidatingPolicy that Kyverno's log says it lost, the count at
+    # the policy's creation or last nudge, the bytes of the log read, and how many
+    # bindings were deleted for Kyverno to reconcile again (see `generated`)
+    lost: dict[str, int] = field(default_factory=dict)
+    nudged_at: dict[str, int] = field(default_factory=dict)
+    log_read: int = 0
     nudged: int = 0
 
     def install(self) -> None:
@@ -234,7 +240,11 @@ class Kyverno(Controller):
 
     def apply(self, objs: Sequence[Mapping[str, Any]]) -> None:
         kube = self.cp.kube()
+        self.read_lost_writes()
         for obj in objs:
+            if generates_vap(obj):
+                name = obj["metadata"]["name"]
+                self.nudged_at[name] = self.lost.get(name, 0)
             kube.create(collection_path(obj), obj)
 
     def delete(self, objs: Sequence[Mapping[str, Any]]) -> None:
@@ -267,12 +277,14 @@ class Kyverno(Controller):
         controller writes the same status when the policy is created: the write is lost
         often, the VAP enforces and the policy keeps its webhook too, until the next
         reconcile (the policy's spec, its VAP or binding changed, or Kyverno restarted).
-        A binding without that status for NUDGE seconds is deleted, for Kyverno to make it
-        again (what `kubectl delete validatingadmissionpolicybinding` does in a cluster)."""
+        The loss is Kyverno's own log line ("failed to update validating policy status",
+        name=<policy>): for each one, the binding is deleted, for Kyverno to make it again
+        (what `kubectl delete validatingadmissionpolicybinding` does in a cluster)."""
         vap, binding = vap_names(policy)
+        name = policy["metadata"]["name"]
         kube = self.cp.kube()
         try:
-            status = kube.get(f"{collection_path(policy)}/{policy['metadata']['name']}")
+            status = kube.get(f"{collection_path(policy)}/{name}")
             got: dict[str, Any] = kube.get(f"{VAP}/{vap}")
             kube.get(f"{VAP_BINDING}/{binding}")
         except KubeError as exc:
@@ -281,12 +293,28 @@ class Kyverno(Controller):
             raise
         if (status.get("status") or {}).get("generated"):
             return got
-        first = self.ungenerated.setdefault(binding, time.monotonic())
-        if time.monotonic() - first > NUDGE:
-            del self.ungenerated[binding]
+        self.read_lost_writes()
+        if self.lost.get(name, 0) > self.nudged_at.get(name, 0):
+            self.nudged_at[name] = self.lost[name]
             self.nudged += 1
             kube.delete(f"{VAP_BINDING}/{binding}")
         return None
+
+    def read_lost_writes(self) -> None:
+        """Count the status writes Kyverno's log says it lost since the last read."""
+        path = self.work / "kyverno.log"
+        if not path.exists():
+            return
+        with path.open("rb") as f:
+            f.seek(self.log_read)
+            data = f.read()
+        data = data[: data.rfind(b"\n") + 1]  # whole lines only
+        self.log_read += len(data)
+        for line in data.decode(errors="replace").splitlines():
+            if LOST_STATUS in line:
+                found = LOST_NAME.search(ANSI.sub("", line))
+                if found:
+                    self.lost[found[1]] = self.lost.get(found[1], 0) + 1
 
     def wait_registered(
         self, objs: Sequence[Mapping[str, Any]], timeout: float = CONTROLLER_TIMEOUT

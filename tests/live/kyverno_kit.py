@@ -7,7 +7,8 @@ test process) is conftest.py's `kyverno_plane`."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,12 @@ from live_kit import (
     cli,
     create_pod_raw,
     docs,
+    kyverno_apply,
     project,
 )
-from webhook_harness import wait_admitted, wait_bound
+from webhook_harness import Answer, wait_admitted, wait_answered, wait_bound
 
-from tooling import REPO
+from tooling import REPO, require_tool
 
 BEFORE = EXAMPLE / "workloads" / "before"
 PYTORCH = REPO / "examples" / "pytorch-three-zone"
@@ -55,37 +57,79 @@ def render_group(
     return policy_docs(folder)
 
 
-def install(k: Kyverno, policies: Sequence[dict[str, Any]], probe: Mapping[str, Any]) -> None:
-    """Create the policies; wait until Kyverno registered them and the API server calls
-    it for `probe` (a pod the policies change or judge)."""
+def install(
+    k: Kyverno,
+    policies: Sequence[dict[str, Any]],
+    probe: Mapping[str, Any],
+    answered: Callable[[Answer], bool] | None = None,
+) -> None:
+    """Create the policies; wait until Kyverno registered them and the API server's answer
+    for `probe` (a dry run) is these policies' own: `answered`, by default the probe as
+    the Kyverno CLI mutates it under their MutatingPolicies (`cli_mutation`).
+
+    A registered webhook is not yet a served policy: Kyverno v1.19.1 registers webhooks
+    from its own policy informer (pkg/controllers/webhook), while the engine that answers
+    them compiles each policy in a controller-runtime reconciler of its own
+    (pkg/cel/policies/mpol/engine NewKubeProvider) and answers "allowed, unchanged" for a
+    policy it has not compiled yet (pkg/webhooks/resource/mpol); the API server loads
+    the webhook configuration asynchronously too. Under load either lags by seconds, and a
+    policy of the same name removed by an earlier test can still answer. Only the probe
+    answered as this version answers it shows the policies at admission."""
     k.cp.ensure_namespace(probe["metadata"]["namespace"])
+    if answered is None:
+        answered = cli_mutation(policies, probe)
     k.apply(policies)
     k.wait_registered(policies)
-    before = project(probe)
-    wait_admitted(
-        "the policies at admission",
-        lambda: (lambda r: r[0] != 201 or r[2] or project(r[1]) != before)(
-            create_pod_raw(k.cp, probe)
-        ),
+    wait_answered(k.cp, probe, answered, "the policies at admission")
+
+
+def cli_mutation(
+    policies: Sequence[Mapping[str, Any]], probe: Mapping[str, Any]
+) -> Callable[[Answer], bool]:
+    """The answer of these policies' MutatingPolicies for `probe`: admitted and mutated as
+    the Kyverno CLI (the same engine, v1.19.1) mutates it. The probe must be a pod they
+    change, or its answer shows nothing."""
+    mutating = [p for p in policies if p["kind"] == "MutatingPolicy"]
+    assert mutating, "no MutatingPolicy to probe: pass `answered`"
+    with tempfile.TemporaryDirectory(prefix="topogen-probe-") as tmp:
+        files = []
+        for i, p in enumerate(mutating):
+            files.append(Path(tmp) / f"policy-{i}.yaml")
+            files[-1].write_text(yaml.safe_dump(dict(p)), encoding="utf-8")
+        (want,) = kyverno_apply(require_tool("kyverno"), files, [probe], Path(tmp))
+    expected = project(want)
+    assert expected != project(probe), "the probe is a pod the MutatingPolicies leave as is"
+    return lambda a: a[0] == 201 and project(a[1]) == expected
+
+
+def denied_by(policy: str, status: int = 400) -> Callable[[Answer], bool]:
+    """The answer of a Deny ValidatingPolicy named `policy` the probe fails: its webhook's
+    400 naming it, or (status 403) the ValidatingAdmissionPolicy Kyverno generated from it."""
+    named = (
+        f"Policy {policy} failed" if status == 400 else f"ValidatingAdmissionPolicy 'vpol-{policy}'"
     )
+    return lambda a: a[0] == status and named in str(a[1].get("message", ""))
 
 
 def install_audit(k: Kyverno, policies: Sequence[dict[str, Any]], probe: Mapping[str, Any]) -> None:
     """Audit changes nothing a dry run shows: probe with stored pods until Kyverno
     reports on one (its validating handler writes the report before it answers)."""
     ns = probe["metadata"]["namespace"]
+    names = {p["metadata"]["name"] for p in policies}
     k.cp.ensure_namespace(ns)
     k.apply(policies)
     k.wait_registered(policies)
     n = 0
 
     def reported() -> bool:
+        """A stored probe reported failing by each policy: this version audits it."""
         nonlocal n
         n += 1
         pod = copy.deepcopy(dict(probe))
         pod["metadata"]["name"] = f"audit-probe-{n}"
         assert create_pod_raw(k.cp, pod, dry_run=False)[0] == 201
-        return pod["metadata"]["name"] in admission_reports(k.cp, ns)
+        results = admission_reports(k.cp, ns).get(pod["metadata"]["name"], [])
+        return names <= {r["policy"] for r in results if r["result"] == "fail"}
 
     wait_admitted("the policies at admission", reported)
 

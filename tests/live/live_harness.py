@@ -30,8 +30,11 @@ import yaml
 ADMIN_TOKEN = "topogen-admin-token"
 LIMITED_TOKEN = "topogen-limited-token"
 SCHEDULER_TOKEN = "topogen-scheduler-token"
-STARTUP_TIMEOUT = 90.0  # seconds for each component to become ready
-BIND_TIMEOUT = 30.0
+# Bounds on waits for a condition (a component ready, a pod bound), never a wait on time:
+# each wait ends as soon as its condition holds. Generous, as a 2-core machine under a load
+# of 20 takes minutes (make test-live-load).
+STARTUP_TIMEOUT = 300.0  # seconds for each component to become ready
+BIND_TIMEOUT = 300.0
 
 CRDS = [
     {
@@ -163,6 +166,14 @@ class Kube:
         except urllib.error.HTTPError as exc:
             raise KubeError(exc.code, exc.read().decode(errors="replace")) from None
         return json.loads(raw) if raw else None
+
+    def text(self, path: str, timeout: float = 30) -> str:
+        """GET a plain-text endpoint (/metrics)."""
+        req = urllib.request.Request(
+            self.server + path, headers={"Authorization": f"Bearer {self.token}"}
+        )
+        with urllib.request.urlopen(req, context=self.ctx, timeout=timeout) as resp:
+            return str(resp.read().decode())
 
     def ok(self, path: str, timeout: float = 3) -> bool:
         """GET a health endpoint (plain text): True on 200."""

@@ -14,7 +14,8 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from live_kit import (
     project,
     write_config,
 )
-from webhook_harness import WEBHOOK_PLUGINS, wait_admitted, wait_bound
+from webhook_harness import WEBHOOK_PLUGINS, Answer, wait_answered, wait_bound
 
 from engines.cases import Pod, Suite, expected, suites
 from engines.engines import Checks, gator_expand
@@ -108,16 +109,40 @@ def _objects(files: Sequence[Any]) -> list[dict[str, Any]]:
     return [copy.deepcopy(o) for f in files for o in f.objects]
 
 
-def _install(g: Gatekeeper, objs: Sequence[dict[str, Any]], probe: Pod) -> None:
+def _install(
+    g: Gatekeeper,
+    objs: Sequence[dict[str, Any]],
+    probe: Pod,
+    answered: Callable[[Answer], bool] | None = None,
+) -> None:
+    """Create the objects; wait until Gatekeeper reports each enforced and the API server's
+    answer for `probe` (a dry run) is theirs: `answered`, by default the probe as gator
+    (the same mutation code) mutates it with the mutators among `objs`."""
     g.cp.ensure_namespace(probe["metadata"]["namespace"])
+    if answered is None:
+        answered = _gator_mutation(objs, probe)
     g.apply(objs)
     g.wait_enforced(objs)
-    before = project(probe)
-    wait_admitted(
-        "Gatekeeper at admission",
-        lambda: (lambda r: r[0] != 201 or bool(r[2]) or project(r[1]) != before)(
-            create_pod_raw(g.cp, probe)
-        ),
+    wait_answered(g.cp, probe, answered, "Gatekeeper at admission")
+
+
+def _gator_mutation(objs: Sequence[dict[str, Any]], probe: Pod) -> Callable[[Answer], bool]:
+    mutators = [o for o in objs if o["apiVersion"].startswith("mutations.")]
+    assert mutators, "no mutator to probe: pass `answered`"
+    with tempfile.TemporaryDirectory(prefix="topogen-probe-") as tmp:
+        by_gator = gator_expand(require_tool("gator"), mutators, [probe], Path(tmp))
+    want = project(as_stored(by_gator[probe["metadata"]["name"]]))
+    assert want != project(probe), "the probe is a pod the mutators leave as is"
+    return lambda a: a[0] == 201 and project(a[1]) == want
+
+
+def _warned(constraint: str, want: Checks) -> Callable[[Answer], bool]:
+    """The answer of a `warn` constraint: admitted, warned exactly `want`."""
+    prefix = f"[{constraint}] "
+    return lambda a: (
+        a[0] == 201
+        and all(w.startswith(prefix) for w in a[2])
+        and _checks(a[2], constraint) == want
     )
 
 
@@ -224,14 +249,17 @@ def test_gatekeeper_admission_behaves_as_gator(
     only = [c for c in suite.cases if not c.admission]
     admission = [c for c in suite.cases if c.admission]
     wrong = []
-    _install(g, [template, constraint], suite.case("unpinned-coordinator").pod)
+    unpinned = suite.case("unpinned-coordinator")
+    warned = _warned(name, expected(unpinned, "gatekeeper", suite.intent).checks)
+    _install(g, [template, constraint], unpinned.pod, warned)
     for case in only:
         status, body, warnings = create_pod_raw(cp, case.pod)
         assert status == 201, body
         want = expected(case, "gatekeeper", suite.intent).checks
         if _checks(warnings, name) != want:
             wrong.append(f"{case.name}: expected {want}, got {_checks(warnings, name)}")
-    _install(g, mutators, admission[0].pod)
+    first = project(as_stored(expected(admission[0], "gatekeeper", suite.intent).pod))
+    _install(g, mutators, admission[0].pod, lambda a: a[0] == 201 and project(a[1]) == first)
     for case in admission:
         status, body, warnings = create_pod_raw(cp, case.pod)
         assert status == 201, body
@@ -254,7 +282,8 @@ def test_gatekeeper_deny_rejects_with_the_checks_message(
     template, constraint, *_ = _objects(gatekeeper_policies(intent))
     assert constraint["spec"]["enforcementAction"] == "deny"
     bad = suite.case("unpinned-coordinator").pod
-    _install(g, [template, constraint], bad)
+    tag = f"[{constraint['metadata']['name']}] "
+    _install(g, [template, constraint], bad, lambda a: a[0] == 403 and tag in a[1]["message"])
     status, body, _ = create_pod_raw(cp, bad)
     assert status == 403, body
     message = body["message"]
@@ -316,7 +345,14 @@ def test_gatekeeper_down_fails_open_and_the_component_closes_it(
     g.register(_fail_closed(g, tmp_path))
     again = copy.deepcopy(pods[0])
     again["metadata"]["name"] = "trainer-coordinator-again"
-    wait_admitted("the fail-closed webhooks", lambda: create_pod_raw(cp, again)[0] != 201)
+    wait_answered(
+        cp,
+        again,
+        lambda a: (
+            a[0] == 500 and 'failed calling webhook "mutation.gatekeeper.sh"' in a[1]["message"]
+        ),
+        "the fail-closed webhooks",
+    )
     status, body, _ = create_pod_raw(cp, again)
     assert status == 500 and body["reason"] == "InternalError", body
     assert 'failed calling webhook "mutation.gatekeeper.sh"' in body["message"], body

@@ -22,13 +22,14 @@ from kyverno_kit import (
     NAME,
     admission_reports,
     bound_zones,
+    denied_by,
     install,
     render_group,
     schedule,
 )
 from live_harness import ControlPlane, KubeError
 from live_kit import NS, create_pod_raw, docs, example_snapshot, pods_of, project, write_config
-from webhook_harness import wait_admitted
+from webhook_harness import wait_admitted, wait_answered
 
 pytestmark = [pytest.mark.slow, pytest.mark.tools]
 
@@ -77,7 +78,7 @@ def test_kyverno_enforce_validation_runs_in_the_api_server_and_holds_while_kyver
     pods = pods_of(docs(BEFORE))
     misplaced = copy.deepcopy(pods[0])
     misplaced["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": "zone-b"}
-    install(k, policies, misplaced)
+    install(k, policies, pods[0])
 
     vap, binding = vap_names(policy)
     generated = cp.kube().get(f"{VAP}/{vap}")["spec"]
@@ -97,9 +98,8 @@ def test_kyverno_enforce_validation_runs_in_the_api_server_and_holds_while_kyver
     (hook,) = k.webhooks_for("mutating", f"{NAME}-mutate")
     assert hook["failurePolicy"] == "Fail"
 
-    wait_admitted(  # the webhook is gone once the status is written; the VAP is loaded anew
-        "the ValidatingAdmissionPolicy at admission",
-        lambda: "ValidatingAdmissionPolicy" in create_pod_raw(cp, misplaced)[1].get("message", ""),
+    wait_answered(  # the webhook is gone once the status is written; the VAP is loaded anew
+        cp, misplaced, denied_by(policy["metadata"]["name"], 403), "the VAP at admission"
     )
     status, body, _ = create_pod_raw(cp, misplaced, dry_run=False)
     assert status == 403, body

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -23,7 +23,7 @@ from kyverno_kit import (
 )
 from live_harness import ControlPlane
 from live_kit import create_pod_raw, docs, pods_of, project
-from webhook_harness import wait_admitted
+from webhook_harness import Answer, wait_answered
 
 from engines.cases import Suite, expected, suites
 from engines.engines import Checks, check_ids
@@ -46,6 +46,25 @@ def _checks_of(warnings: Sequence[str], check_of: Mapping[str, str]) -> Checks:
         assert m is not None and m[2] == "failed", w
         out.append((check_of[m[1]], m[3]))
     return tuple(sorted(out))
+
+
+def _warned(check_of: Mapping[str, str], want: Checks) -> Callable[[Answer], bool]:
+    """The probe's answer once every check policy answers it: admitted with exactly the
+    warnings `want` (a warning of a policy that is not one of these: not yet)."""
+
+    def answered(a: Answer) -> bool:
+        names = [re.match(r"^Policy (\S+) ", w) for w in a[2]]
+        if a[0] != 201 or not all(m is not None and m[1] in check_of for m in names):
+            return False
+        return _checks_of(a[2], check_of) == want
+
+    return answered
+
+
+def _mutated(want: Mapping[str, Any]) -> Callable[[Answer], bool]:
+    """The probe's answer once the mutation answers it: admitted as `want`."""
+    expected = project(want)
+    return lambda a: a[0] == 201 and project(a[1]) == expected
 
 
 @pytest.mark.parametrize("suite", SUITES, ids=[s.key for s in SUITES])
@@ -78,15 +97,19 @@ def test_kyverno_admission_controller_behaves_as_the_cli(
     only = [c for c in suite.cases if not c.admission]
     admission = [c for c in suite.cases if c.admission]
     wrong = []
+    probe = suite.case("unpinned-coordinator")
     try:
-        install(k, checks, suite.case("unpinned-coordinator").pod)
+        install(
+            k, checks, probe.pod, _warned(check_of, expected(probe, "kyverno", suite.intent).checks)
+        )
         for case in only:
             status, body, warnings = create_pod_raw(cp, case.pod)
             assert status == 201, body
             want = expected(case, "kyverno", suite.intent).checks
             if _checks_of(warnings, check_of) != want:
                 wrong.append(f"{case.name}: expected {want}, got {_checks_of(warnings, check_of)}")
-        install(k, mutating, admission[0].pod)
+        first = expected(admission[0], "kyverno", suite.intent).pod
+        install(k, mutating, admission[0].pod, _mutated(first))
         for case in admission:
             status, body, warnings = create_pod_raw(cp, case.pod)
             assert status == 201, body
@@ -206,11 +229,14 @@ def test_kyverno_admission_controller_runs_the_legacy_cluster_policies_as_the_cl
     only = [c for c in suite.cases if not c.admission]
     admission = [c for c in suite.cases if c.admission]
     wrong = []
+    unpinned = suite.case("unpinned-coordinator")
     try:
         k.apply([validate])
-        wait_admitted(
+        wait_answered(
+            cp,
+            unpinned.pod,
+            lambda a: checks(a[2]) == expected(unpinned, "kyverno-legacy", suite.intent).checks,
             "the ClusterPolicy at admission",
-            lambda: bool(create_pod_raw(cp, suite.case("unpinned-coordinator").pod)[2]),
         )
         for case in only:
             status, body, warnings = create_pod_raw(cp, case.pod)
@@ -219,11 +245,8 @@ def test_kyverno_admission_controller_runs_the_legacy_cluster_policies_as_the_cl
             if checks(warnings) != want:
                 wrong.append(f"{case.name}: expected {want}, got {warnings}")
         k.apply([mutate])
-        probe = admission[0].pod
-        wait_admitted(
-            "the mutate ClusterPolicy",
-            lambda: project(create_pod_raw(cp, probe)[1]) != project(probe),
-        )
+        first = expected(admission[0], "kyverno-legacy", suite.intent).pod
+        wait_answered(cp, admission[0].pod, _mutated(first), "the mutate ClusterPolicy")
         for case in admission:
             status, body, warnings = create_pod_raw(cp, case.pod)
             assert status == 201, body

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import re
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 from live_harness import ControlPlane, start_control_plane
 from live_kit import create_pod_raw, project
+from webhook_harness import wait_admitted
 
 from engines.cases import Pod, Suite, expected, suites
 from tooling import TOOLS_BIN, require_tool
@@ -98,12 +98,20 @@ def _uninstall(cp: ControlPlane, objs: Sequence[dict[str, Any]]) -> None:
         kube.delete(f"{_path(obj)}/{obj['metadata']['name']}")
 
 
-def _wait(what: str, ready: Any, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
+def _audited(plane: ControlPlane, policy: str) -> float:
+    """How many times the API server audited a failed validation of `policy`
+    (apiserver_validating_admission_policy_check_total, enforcement_action audit)."""
+    text = plane.kube().text("/metrics")
+    total = 0.0
+    for labels, value in _CHECK_TOTAL.findall(text):
+        if 'enforcement_action="audit"' in labels and f'policy="{policy}"' in labels:
+            total += float(value)
+    return total
+
+
+_CHECK_TOTAL = re.compile(
+    r"^apiserver_validating_admission_policy_check_total\{([^}]*)\} (\S+)$", re.MULTILINE
+)
 
 
 def _policies(suite: Suite, actions: list[str] | None) -> list[dict[str, Any]]:
@@ -127,11 +135,18 @@ def test_native_policies_on_the_api_server(plane: ControlPlane, suite: Suite) ->
     only = [c for c in suite.cases if not c.admission]
     admission = [c for c in suite.cases if c.admission]
     probe_bad = only[[c.name for c in only].index("unpinned-coordinator")].pod
-    probe_raw = admission[0].pod
+    bad_checks = expected(suite.case("unpinned-coordinator"), "native", suite.intent).checks
     try:
-        # validation only: the VAP alone, then the MAPs too
+        # validation only: the VAP alone, then the MAPs too; each waited for until a probe
+        # comes back as this version of the policies answers it (the API server loads
+        # policies and bindings asynchronously, and may still hold a removed one's)
         _install(plane, validating)
-        _wait("the ValidatingAdmissionPolicy", lambda: bool(_dry_run(plane, probe_bad)[2]))
+        wait_admitted(
+            "the ValidatingAdmissionPolicy",
+            lambda: (lambda a: a[0] == 201 and _checks(a[2]) == bad_checks)(
+                _dry_run(plane, probe_bad)
+            ),
+        )
         wrong = []
         for case in only:
             status, body, warnings = _dry_run(plane, case.pod)
@@ -141,12 +156,11 @@ def test_native_policies_on_the_api_server(plane: ControlPlane, suite: Suite) ->
                 wrong.append(f"{case.name}: expected {want}, got {_checks(warnings)}")
         _install(plane, mutating)
         # each policy goes live on its own: wait for the coordinators' and the workers'
-        probes = [probe_raw, suite.case("worker-0").pod]
-        _wait(
+        probes = [admission[0], suite.case("worker-0")]
+        want_pods = [project(expected(c, "native", suite.intent).pod) for c in probes]
+        wait_admitted(
             "the MutatingAdmissionPolicies",
-            lambda: all(
-                _dry_run(plane, p)[1].get("spec", {}).get("affinity") is not None for p in probes
-            ),
+            lambda: [project(_dry_run(plane, c.pod)[1]) for c in probes] == want_pods,
         )
         for case in admission:
             status, body, warnings = _dry_run(plane, case.pod)
@@ -171,15 +185,26 @@ def test_validation_actions_as_rendered(plane: ControlPlane, action: str) -> Non
     bad = suite.case("unpinned-coordinator").pod
     for ns in suite.intent.namespaces:
         plane.ensure_namespace(ns)
+    (vap,) = [o["metadata"]["name"] for o in objs[4:] if o["kind"].endswith("Policy")]
     try:
         _install(plane, objs[4:])
         if action == "Enforce":
-            _wait("the deny", lambda: _dry_run(plane, bad)[0] != 201)
+            wait_admitted(
+                "the deny",
+                lambda: (lambda a: a[0] == 403 and "must be pinned to" in a[1]["message"])(
+                    _dry_run(plane, bad)
+                ),
+            )
             status, body, _ = _dry_run(plane, bad)
             assert status == 403 and body["reason"] == "Forbidden", body
-            assert "must be pinned to" in body["message"]
         else:
-            time.sleep(2)  # nothing to observe but admission; give the policy time to load
-            assert _dry_run(plane, bad)[0] == 201
+            # Audit admits, and the API server audits the failed validation (its check
+            # counter): the probe admitted while the counter moved is this binding's answer
+            def audited() -> bool:
+                before = _audited(plane, vap)
+                admitted = _dry_run(plane, bad)[0] == 201
+                return admitted and _audited(plane, vap) > before
+
+            wait_admitted("the audit", audited)
     finally:
         _uninstall(plane, objs)

@@ -9,13 +9,13 @@ bound, all in the one zone the policies name.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from live_harness import ControlPlane
+from webhook_harness import wait_bound
 
 from operators.kit import CLUSTER, NAMESPACE, SCHEDULED_BY_KUBE, ZONE, load_case, mutated_case_pods
 
@@ -30,14 +30,11 @@ def _nodes() -> list[dict[str, Any]]:
     return nodes
 
 
-def _bound(cluster: ControlPlane, names: list[str], timeout: float = 60) -> dict[str, str]:
-    """pod -> node, once every pod is bound (pods waiting for others are retried)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = {n: cluster.pod(NAMESPACE, n)["spec"].get("nodeName", "") for n in names}
-        if all(got.values()) or time.monotonic() > deadline:
-            return got
-        time.sleep(0.2)
+def _bound(cluster: ControlPlane, names: list[str], members: list[str]) -> dict[str, str]:
+    """pod -> node ("" unbound), once the scheduler bound every member of the group among
+    `names` (a member waiting for another is retried; the wait is for the binding itself)."""
+    wait_bound(cluster, NAMESPACE, [n for n in names if n in members])
+    return {n: cluster.pod(NAMESPACE, n)["spec"].get("nodeName", "") for n in names}
 
 
 @pytest.mark.parametrize(
@@ -53,13 +50,13 @@ def test_scheduler_places_the_mutated_pods_in_one_allowed_zone(
     late = set(case.meta.get("created_late", ()))
     first = [p for p in mutated if p["metadata"]["name"] not in late]
     then = [p for p in mutated if p["metadata"]["name"] in late]
+    members = case.members()
     for pod in first:
         cluster.create_pod(pod)
-    placed = _bound(cluster, [p["metadata"]["name"] for p in first])
+    placed = _bound(cluster, [p["metadata"]["name"] for p in first], members)
     for pod in then:  # created once the others run, as the controllers do
         cluster.create_pod(pod)
-    placed.update(_bound(cluster, [p["metadata"]["name"] for p in then]))
-    members = case.members()
+    placed.update(_bound(cluster, [p["metadata"]["name"] for p in then], members))
     assert all(placed[m] for m in members), {m: placed[m] or "Pending" for m in members}
     zones = {zone_of[placed[m]] for m in members}
     assert len(zones) == 1, {m: zone_of[placed[m]] for m in members}

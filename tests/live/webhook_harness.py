@@ -6,12 +6,13 @@ from __future__ import annotations
 import re
 import ssl
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 from live_harness import ControlPlane, Process, collection_path, wait_until
+from live_kit import create_pod_raw, project
 
 WEBHOOK_PLUGINS = ("MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")
 # Waits on an admission controller's conditions (ready, policies registered or enforced,
@@ -95,6 +96,30 @@ def wait_bound(
 
     wait_until(f"pods bound in {namespace}", bound, timeout, cp.scheduler, interval=0.2)
     return nodes
+
+
+# the API server's answer to a dry-run create: (HTTP status, body, warnings)
+Answer = tuple[int, dict[str, Any], list[str]]
+
+
+def wait_answered(
+    cp: ControlPlane, probe: Mapping[str, Any], answered: Callable[[Answer], bool], what: str
+) -> None:
+    """Until the API server's answer for `probe` (a dry run) is the one `answered` expects
+    of the policies just installed (their own answer, not an earlier version's nor none);
+    a timeout names the last answer."""
+    last: list[Answer] = []
+
+    def probed() -> bool:
+        last[:] = [create_pod_raw(cp, probe)]
+        return answered(last[0])
+
+    try:
+        wait_admitted(what, probed)
+    except TimeoutError as exc:
+        status, body, warnings = last[0] if last else (0, {}, [])
+        shown = project(body) if status == 201 else body.get("message")
+        raise TimeoutError(f"{exc}; last answer {status}: {shown}; warnings {warnings}") from exc
 
 
 def wait_admitted(

@@ -77,7 +77,7 @@ def test_names_and_kinds_are_registered_once() -> None:
 def test_the_config_accepts_every_registered_profile_and_no_other() -> None:
     for name in PROFILES:
         assert _group(name).profile == name
-    with pytest.raises(ValueError, match="Input should be 'kubeflow-training-operator'"):
+    with pytest.raises(ValueError, match="'ray' must be 'kubeflow-training-operator'"):
         GroupConfig.model_validate({"name": "g", "profile": "ray", "namespaces": ["ml"]})
 
 

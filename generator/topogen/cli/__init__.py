@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
+import errno
 import gc
 import importlib
 import os
@@ -14,7 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from topogen import __version__
-from topogen.errors import TopogenError
+from topogen.errors import InternalError, TopogenError
 
 __all__ = [
     "INTERRUPTED",
@@ -140,6 +142,10 @@ class _Group(click.Group):
         except click.exceptions.Abort:
             click.echo("topogen: aborted", err=True)
             sys.exit(1)
+        except OSError as exc:  # --version or --help written to a full disk
+            if not _stdout_failed(exc):
+                raise
+            _stdout_refusal(exc)
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -162,6 +168,11 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except InternalError as exc:  # a broken invariant: a bug, not the input
+            if os.environ.get("TOPOGEN_DEBUG"):
+                raise
+            click.echo(f"topogen: internal error: {exc} ({_REPORT})", err=True)
+            sys.exit(exc.exit_code)
         except TopogenError as exc:
             click.echo(f"topogen: error: {exc}", err=True)
             sys.exit(exc.exit_code)
@@ -170,15 +181,41 @@ class _Group(click.Group):
             sys.exit(2)
         except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
             raise
+        except OSError as exc:
+            if _stdout_failed(exc):
+                _stdout_refusal(exc)
+            _internal(exc)
         except Exception as exc:  # a bug: say so in one line, keep the trace on request
-            if os.environ.get("TOPOGEN_DEBUG"):
-                raise
-            click.echo(
-                f"topogen: internal error: {type(exc).__name__}: {exc} "
-                "(set TOPOGEN_DEBUG=1 for the traceback; please report it)",
-                err=True,
-            )
-            sys.exit(3)
+            _internal(exc)
+
+
+_REPORT = "set TOPOGEN_DEBUG=1 for the traceback; please report it"
+
+
+def _internal(exc: Exception) -> None:
+    if os.environ.get("TOPOGEN_DEBUG"):
+        raise exc
+    click.echo(f"topogen: internal error: {type(exc).__name__}: {exc} ({_REPORT})", err=True)
+    sys.exit(3)
+
+
+def _stdout_failed(exc: OSError) -> bool:
+    """Whether `exc` is standard output refusing a write (a full disk, a closed pipe's
+    neighbour errors): the place the user sent the output to, not a bug."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        return True
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG) and not exc.filename
+
+
+def _stdout_refusal(exc: OSError) -> None:
+    """One line, exit 2: what the output could not be written to and why."""
+    with contextlib.suppress(OSError):
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - nothing more reaches the full file
+    reason = exc.strerror or str(exc)
+    click.echo(f"topogen: error: cannot write to standard output: {reason}", err=True)
+    sys.exit(2)
 
 
 def _one_line(text: str) -> str:
@@ -202,7 +239,14 @@ def run() -> None:
     if isinstance(code, str):
         click.echo(code, err=True)
         code = 1
-    sys.stdout.flush()
+    try:
+        sys.stdout.flush()
+    except OSError as exc:  # the last of the output, to a full disk
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        click.echo(
+            f"topogen: error: cannot write to standard output: {exc.strerror or exc}", err=True
+        )
+        code = 2
     sys.stderr.flush()
     atexit._run_exitfuncs()
     os._exit(code or 0)

@@ -19,12 +19,13 @@ from topogen.cli import (
 )
 from topogen.cli.output import output_option
 from topogen.config import load_config, with_default_namespace
-from topogen.emit.refusal import policies_of
+from topogen.emit.refusal import policies_of, refusal_line
 from topogen.emit.stream import stream_json
 from topogen.emit.writer import GENERATED_HEADER, WriteReport, stream_objects, write_tree
 from topogen.pipeline.format import placement_lines
 from topogen.pipeline.render import RenderResult, render
 from topogen.textui import install_progress
+from topogen.yamltext import display_path
 
 
 def _shown_config(config: Path, out: Path) -> str:
@@ -98,8 +99,9 @@ def render_command(
     config_shown = _shown_config(Path(config_path), out)
     header = GENERATED_HEADER.format(config=config_shown)
     printing = to_stdout or output is not None
+    shown = display_path(Path(config_path))
     if result.refused and not partial:
-        _fail_closed(result, None if printing else out)
+        _fail_closed(result, None if printing else out, shown)
     if output == "json":
         click.echo(stream_json(result.files), nl=False)
     elif printing:
@@ -107,8 +109,9 @@ def render_command(
     else:
         report = write_tree(result.files, out, header, list(clusters) or None)
         _said(report, out, result, verbose)
-    for r in result.refused:
-        click.echo(f"topogen: error: {r}", err=True)
+    if result.refused:
+        what = "the other groups' output written without its policies (--partial)"
+        click.echo(f"topogen: error: {refusal_line(result.refused, what, shown)}", err=True)
     sys.exit(1 if result.refused else 0)
 
 
@@ -147,24 +150,21 @@ def _said(report: WriteReport, out: Path, result: RenderResult, verbose: bool) -
             click.echo(f"topogen: {line}", err=True)
 
 
-def _fail_closed(result: RenderResult, out: Path | None) -> None:
-    """A refused group: one line each, saying why and what stays; write nothing, exit 1."""
-    for refusal in result.refused:
-        group = [(refusal.cluster, refusal.group)] if refusal.group is not None else []
-        kept = policies_of(out, group) if out is not None else []
-        if out is None:
-            what = "nothing printed (Argo CD keeps what it synced last)"
-        elif kept:
-            names = ", ".join(kept[:3]) + (", ..." if len(kept) > 3 else "")
-            what = (
-                f"nothing written: {out.as_posix()}/ keeps its policies ({names}), which a "
-                "partial render would remove"
-            )
-        else:
-            what = "nothing written: a partial render would leave it without policies"
-        click.echo(
-            f"topogen: error: {refusal}; {what} (fix the inputs, or pass --partial to render "
-            "the rest)",
-            err=True,
+def _fail_closed(result: RenderResult, out: Path | None, config: str) -> None:
+    """Refused groups: one line saying why and what stays (emit/refusal.py); write
+    nothing, exit 1."""
+    refused = [(r.cluster, r.group) for r in result.refused if r.group is not None]
+    kept = policies_of(out, refused) if out is not None else []
+    if out is None:
+        what = "nothing printed (Argo CD keeps what it synced last)"
+    elif kept:
+        names = ", ".join(kept[:3]) + (", ..." if len(kept) > 3 else "")
+        what = (
+            f"nothing written: {out.as_posix()}/ keeps its policies ({names}), which a "
+            "partial render would remove"
         )
+    else:
+        what = "nothing written: a partial render would leave it without policies"
+    what += " (fix the inputs, or pass --partial to render the rest)"
+    click.echo(f"topogen: error: {refusal_line(result.refused, what, config)}", err=True)
     sys.exit(1)

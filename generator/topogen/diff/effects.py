@@ -19,10 +19,11 @@ from topogen.diff.core import diff
 from topogen.diff.review import Rendered, rendered_facts
 from topogen.diff.tree import KNOWN_TOPS, generated_tops, load_tree
 from topogen.emit.writer import GENERATED_HEADER, write_tree
-from topogen.errors import InputError, Refusal, TopogenError
+from topogen.errors import InputError, InternalError, Refusal, TopogenError
 from topogen.pipeline.analyze import AnalysisReport
 from topogen.pipeline.analyze import repins as repins_of
 from topogen.pipeline.render import render
+from topogen.yamltext import display_path
 
 __all__ = ["RenderedSide", "diff_configs", "diff_dirs", "diff_rendered", "render_side"]
 
@@ -147,12 +148,8 @@ def _has_output(root: Path, tops: Iterable[str]) -> bool:
 
 
 def _shown(path: Path) -> str:
-    if not path.is_absolute():
-        return path.as_posix()
-    try:
-        return Path(os.path.relpath(path)).as_posix()
-    except ValueError:
-        return path.as_posix()
+    """A path as the user gave it (absolute stays absolute)."""
+    return Path(display_path(path)).as_posix()
 
 
 # -- git ------------------------------------------------------------------------------------
@@ -207,6 +204,8 @@ def _diff_against_ref(
             )
         try:
             old = render_side(old_config, allow_outside, old_out)
+        except InternalError:
+            raise
         except TopogenError as exc:
             raise InputError(f"at {ref}: " + _unrooted(str(exc), Path(tmp))) from None
     return diff(

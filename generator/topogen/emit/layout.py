@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from topogen.errors import InputError
+from topogen.errors import InputError, InternalError
 
 __all__ = [
     "CONTROL",
@@ -60,7 +60,7 @@ def check_output_path(path: str) -> None:
     `.`, `_`, `-`; none starting with a dot), so no name can nest a folder or escape."""
     parts = path.split("/")
     if len(parts) < 2 or not all(_SEGMENT.match(p) for p in parts) or parts[0] == CONTROL:
-        raise InputError(f"refusing to write {path!r}: not a plain path inside the output tree")
+        raise InternalError(f"refusing to write {path!r}: not a plain path inside the output tree")
 
 
 def manifest_text(paths: Iterable[str]) -> str:

@@ -27,8 +27,9 @@ from topogen.emit.layout import (
     read_current,
 )
 from topogen.emit.swap import locked
-from topogen.errors import InputError, TopogenError
+from topogen.errors import InputError, InternalError
 from topogen.render.base import RenderedFile, to_yaml
+from topogen.yamltext import display_path
 
 __all__ = [
     "GENERATED_HEADER",
@@ -75,7 +76,7 @@ def swap_units(files: Sequence[RenderedFile], clusters: Sequence[str] | None) ->
 def _check_files(files: Sequence[RenderedFile]) -> None:
     dupes = sorted(p for p, n in Counter(f.path for f in files).items() if n > 1)
     if dupes:
-        raise TopogenError(f"two rendered files share the path {dupes[0]}")
+        raise InternalError(f"two rendered files share the path {dupes[0]}")
     for f in files:
         check_output_path(f.path)
 
@@ -210,11 +211,11 @@ def _discard(out: Path) -> None:
         (out / CONTROL).rmdir()
 
 
-def _shown(path: Path) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:
-        return str(path)
+def _shown(path: Path) -> str | None:
+    """The output folder as the user gave it (None for the working folder: the files it
+    names are then named from there already)."""
+    shown = display_path(path)
+    return None if shown == "." else shown
 
 
 def stream_objects(files: Sequence[RenderedFile], header: str) -> str:

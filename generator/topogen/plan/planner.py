@@ -118,17 +118,9 @@ def _plan_pin(
     names = [d.name for d in planned[0].domains]
     good = [n for n in names if all(ix[n].ok for ix in index)]
     if not good:
-        reasons = []
-        for j in planned:
-            bad = [d for d in j.domains if not d.ok]
-            detail = "; ".join(
-                f"{d.name}: {d.problems[0] if d.problems else 'no capacity'}" for d in bad[:4]
-            )
-            need = _count(j.domains[0].gpus_needed) if j.domains else "0"
-            reasons.append(
-                f"job {j.job.namespace}/{j.job.job} needs {need} GPUs in one "
-                f"domain: {detail or 'the cluster has no zones'}"
-            )
+        reasons = [
+            _homeless(j, [d for d in j.domains if not d.ok], base.zone_label) for j in planned
+        ]
         refused = f"group {group.name}: no domain can hold it: " + " | ".join(reasons)
         return replace(base, refused=refused)
     chosen = last if last in good else best_for_pin(good, group.prefer_zones, index)
@@ -184,14 +176,7 @@ def _plan_spread(
     ok = [[n for n in names if ix[n].ok] for ix in index]
     homeless = [j for j, o in zip(planned, ok, strict=True) if not o]
     if homeless:
-        reasons = [
-            f"job {j.job.namespace}/{j.job.job} needs {_count(j.domains[0].gpus_needed)} GPUs "
-            f"in one domain: "
-            + "; ".join(
-                f"{d.name}: {d.problems[0] if d.problems else 'no capacity'}" for d in j.domains[:4]
-            )
-            for j in homeless
-        ]
+        reasons = [_homeless(j, j.domains, base.zone_label) for j in homeless]
         refused = f"group {group.name}: no domain can hold it: " + " | ".join(reasons)
         return replace(base, refused=refused, placement="spread")
     check = {n: ix[n] for ix in reversed(index) for n in names if n in ix}
@@ -230,6 +215,19 @@ def _plan_spread(
     capacity, pools = _capacity((_unit(plan.topology_key, n), check[n]) for n in used)
     a = assign(_needs(plan, planned), capacity, pools=pools)
     return _with_jobs(plan, planned, a, _job_names([(plan, planned)]))
+
+
+def _homeless(j: JobAnalysis, bad: Sequence[DomainCheck], zone_label: str) -> str:
+    """Why no domain holds job `j`: its first few domains' problems, or that there are none
+    (no node carries the zone label: a node without it is a zone of its own, never a
+    domain to pin to)."""
+    job = f"job {j.job.namespace}/{j.job.job}"
+    if not j.domains:
+        return f"{job} has no domain: no node carries the zone label {zone_label}"
+    detail = "; ".join(
+        f"{d.name}: {d.problems[0] if d.problems else 'no capacity'}" for d in bad[:4]
+    )
+    return f"{job} needs {_count(j.domains[0].gpus_needed)} GPUs in one domain: {detail}"
 
 
 def _capacity(

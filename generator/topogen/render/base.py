@@ -16,7 +16,7 @@ from typing import Any
 import jinja2
 import yaml
 
-from topogen.errors import TopogenError
+from topogen.errors import InternalError
 from topogen.plaindata import dump_yaml
 from topogen.yamlfast import YAML_UNSAFE_IN_JSON, load_all_fast
 
@@ -71,7 +71,7 @@ def _f_json(value: Any) -> _Serialized:
 def _finalize(value: Any) -> Any:
     if isinstance(value, _Serialized):
         return value
-    raise TopogenError(
+    raise InternalError(
         f"template printed a raw value {value!r}; pass it through |toyaml or |tojson"
     )
 
@@ -107,7 +107,7 @@ def render_documents(template: str, **values: Any) -> tuple[str, tuple[dict[str,
             if d is not None
         ]
     except yaml.YAMLError as exc:
-        raise TopogenError(f"template {template} rendered invalid YAML: {exc}") from None
+        raise InternalError(f"template {template} rendered invalid YAML: {exc}") from None
     for d in docs:
         if (
             not isinstance(d, dict)
@@ -116,7 +116,7 @@ def render_documents(template: str, **values: Any) -> tuple[str, tuple[dict[str,
             or not isinstance(d.get("metadata"), dict)
             or not d["metadata"].get("name")
         ):
-            raise TopogenError(
+            raise InternalError(
                 f"template {template} rendered a document that is not a Kubernetes object"
             )
     return text, tuple(docs)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogen.config import engine_version_problem
-from topogen.errors import TopogenError
+from topogen.errors import InputError
 from topogen.model import LabelSelector
 from topogen.render.base import RenderedFile, render_documents
 from topogen.render.cel import toleration_dicts
@@ -172,7 +172,7 @@ def coordinator_term(intent: AdmissionIntent, sel: LabelSelector | None = None) 
     keys = {k for k, _ in sel.match_labels} | {r.key for r in sel.match_expressions}
     own = [intent.job_label, *intent.scope]
     if keys & set(own):
-        raise TopogenError(
+        raise InputError(
             f"group {intent.group}: the coordinator selector uses the job label "
             f"{intent.job_label}, which Gatekeeper's coordinator term must leave to matchLabelKeys"
         )
@@ -427,7 +427,7 @@ def _check_version(kubernetes_version: str) -> None:
     """config.py refuses such a config; a caller that builds one itself is refused here."""
     problem = engine_version_problem("gatekeeper", kubernetes_version)
     if problem:
-        raise TopogenError(problem, hint="use engine kyverno or native, or raise kubernetesVersion")
+        raise InputError(problem, hint="use engine kyverno or native, or raise kubernetesVersion")
 
 
 def gatekeeper_policies(

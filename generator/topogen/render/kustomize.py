@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from topogen.config import TopogenConfig
-from topogen.errors import TopogenError
+from topogen.errors import InternalError
 from topogen.render.base import RenderedFile, render_text, to_yaml
 from topogen.render.intent import AdmissionIntent, intent_for
 from topogen.render.kyverno import API_SERVER_LABEL
@@ -98,12 +98,12 @@ def _kustomization(path: str, template: str, **values: Any) -> RenderedFile:
         docs = fast[0] if fast is not None else list(yaml.load_all(text, Loader=_Loader))
         doc = docs[0] if len(docs) == 1 else None
     except yaml.YAMLError as exc:
-        raise TopogenError(f"template kustomize/{template} rendered invalid YAML: {exc}") from None
+        raise InternalError(f"template kustomize/{template} rendered invalid YAML: {exc}") from None
     if not isinstance(doc, dict) or _KINDS.get(doc.get("apiVersion", "")) != doc.get("kind"):
-        raise TopogenError(f"template kustomize/{template} rendered no Kustomization/Component")
+        raise InternalError(f"template kustomize/{template} rendered no Kustomization/Component")
     old = sorted(DEPRECATED_FIELDS & set(doc))
     if old:
-        raise TopogenError(f"template kustomize/{template} uses deprecated fields: {old}")
+        raise InternalError(f"template kustomize/{template} uses deprecated fields: {old}")
     return RenderedFile(path, text)
 
 

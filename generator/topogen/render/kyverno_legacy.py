@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from topogen.errors import TopogenError
+from topogen.errors import InputError, InternalError
 from topogen.model import LabelSelector, Requirement
 from topogen.render import cel
 from topogen.render.base import RenderedFile, render_documents
@@ -487,7 +487,7 @@ def _check_values(intent: AdmissionIntent) -> None:
     """Kyverno would read `{{`/`}}` in any value as a variable: refuse braces."""
     for s in _strings(dataclasses.astuple(intent)):
         if "{" in s or "}" in s:
-            raise TopogenError(
+            raise InputError(
                 f"group {intent.group}: value {s!r} contains a brace, which "
                 "Kyverno would read as a variable; the kyverno-legacy engine "
                 "cannot express it"
@@ -509,7 +509,7 @@ def _check(objs: Sequence[dict[str, Any]]) -> None:
                 if not isinstance(ops, list) or not all(
                     isinstance(op, dict) and {"op", "path", "value"} <= op.keys() for op in ops
                 ):
-                    raise TopogenError(
+                    raise InternalError(
                         f"rule {rule['name']} of {obj['metadata']['name']} "
                         "rendered an invalid JSON patch"
                     )

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from topogen.config import MonitoringConfig, TopogenConfig
-from topogen.errors import TopogenError
+from topogen.errors import InternalError
 from topogen.plan.group_plan import GroupPlan
 from topogen.render.base import RenderedFile, render_documents, render_text
 from topogen.render.monitoring_rules import (
@@ -166,7 +166,7 @@ def _dashboard(cluster: PlannedCluster, cfg: MonitoringConfig) -> str:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise TopogenError(
+        raise InternalError(
             f"template monitoring/dashboard.json.j2 rendered invalid JSON: {exc}"
         ) from None
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
@@ -192,11 +192,11 @@ def render_monitoring(cluster: PlannedCluster, cfg: TopogenConfig) -> list[Rende
     try:
         parsed = yaml.load(rules_text, Loader=_Loader)
     except yaml.YAMLError as exc:
-        raise TopogenError(
+        raise InternalError(
             f"template monitoring/rules.yaml.j2 rendered invalid YAML: {exc}"
         ) from None
     if not isinstance(parsed, dict) or not isinstance(parsed.get("groups"), list):
-        raise TopogenError("template monitoring/rules.yaml.j2 rendered no rule groups")
+        raise InternalError("template monitoring/rules.yaml.j2 rendered no rule groups")
     common = {MANAGED_BY[0]: MANAGED_BY[1], CLUSTER_LABEL: cluster.cluster}
     rule_text, rule_objs = render_documents(
         "monitoring/prometheusrule.yaml.j2",

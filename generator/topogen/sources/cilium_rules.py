@@ -10,6 +10,7 @@ authentication, FQDN, toServices without a pod selector) carry a note.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,6 +32,8 @@ from topogen.model import (
     PolicyRule,
     Service,
 )
+from topogen.names import object_name_problem
+from topogen.sources.api_rules import cilium_cidr_problem, parse_network
 from topogen.sources.cilium_ports import cilium_ports
 from topogen.sources.label_selectors import read_label_selector
 
@@ -42,13 +45,14 @@ _RULE_KEYS = {
     "endpointSelector", "nodeSelector", "ingress", "ingressDeny", "egress", "egressDeny",
     "labels", "enableDefaultDeny", "description", "log",
 }  # fmt: skip
+_CIDR_RULE_KEYS = {"cidr", "cidrGroupRef", "cidrGroupSelector", "except"}
 _COMMON = {"ingress": ["Endpoints", "CIDR", "CIDRSet", "Entities", "Groups", "Nodes"],
            "egress": ["Endpoints", "CIDR", "CIDRSet", "Entities", "Services", "Groups", "Nodes"]}  # fmt: skip
 
 
 def sourced_selector(raw: Any, what: str, obj: KubeObject) -> SourcedSelector:
-    """A label selector, keys as written (label_selectors.py checks it)."""
-    sel = read_label_selector(raw, what, obj)
+    """A label selector, keys as written (label_selectors.py checks it, Cilium's keys)."""
+    sel = read_label_selector(raw, what, obj, keys="cilium")
     return SourcedSelector(sel.match_labels, sel.match_expressions)
 
 
@@ -232,6 +236,10 @@ class _RuleReader:
             peers.append(
                 Peer("entities", entities=ents, text=f"{side}Entities [{', '.join(ents)}]")
             )
+        for i, c in enumerate(as_list(im.get(f"{side}CIDR"), f"{what}.{side}CIDR", obj)):
+            self.cidr(c, f"{what}.{side}CIDR[{i}]")
+        for i, raw in enumerate(as_list(im.get(f"{side}CIDRSet"), f"{what}.{side}CIDRSet", obj)):
+            self.cidr_rule(raw, f"{what}.{side}CIDRSet[{i}]")
         for key in (f"{side}CIDR", f"{side}CIDRSet", f"{side}Groups"):
             if im.get(key):
                 peers.append(Peer("cidr", text=f"{key} (never matches pod-to-pod traffic)"))
@@ -252,6 +260,47 @@ class _RuleReader:
             # no peer at all (or toServices naming no Service): the ports apply to every peer
             peers.append(Peer("entities", entities=("all",), text="any peer (L4-only rule)"))
         return peers, notes
+
+    def cidr(self, value: Any, what: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+        """A CIDR as the CRD (format: cidr) and the agent (netip.ParsePrefix) take it."""
+        problem = cilium_cidr_problem(value) if isinstance(value, str) else "must be a string"
+        parsed = parse_network(value) if problem is None else None
+        if parsed is None:
+            raise self.fail(f"{what} {value!r} {problem}")
+        return parsed[0]
+
+    def cidr_rule(self, raw: Any, what: str) -> None:
+        """A CIDRRule: exactly one of cidr, cidrGroupRef and cidrGroupSelector (the CRD's
+        oneOf); each except a CIDR of the same family inside cidr (CIDRRule.sanitize)."""
+        rule = as_map(raw, what, self.obj)
+        check_fields(rule, _CIDR_RULE_KEYS, what, self.obj)
+        given = [k for k in ("cidr", "cidrGroupRef", "cidrGroupSelector") if k in rule]
+        if len(given) != 1:
+            raise self.fail(f"{what} needs exactly one of cidr, cidrGroupRef and cidrGroupSelector")
+        if "cidrGroupSelector" in rule:
+            sourced_selector(rule["cidrGroupSelector"], f"{what}.cidrGroupSelector", self.obj)
+        if "cidrGroupRef" in rule:
+            ref = rule["cidrGroupRef"]
+            problem = (
+                object_name_problem(ref, strict=True) if isinstance(ref, str) else "not a name"
+            )
+            if problem:
+                raise self.fail(f"{what}.cidrGroupRef: {problem}")
+        excepts = as_list(rule.get("except"), f"{what}.except", self.obj)
+        if "cidr" not in rule:
+            return
+        outer = self.cidr(rule["cidr"], f"{what}.cidr")
+        for i, ex in enumerate(excepts):
+            inner = self.cidr(ex, f"{what}.except[{i}]")
+            if (
+                inner.version != outer.version
+                or outer.prefixlen > inner.prefixlen
+                or inner.network_address not in outer
+            ):
+                raise self.fail(
+                    f"{what}.except[{i}]: allow CIDR prefix {rule['cidr']} does not contain "
+                    f"exclude CIDR prefix {ex}"
+                )
 
     def services_peers(self, raw: list[Any], what: str) -> tuple[list[Peer], list[str]]:
         """toServices as the agent translates them: a Service with a selector becomes that

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from topogen.autoscaling import InstanceTypeConfig, NodeGroupConfig
+from topogen.configerrors import config_error
 from topogen.errors import InputError
+from topogen.fields import PATTERN_WORDS
 from topogen.model import NO_ZONE_PREFIX, Taint
 from topogen.nodepools import (
     ARCH_LABEL,
@@ -26,6 +28,7 @@ from topogen.nodepools import (
     NodePool,
     Offering,
 )
+from topogen.sources.api_rules import quantity_problem
 from topogen.sources.objects import quantity_of
 from topogen.sources.yamlio import expand_paths, iter_documents
 from topogen.yamltext import display_path
@@ -50,15 +53,19 @@ _ZONE = "topology.kubernetes.io/zone"  # what Karpenter's offerings name zones b
 
 
 def quantities(raw: Mapping[str, Any], what: str, path: str) -> dict[str, Fraction]:
-    """resource -> quantity; an entry that is no Kubernetes quantity is an error."""
+    """resource -> quantity; an entry that is no Kubernetes quantity, or none the node it
+    describes may have (negative, a fraction of a GPU: api_rules), is an error."""
     out: dict[str, Fraction] = {}
     for key, value in raw.items():
         if isinstance(value, int) and not isinstance(value, bool):
-            out[str(key)] = Fraction(value)
-            continue
-        q = quantity_of(str(value)) if isinstance(value, str | float) else None
-        if q is None or q < 0:
+            q: Fraction | None = Fraction(value)
+        else:
+            q = quantity_of(str(value)) if isinstance(value, str | float) else None
+        if q is None:
             raise InputError(f"{what}.{key} is not a quantity: {value!r}", path=path)
+        problem = quantity_problem(str(key), q)
+        if problem:
+            raise InputError(f"{what}.{key}: {problem}, got {value!r}", path=path)
         out[str(key)] = q
     return out
 
@@ -95,9 +102,9 @@ def instance_types(
                 try:
                     declared = InstanceTypeConfig.model_validate(entry)
                 except ValidationError as exc:
-                    first = exc.errors()[0]
-                    at = ".".join(str(p) for p in first["loc"])
-                    raise InputError(f"{where}.{at}: {first['msg']}", path=doc.path) from None
+                    raise config_error(
+                        exc, InstanceTypeConfig, entry, None, doc.path, PATTERN_WORDS, where
+                    ) from None
                 out.append(_declared(declared, where, doc.path))
     twice = sorted(n for n, c in Counter(t.name for t in out).items() if c > 1)
     if twice:

@@ -1,29 +1,63 @@
 """Label selectors and node selector requirements as manifests write them: the one reader
 every source uses (NetworkPolicy, Cilium's policies, pod affinity, node affinity), with
-the rules the API server applies to them (k8s.io/apimachinery's label selector
-validation, core/v1's NodeSelectorRequirement): known fields only, a key, a known
-operator, string values, values for In and NotIn, none for Exists and DoesNotExist, one
-for Gt and Lt. Keys are kept as written (Cilium's `k8s:` prefix is the caller's).
+the rules the API server applies to them (k8s.io/apimachinery's ValidateLabelSelector,
+core/v1's ValidateNodeSelectorRequirement): known fields only, a known operator, string
+values, values for In and NotIn, none for Exists and DoesNotExist, one for Gt and Lt;
+every key a qualified name (a label key) and every value a label value. A Cilium
+selector's key may carry a source (`k8s:`, `any:`, `reserved:`: letters and digits
+before one ':'), as Cilium's agent allows (pkg/labels IsValidCiliumLabelKey); keys are
+kept as written (the prefix is the caller's).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, Literal
 
 from topogen.errors import InputError
 from topogen.manifest import KubeObject, as_list, as_map, check_fields, string_map
 from topogen.model import LabelSelector, NodeSelectorRequirement, Requirement
+from topogen.names import label_key_problem, label_value_problem
 
-__all__ = ["NODE_OPERATORS", "SELECTOR_OPERATORS", "read_label_selector", "read_requirements"]
+__all__ = [
+    "NODE_OPERATORS",
+    "SELECTOR_OPERATORS",
+    "key_problem",
+    "read_label_selector",
+    "read_requirements",
+]
 
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 NODE_OPERATORS = (*SELECTOR_OPERATORS, "Gt", "Lt")
 _SELECTOR_FIELDS = {"matchLabels", "matchExpressions"}
 _REQUIREMENT_FIELDS = {"key", "operator", "values"}
+_CILIUM_SOURCE = re.compile(r"^[A-Za-z0-9]+$")
+Keys = Literal["kubernetes", "cilium"]
+
+
+def key_problem(key: str, keys: Keys = "kubernetes") -> str | None:
+    """Why `key` is no selector key: a label key, after a Cilium source where `keys` is
+    "cilium"."""
+    if keys == "cilium" and ":" in key:
+        source, _, rest = key.partition(":")
+        if ":" in rest:
+            return f"label key {key!r}: Cilium takes one ':' (a source before it)"
+        if not _CILIUM_SOURCE.match(source):
+            return f"label key {key!r}: its source before ':' must be letters and digits"
+        key = rest
+    return label_key_problem(key)
+
+
+def _check(key: str, values: list[str], what: str, obj: KubeObject, keys: Keys) -> None:
+    problem = key_problem(key, keys)
+    if problem is None:
+        problem = next((p for p in map(label_value_problem, values) if p), None)
+    if problem:
+        raise InputError(f"{obj.where()}: {what}: {problem}", path=obj.path)
 
 
 def _requirement(
-    raw: Any, what: str, obj: KubeObject, operators: tuple[str, ...]
+    raw: Any, what: str, obj: KubeObject, operators: tuple[str, ...], keys: Keys = "kubernetes"
 ) -> tuple[str, str, list[str]]:
     """(key, operator, values) of one requirement, checked."""
     e = as_map(raw, what, obj)
@@ -46,20 +80,25 @@ def _requirement(
         raise InputError(f"{obj.where()}: {what} ({op}) takes no values", path=obj.path)
     if op in ("Gt", "Lt") and len(values) != 1:
         raise InputError(f"{obj.where()}: {what} ({op}) takes one value", path=obj.path)
+    _check(key, values, what, obj, keys)
     return key, op, values
 
 
-def read_label_selector(raw: Any, what: str, obj: KubeObject) -> LabelSelector:
+def read_label_selector(
+    raw: Any, what: str, obj: KubeObject, keys: Keys = "kubernetes"
+) -> LabelSelector:
     """A label selector (matchLabels, matchExpressions), its values sorted and unique."""
     data = as_map(raw, what, obj)
     check_fields(data, _SELECTOR_FIELDS, what, obj)
     labels = string_map(data.get("matchLabels"), f"{what}.matchLabels", obj)
+    for key, value in labels.items():
+        _check(key, [value], f"{what}.matchLabels", obj, keys)
     exprs = []
     for i, raw_expr in enumerate(
         as_list(data.get("matchExpressions"), f"{what}.matchExpressions", obj)
     ):
         key, op, values = _requirement(
-            raw_expr, f"{what}.matchExpressions[{i}]", obj, SELECTOR_OPERATORS
+            raw_expr, f"{what}.matchExpressions[{i}]", obj, SELECTOR_OPERATORS, keys
         )
         exprs.append(Requirement(key, op, tuple(sorted(set(values)))))
     return LabelSelector(tuple(sorted(labels.items())), tuple(sorted(exprs)))

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from topogen.errors import TopogenError
+from topogen.errors import InputError, TopogenError
 from topogen.sources.live_objects import (
     AUTOSCALING,
     CCNP,
@@ -156,12 +156,13 @@ def check_snapshot(text: str) -> None:
     try:
         docs = load_yaml_text(text, "the snapshot")
         objs = list(flatten(Document(d, "the snapshot", i) for i, d in enumerate(docs) if d))
-        read_nodes(objs, "topology.kubernetes.io/zone")
+        # what the cluster stored, its API server accepted: CIDRs as any version takes them
+        read_nodes(objs, "topology.kubernetes.io/zone", strict_cidrs=False)
         read_pools(objs, [], [], "topology.kubernetes.io/zone", "the snapshot")
-        read_policies(objs)
+        read_policies(objs, strict_cidrs=False)
         read_namespaces(objs)
         read_cilium_config(objs)
-    except TopogenError as exc:
+    except InputError as exc:
         raise LiveError(
             f"the cluster sent what topogen cannot read, so nothing was written: {exc}"
         ) from None

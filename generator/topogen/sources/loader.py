@@ -19,6 +19,7 @@ from topogen.model import (
     Workload,
 )
 from topogen.nodepools import NodePool
+from topogen.sources.api_rules import STRICT_CIDRS_SINCE
 from topogen.sources.cilium_config import ClusterCilium, is_cilium_config, read_cilium_config
 from topogen.sources.instance_types import declared_node_groups, instance_types
 from topogen.sources.nodes import read_nodes
@@ -85,8 +86,10 @@ def load_cluster_inputs(
 ) -> ClusterInputs:
     """`services`: Services read elsewhere (beside the workloads), for toServices rules."""
     base = cfg.base_dir
+    # the API server's CIDR rules of the cluster's Kubernetes version
+    strict = tuple(map(int, cluster.kubernetes_version.split("."))) >= STRICT_CIDRS_SINCE
     node_objs = read_objects(cluster.nodes, base, f"clusters.{cluster.name}.nodes", cfg)
-    nodes = read_nodes(node_objs, cluster.zone_label)
+    nodes = read_nodes(node_objs, cluster.zone_label, strict_cidrs=strict)
     if not nodes:
         shown = ", ".join(cluster.nodes)
         raise InputError(
@@ -117,7 +120,10 @@ def load_cluster_inputs(
     # override them)
     cilium = read_cilium_config(policy_objs)
     policies = read_policies(
-        policy_objs, cluster.cilium.settings(cilium.values if cilium else None), services
+        policy_objs,
+        cluster.cilium.settings(cilium.values if cilium else None),
+        services,
+        strict_cidrs=strict,
     )
     ns_objs = read_objects(cluster.namespaces, base, f"clusters.{cluster.name}.namespaces", cfg)
     namespaces = {n.name: n for n in read_namespaces(ns_objs + node_objs + policy_objs)}
@@ -127,23 +133,32 @@ def load_cluster_inputs(
         gpu_resources=tuple(cluster.gpu_resources),
         gpu_node_selector=dict(cluster.gpu_node_selector),
     )
-    warnings = tuple(
-        Notice(
-            cluster.name,
-            f"node {n.name} has no {cluster.zone_label} label; it counts as a zone of its own",
-        )
-        for n in topology.nodes
-        if n.zone.startswith(NO_ZONE_PREFIX)
-    )
     return ClusterInputs(
         cluster.name,
         topology,
         policies,
         namespaces,
         tuple(skipped),
-        (*warnings, *pool_notes),
+        (*_zoneless(cluster.name, cluster.zone_label, topology), *pool_notes),
         cilium=cilium,
         pools=tuple(pools),
+    )
+
+
+def _zoneless(cluster: str, zone_label: str, topology: Topology) -> tuple[Notice, ...]:
+    """One note for the nodes without the zone label: each is read as a zone of its own
+    (the scheduler puts them in no zone's domain), never a domain a group is pinned to."""
+    names = [n.name for n in topology.nodes if n.zone.startswith(NO_ZONE_PREFIX)]
+    if not names:
+        return ()
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    what = f"node {shown} has" if len(names) == 1 else f"{len(names)} nodes ({shown}) have"
+    return (
+        Notice(
+            cluster,
+            f"{what} no {zone_label} label: each counts as a zone of its own, where no "
+            "group is pinned",
+        ),
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from topogen.errors import InputError
@@ -17,6 +17,7 @@ from topogen.manifest import (
 )
 from topogen.model import NO_ZONE_PREFIX, Node, Taint
 from topogen.names import check_label_key, check_label_value
+from topogen.sources.api_rules import cidr_problem, parse_network, quantity_problem
 from topogen.sources.objects import parse_quantity
 
 __all__ = ["node_from_object", "read_nodes", "read_taints"]
@@ -24,42 +25,68 @@ __all__ = ["node_from_object", "read_nodes", "read_taints"]
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
-def read_nodes(objects: Iterable[KubeObject], zone_label: str) -> list[Node]:
+def read_nodes(
+    objects: Iterable[KubeObject], zone_label: str, *, strict_cidrs: bool = True
+) -> list[Node]:
+    """The v1 Nodes among `objects`; `strict_cidrs`: podCIDRs as Kubernetes 1.36 and later
+    validate them (api_rules.cidr_problem)."""
     return [
-        node_from_object(o, zone_label)
+        node_from_object(o, zone_label, strict_cidrs=strict_cidrs)
         for o in objects
         if o.kind == "Node" and o.api_version == "v1"
     ]
 
 
-def node_from_object(obj: KubeObject, zone_label: str) -> Node:
+def node_from_object(obj: KubeObject, zone_label: str, *, strict_cidrs: bool = True) -> Node:
     check_name(obj)
     labels = labels_of(obj)
     spec = as_map(obj.body.get("spec"), "spec", obj)
     status = as_map(obj.body.get("status"), "status", obj)
     taints = read_taints(spec.get("taints"), "spec.taints", obj)
-    allocatable = {
-        str(k): parse_quantity(v, f"status.allocatable.{k}", obj)
-        for k, v in as_map(status.get("allocatable"), "status.allocatable", obj).items()
-    }
-    cidrs = [str(c) for c in as_list(spec.get("podCIDRs"), "spec.podCIDRs", obj)]
-    if not cidrs and spec.get("podCIDR"):
-        cidrs = [str(spec["podCIDR"])]
-    zone = labels.get(zone_label) or f"{NO_ZONE_PREFIX}{obj.name}"
+    allocatable = {}
+    for k, v in as_map(status.get("allocatable"), "status.allocatable", obj).items():
+        quantity = parse_quantity(v, f"status.allocatable.{k}", obj)
+        problem = quantity_problem(str(k), quantity)
+        if problem:
+            raise InputError(
+                f"{obj.where()}: status.allocatable.{k}: {problem}, got {v!r}", path=obj.path
+            )
+        allocatable[str(k)] = quantity
     return Node(
         name=obj.name,
         labels=labels,
         taints=taints,
         allocatable=allocatable,
         unschedulable=as_bool(spec.get("unschedulable"), "spec.unschedulable", obj),
-        pod_cidrs=tuple(cidrs),
-        zone=zone,
+        pod_cidrs=_pod_cidrs(spec, obj, strict_cidrs),
+        zone=labels.get(zone_label) or f"{NO_ZONE_PREFIX}{obj.name}",
     )
+
+
+def _pod_cidrs(spec: Mapping[str, Any], obj: KubeObject, strict: bool) -> tuple[str, ...]:
+    """spec.podCIDRs (else spec.podCIDR), each a CIDR, at most one per IP family."""
+    field = "spec.podCIDRs"
+    cidrs = as_list(spec.get("podCIDRs"), field, obj)
+    if not cidrs and spec.get("podCIDR"):
+        field, cidrs = "spec.podCIDR", [spec["podCIDR"]]
+    families = []
+    for i, c in enumerate(cidrs):
+        problem = cidr_problem(c, strict=strict) if isinstance(c, str) else "must be a string"
+        if problem:
+            raise InputError(f"{obj.where()}: {field}[{i}] {c!r}: {problem}", path=obj.path)
+        parsed = parse_network(c)
+        families.append(parsed[0].version if parsed else 0)
+    if len(cidrs) > 2 or len(set(families)) != len(families):
+        raise InputError(
+            f"{obj.where()}: {field}: may specify no more than one CIDR for each IP family",
+            path=obj.path,
+        )
+    return tuple(cidrs)
 
 
 def read_taints(raw: Any, what: str, obj: KubeObject) -> tuple[Taint, ...]:
     """A list of taints (a Node's spec.taints, a NodePool template's taints), checked."""
-    taints = []
+    taints: list[Taint] = []
     for i, item in enumerate(as_list(raw, what, obj)):
         t = string_map(item, f"{what}[{i}]", obj)
         effect = t.get("effect", "")
@@ -70,5 +97,11 @@ def read_taints(raw: Any, what: str, obj: KubeObject) -> tuple[Taint, ...]:
             )
         check_label_key(t["key"], f"{obj.where()}: {what}[{i}].key", obj.path)
         check_label_value(t.get("value", ""), f"{obj.where()}: {what}[{i}].value", obj.path)
+        if any(x.key == t["key"] and x.effect == effect for x in taints):
+            raise InputError(
+                f"{obj.where()}: {what}[{i}]: taints must be unique by key and effect pair "
+                f"({t['key']}:{effect} again)",
+                path=obj.path,
+            )
         taints.append(Taint(t["key"], t.get("value", ""), effect))
     return tuple(taints)

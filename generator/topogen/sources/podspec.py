@@ -15,13 +15,26 @@ from topogen.model import (
     PodTemplate,
     Toleration,
 )
-from topogen.names import check_label_key, check_label_value, check_labels
+from topogen.names import (
+    check_label_key,
+    check_label_value,
+    check_labels,
+    dns_label_problem,
+    object_name_problem,
+)
+from topogen.sources.api_rules import (
+    port_name_problem,
+    quantity_problem,
+    request_problem,
+    resource_name_problem,
+)
 from topogen.sources.label_selectors import read_label_selector, read_requirements
 from topogen.sources.objects import parse_quantity
 
 __all__ = ["parse_pod_template"]
 
 _EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
+_PROTOCOLS = ("TCP", "UDP", "SCTP")
 
 
 def parse_pod_template(
@@ -114,9 +127,25 @@ def _tolerations(spec: Mapping[str, Any], what: str, obj: KubeObject) -> tuple[T
         key = as_str(t.get("key"), f"{tw}.key", obj)
         if key:
             check_label_key(key, f"{obj.where()}: {tw}.key", obj.path)
+        problem = _toleration_problem(key, op, value or "", effect, t.get("tolerationSeconds"))
+        if problem:
+            raise InputError(f"{obj.where()}: {tw}: {problem}", path=obj.path)
         check_label_value(value or "", f"{obj.where()}: {tw}.value", obj.path)
         out.append(Toleration(key, op, value or "", effect))
     return tuple(out)
+
+
+def _toleration_problem(key: str, op: str, value: str, effect: str, seconds: Any) -> str | None:
+    """ValidateTolerations' rules beyond the key's and the value's syntax."""
+    if not key and op != "Exists":
+        return 'operator must be Exists when `key` is empty, which means "match all values and all keys"'
+    if op == "Exists" and value:
+        return "value must be empty when `operator` is 'Exists'"
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int)):
+        return f"tolerationSeconds must be an integer, got {seconds!r}"
+    if seconds is not None and effect != "NoExecute":
+        return "effect must be 'NoExecute' when `tolerationSeconds` is set"
+    return None
 
 
 def _node_affinity(
@@ -128,9 +157,15 @@ def _node_affinity(
         return None
     rw = f"{what}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
     terms = []
-    for i, raw in enumerate(
-        as_list(as_map(req, rw, obj).get("nodeSelectorTerms"), f"{rw}.nodeSelectorTerms", obj)
-    ):
+    raw_terms = as_list(
+        as_map(req, rw, obj).get("nodeSelectorTerms"), f"{rw}.nodeSelectorTerms", obj
+    )
+    if not raw_terms:
+        raise InputError(
+            f"{obj.where()}: {rw}.nodeSelectorTerms: must have at least one node selector term",
+            path=obj.path,
+        )
+    for i, raw in enumerate(raw_terms):
         tw = f"{rw}.nodeSelectorTerms[{i}]"
         term = as_map(raw, tw, obj)
         reqs = read_requirements(term.get("matchExpressions"), f"{tw}.matchExpressions", obj)
@@ -143,11 +178,13 @@ def _node_affinity(
                 if (
                     em.get("key") != "metadata.name"
                     or em.get("operator") not in ("In", "NotIn")
-                    or any(not isinstance(v, str) for v in values)
+                    or len(values) != 1
+                    or not isinstance(values[0], str)
+                    or object_name_problem(values[0], strict=True)
                 ):
                     raise InputError(
                         f"{obj.where()}: {fw} supports only key metadata.name with "
-                        "operator In or NotIn and string values",
+                        "operator In or NotIn and one value, a node name",
                         path=obj.path,
                     )
                 reqs.append(NodeSelectorRequirement("metadata.name", em["operator"], tuple(values)))
@@ -169,10 +206,15 @@ def _pod_affinity(
             key = term.get("topologyKey")
             if not isinstance(key, str) or not key:
                 raise InputError(f"{obj.where()}: {rw}[{i}] needs a topologyKey", path=obj.path)
+            check_label_key(key, f"{obj.where()}: {rw}[{i}].topologyKey", obj.path)
             sel = read_label_selector(term.get("labelSelector"), f"{rw}[{i}].labelSelector", obj)
-            namespaces = tuple(
-                str(n) for n in as_list(term.get("namespaces"), f"{rw}[{i}].namespaces", obj)
-            )
+            namespaces = tuple(as_list(term.get("namespaces"), f"{rw}[{i}].namespaces", obj))
+            for n in namespaces:
+                problem = dns_label_problem(n) if isinstance(n, str) else f"{n!r} is not a string"
+                if problem:
+                    raise InputError(
+                        f"{obj.where()}: {rw}[{i}].namespaces: {problem}", path=obj.path
+                    )
             out.append(PodAffinityTerm(sel, key, namespaces, anti))
     return tuple(out)
 
@@ -198,13 +240,7 @@ def _containers(
                     f"(1-65535), got {number!r}",
                     path=obj.path,
                 )
-            ports.append(
-                (
-                    as_str(pm.get("name"), f"{pw}.name", obj),
-                    number,
-                    as_str(pm.get("protocol"), f"{pw}.protocol", obj) or "TCP",
-                )
-            )
+            ports.append(_container_port(pm, number, pw, obj, {p[0] for p in ports}))
     for i, c in enumerate(as_list(spec.get("initContainers"), f"{what}.initContainers", obj)):
         cm = as_map(c, f"{what}.initContainers[{i}]", obj)
         for k, v in _requests(cm, f"{what}.initContainers[{i}]", obj).items():
@@ -212,9 +248,37 @@ def _containers(
     return total, tuple(sorted(ports))
 
 
+def _container_port(
+    pm: Mapping[str, Any], number: int, what: str, obj: KubeObject, names: set[str]
+) -> tuple[str, int, str]:
+    """(name, number, protocol) of a container port, as validateContainerPorts takes it."""
+    name = as_str(pm.get("name"), f"{what}.name", obj)
+    problem = port_name_problem(name) if name else None
+    if problem is None and name and name in names:
+        problem = f"duplicate port name {name!r}"
+    protocol = as_str(pm.get("protocol"), f"{what}.protocol", obj) or "TCP"
+    if problem is None and protocol not in _PROTOCOLS:
+        problem = f"protocol {protocol!r} is not one of {', '.join(_PROTOCOLS)}"
+    if problem:
+        raise InputError(f"{obj.where()}: {what}: {problem}", path=obj.path)
+    return name, number, protocol
+
+
 def _requests(container: Mapping[str, Any], what: str, obj: KubeObject) -> dict[str, Fraction]:
+    """The container's requests (a limit without a request is the request), each resource
+    as validateResourceRequirements checks it."""
     res = as_map(container.get("resources"), f"{what}.resources", obj)
-    limits = as_map(res.get("limits"), f"{what}.resources.limits", obj)
-    requests = as_map(res.get("requests"), f"{what}.resources.requests", obj)
-    merged = {**limits, **requests}  # a limit without a request is the request
-    return {str(k): parse_quantity(v, f"{what}.resources.{k}", obj) for k, v in merged.items()}
+    read: dict[str, dict[str, Fraction]] = {}
+    for part in ("limits", "requests"):
+        read[part] = {}
+        for k, v in as_map(res.get(part), f"{what}.resources.{part}", obj).items():
+            at = f"{what}.resources.{part}.{k}"
+            name = str(k)
+            q = parse_quantity(v, at, obj)
+            problem = resource_name_problem(name) or quantity_problem(name, q)
+            if problem is None and part == "requests":
+                problem = request_problem(name, q, read["limits"].get(name))
+            if problem:
+                raise InputError(f"{obj.where()}: {at}: {problem}", path=obj.path)
+            read[part][name] = q
+    return {**read["limits"], **read["requests"]}

@@ -10,7 +10,6 @@ apply in the one sources.scope.namespace_of gives them.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -20,7 +19,15 @@ from topogen.cilium.identity import (
     NAMESPACE_KEY,
 )
 from topogen.errors import InputError
-from topogen.manifest import KubeObject, as_list, as_map, check_name, string_map
+from topogen.manifest import (
+    KubeObject,
+    as_list,
+    as_map,
+    check_fields,
+    check_name,
+    labels_of,
+    string_map,
+)
 from topogen.model import (
     CiliumSettings,
     Isolation,
@@ -33,6 +40,8 @@ from topogen.model import (
     Requirement,
     Service,
 )
+from topogen.names import check_labels
+from topogen.sources.api_rules import cidr_problem, parse_network, port_name_problem
 from topogen.sources.cilium_rules import read_cilium
 from topogen.sources.label_selectors import read_label_selector
 from topogen.sources.scope import namespace_of
@@ -42,7 +51,6 @@ __all__ = ["POLICY_KINDS", "read_policies", "read_services"]
 CNP, CCNP, NP = "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "NetworkPolicy"
 POLICY_KINDS = {("cilium.io", CNP), ("cilium.io", CCNP), ("networking.k8s.io", NP)}
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
-_PORT_NAME = re.compile(r"^(?=.*[a-zA-Z])[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?$")
 
 
 def read_services(objects: Iterable[KubeObject]) -> list[Service]:
@@ -51,16 +59,10 @@ def read_services(objects: Iterable[KubeObject]) -> list[Service]:
     for obj in objects:
         if obj.kind != "Service" or obj.api_version != "v1":
             continue
-        meta = as_map(obj.body.get("metadata"), "metadata", obj)
         spec = as_map(obj.body.get("spec"), "spec", obj)
-        out.append(
-            Service(
-                namespace_of(obj),
-                obj.name,
-                string_map(meta.get("labels"), "metadata.labels", obj),
-                string_map(spec.get("selector"), "spec.selector", obj),
-            )
-        )
+        selector = string_map(spec.get("selector"), "spec.selector", obj)
+        check_labels(selector, f"{obj.where()}: spec.selector", obj.path)
+        out.append(Service(namespace_of(obj), obj.name, labels_of(obj), selector))
     return out
 
 
@@ -68,9 +70,12 @@ def read_policies(
     objects: Iterable[KubeObject],
     cilium: CiliumSettings | None = None,
     services: Iterable[Service] = (),
+    *,
+    strict_cidrs: bool = True,
 ) -> PolicySet:
     """The policies among `objects`; toServices resolve against `services` and the
-    Services among `objects`."""
+    Services among `objects`. `strict_cidrs`: a NetworkPolicy's ipBlock as Kubernetes 1.36
+    and later validate it (api_rules.cidr_problem)."""
     settings = cilium or CiliumSettings()
     objs = list(objects)
     known = [*services, *read_services(objs)]
@@ -84,7 +89,7 @@ def read_policies(
         ref = PolicyRef(obj.kind, "" if obj.kind == CCNP else namespace_of(obj), obj.name, obj.path)
         refs.append(ref)
         if obj.kind == NP:
-            _read_netpol(obj, ref, settings, rules, isolations)
+            _read_netpol(obj, ref, settings, rules, isolations, strict_cidrs)
         else:
             read_cilium(obj, ref, settings, known, rules, isolations)
     order = sorted(range(len(refs)), key=lambda i: refs[i])
@@ -107,45 +112,32 @@ def _in_namespace(sel: LabelSelector, namespace: str) -> LabelSelector:
 
 
 def _port_range(raw: Any, protocol: str, end: Any, what: str, obj: KubeObject) -> PortRange:
-    if raw is None or raw == "" or raw == 0 or raw == "0":
-        return PortRange(protocol, 1, 65535)
-    first = _port_number(raw)
-    if first is None:
-        if isinstance(raw, str) and _PORT_NAME.match(raw) and len(raw) <= 15 and end is None:
+    """A NetworkPolicyPort as ValidateNetworkPolicyPort takes it: a number 1-65535 (endPort
+    at least it, also 1-65535) or a port name (IsValidPortName; no endPort); none: every
+    port of the protocol (no endPort either)."""
+    problem = None
+    if end is not None and (isinstance(end, bool) or not isinstance(end, int)):
+        problem = f"endPort must be an integer, got {end!r}"
+    elif raw is None:
+        if end is None:
+            return PortRange(protocol, 1, 65535)
+        problem = "endPort may not be specified when `port` is not specified"
+    elif isinstance(raw, str):
+        problem = port_name_problem(raw)
+        if problem is None and end is not None:
+            problem = "endPort may not be specified when `port` is non-numeric"
+        if problem is None:
             return PortRange(protocol, 0, 0, name=raw)
-        raise InputError(
-            f"{obj.where()}: {what}.port is not a port number or name: {raw!r}",
-            path=obj.path,
-            hint="1-65535, or a named container port",
-        )
-    last = first if end is None else _port_number(end)
-    if last is None or not 1 <= first <= last <= 65535:
-        shown = f"{first}-{end}" if end is not None else str(first)
-        raise InputError(
-            f"{obj.where()}: {what} is not a valid port range {shown}",
-            path=obj.path,
-            hint="ports are 1-65535 and endPort >= port",
-        )
-    return PortRange(protocol, first, last)
-
-
-def _port_number(raw: Any) -> int | None:
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        return raw
-    if isinstance(raw, str) and raw.isdigit():
-        return int(raw)
-    return None
-
-
-def _protocols(raw: Any, default: str, what: str, obj: KubeObject) -> tuple[str, ...]:
-    proto = str(raw or default).upper()
-    if proto == "ANY":
-        return _PROTOCOLS
-    if proto not in _PROTOCOLS:
-        if proto == "ICMP":
-            return ()
-        raise InputError(f"{obj.where()}: {what} has unknown protocol {raw!r}", path=obj.path)
-    return (proto,)
+        problem = f"port {raw!r} is no port name: {problem}"
+    elif isinstance(raw, bool) or not isinstance(raw, int):
+        problem = f"port must be a number or a name, got {raw!r}"
+    elif not 1 <= raw <= 65535:
+        problem = f"port {raw}: must be between 1 and 65535, inclusive"
+    elif end is not None and not raw <= end <= 65535:
+        problem = f"endPort {end}: must be between `port` ({raw}) and 65535"
+    if problem:
+        raise InputError(f"{obj.where()}: {what}: {problem}", path=obj.path)
+    return PortRange(protocol, raw, raw if end is None else end)
 
 
 def _netpol_ports(
@@ -156,11 +148,16 @@ def _netpol_ports(
         return None
     out: list[PortRange] = []
     for j, p in enumerate(ports):
-        pm = as_map(p, f"{what}.ports[{j}]", obj)
-        for proto in _protocols(pm.get("protocol"), "TCP", f"{what}.ports[{j}]", obj):
-            out.append(
-                _port_range(pm.get("port"), proto, pm.get("endPort"), f"{what}.ports[{j}]", obj)
+        pw = f"{what}.ports[{j}]"
+        pm = as_map(p, pw, obj)
+        check_fields(pm, {"port", "endPort", "protocol"}, pw, obj)
+        protocol = pm.get("protocol") or "TCP"
+        if protocol not in _PROTOCOLS:
+            raise InputError(
+                f"{obj.where()}: {pw}.protocol: {protocol!r} is not one of {', '.join(_PROTOCOLS)}",
+                path=obj.path,
             )
+        out.append(_port_range(pm.get("port"), protocol, pm.get("endPort"), pw, obj))
     return tuple(sorted(set(out)))
 
 
@@ -173,6 +170,7 @@ def _read_netpol(
     settings: CiliumSettings,
     rules: list[PolicyRule],
     isolations: list[Isolation],
+    strict_cidrs: bool,
 ) -> None:
     """As the agent translates a NetworkPolicy (ParseNetworkPolicy): an entry per rule
     of each direction, whatever policyTypes says; a direction without rules is default
@@ -203,6 +201,7 @@ def _read_netpol(
                 obj,
                 namespace,
                 settings.cluster_name,
+                strict_cidrs,
             )
             rules.append(
                 PolicyRule(
@@ -219,8 +218,46 @@ def _read_netpol(
             )
 
 
+def _ip_block(peer: Mapping[str, Any], what: str, obj: KubeObject, strict: bool) -> None:
+    """ValidateNetworkPolicyPeer and ValidateIPBlock: an ipBlock alone in its peer, a CIDR,
+    each `except` a CIDR strictly inside it."""
+    if len(peer) > 1:
+        raise InputError(
+            f"{obj.where()}: {what}: may not specify both ipBlock and another peer",
+            path=obj.path,
+        )
+    block = as_map(peer["ipBlock"], f"{what}.ipBlock", obj)
+    check_fields(block, {"cidr", "except"}, f"{what}.ipBlock", obj)
+    cidr = block.get("cidr")
+    if not isinstance(cidr, str) or not cidr:
+        raise InputError(f"{obj.where()}: {what}.ipBlock.cidr: Required value", path=obj.path)
+    problem = cidr_problem(cidr, strict=strict)
+    if problem:
+        raise InputError(f"{obj.where()}: {what}.ipBlock.cidr {cidr!r}: {problem}", path=obj.path)
+    outer = parse_network(cidr)
+    for i, ex in enumerate(as_list(block.get("except"), f"{what}.ipBlock.except", obj)):
+        at = f"{what}.ipBlock.except[{i}]"
+        problem = cidr_problem(ex, strict=strict) if isinstance(ex, str) else "must be a string"
+        inner = parse_network(ex) if problem is None else None
+        if problem is None and not (
+            outer is not None
+            and inner is not None
+            and inner[0].version == outer[0].version
+            and inner[0].network_address in outer[0]
+            and outer[0].prefixlen < inner[0].prefixlen
+        ):
+            problem = "must be a strict subset of `cidr`"
+        if problem:
+            raise InputError(f"{obj.where()}: {at} {ex!r}: {problem}", path=obj.path)
+
+
 def _netpol_peers(
-    items: list[Any], what: str, obj: KubeObject, namespace: str, cluster: str
+    items: list[Any],
+    what: str,
+    obj: KubeObject,
+    namespace: str,
+    cluster: str,
+    strict_cidrs: bool = True,
 ) -> tuple[Peer, ...]:
     """Peers as the agent translates them: a pod selector gets the local cluster; with
     a namespaceSelector, its keys read the pod's namespace labels (empty: any
@@ -232,6 +269,7 @@ def _netpol_peers(
         pw = f"{what}[{i}]"
         p = as_map(raw, pw, obj)
         if "ipBlock" in p:
+            _ip_block(p, pw, obj, strict_cidrs)
             peers.append(Peer("cidr", text="ipBlock (never matches pod-to-pod traffic)"))
             continue
         if "podSelector" not in p and "namespaceSelector" not in p:

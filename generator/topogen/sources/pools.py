@@ -23,6 +23,7 @@ from topogen.manifest import (
 from topogen.model import Node, Taint
 from topogen.names import check_labels
 from topogen.nodepools import KARPENTER, NODEPOOL_LABEL, NODES, InstanceType, NodePool
+from topogen.sources.api_rules import quantity_problem
 from topogen.sources.instance_types import node_group
 from topogen.sources.label_selectors import read_requirements
 from topogen.sources.nodes import read_taints
@@ -208,11 +209,23 @@ def _capacity(notes: Mapping[str, str], obj: KubeObject) -> dict[str, Fraction]:
         ("maxPods", "pods"),
     ):
         if _CAPACITY + key in notes:
-            out[resource] = parse_quantity(notes[_CAPACITY + key], _CAPACITY + key, obj)
+            out[resource] = _capacity_of(resource, notes[_CAPACITY + key], _CAPACITY + key, obj)
     gpu_type, gpus = notes.get(_CAPACITY + "gpu-type"), notes.get(_CAPACITY + "gpu-count")
     if gpu_type and gpus:
-        out[gpu_type] = parse_quantity(gpus, _CAPACITY + "gpu-count", obj)
+        out[gpu_type] = _capacity_of(gpu_type, gpus, _CAPACITY + "gpu-count", obj)
     return out
+
+
+def _capacity_of(resource: str, text: str, what: str, obj: KubeObject) -> Fraction:
+    """A capacity annotation: a quantity the node it adds may have (api_rules)."""
+    value = parse_quantity(text, f"annotation {what}", obj)
+    problem = quantity_problem(resource, value)
+    if problem:
+        raise InputError(
+            f"{obj.where()}: annotation {what} ({resource}): {problem}, got {text!r}",
+            path=obj.path,
+        )
+    return value
 
 
 def _count(text: str, what: str, obj: KubeObject) -> int:

@@ -100,8 +100,14 @@ def _yaml_files(folder: Path) -> list[Path]:
                 not name.startswith(".")
                 and p.suffix in _YAML_SUFFIXES
                 and name not in KUSTOMIZATION_FILES
-                and p.is_file()
             ):
+                if not p.is_file():  # a broken symlink, a loop, a FIFO: refused, not skipped
+                    what = "a symlink to no readable file" if p.is_symlink() else "not a file"
+                    raise InputError(
+                        f"{what}: topogen reads every YAML file of the folder",
+                        path=display_path(p),
+                        hint="remove it, or point it at a file",
+                    )
                 found.append(p)
     return sorted(found)
 
