@@ -44,7 +44,8 @@ set -euo pipefail
 # the aggregation of admission reports into PolicyReports) share tools/kyverno/
 # with the CLI; gatekeeper-controller-manager (the
 # Gatekeeper module's root package, upstream's `manager` binary) shares
-# tools/gatekeeper/ with gator.
+# tools/gatekeeper/ with gator. kueue is Kueue's controller manager (cmd/kueue, upstream's
+# `manager`), run out of cluster by tests/live/kueue_harness.py.
 # ---------------------------------------------------------------------------
 TOOLS_TABLE='
 kyverno | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@
@@ -60,6 +61,7 @@ kyverno-admission-controller | github.com/kyverno/kyverno | github.com/kyverno/k
 kyverno-reports-controller | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/reports-controller | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@ | kyverno
 gatekeeper-controller-manager | github.com/open-policy-agent/gatekeeper/v3 | github.com/open-policy-agent/gatekeeper/v3 | -X github.com/open-policy-agent/gatekeeper/v3/pkg/version.Version=@VERSION@ | gatekeeper
 cyclonus | github.com/mattfenwick/cyclonus | topogen.local/tools/cyclonus | -X github.com/mattfenwick/cyclonus/pkg/cli.version=@VERSION@ | cyclonus | src
+kueue | sigs.k8s.io/kueue | sigs.k8s.io/kueue/cmd/kueue | -X sigs.k8s.io/kueue/pkg/version.GitVersion=@VERSION@
 '
 
 tmp=

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kueue_harness import Kueue, start_kueue
+from kueue_kit import clear as clear_kueue
 from kyverno_harness import PLUGINS, Kyverno, start_kyverno
 from kyverno_kit import NAME
 from live_harness import ControlPlane, start_control_plane
@@ -85,3 +87,40 @@ def kyverno_plane(
         cp.kube().delete(f"/apis/policies.kyverno.io/v1/{kind}")
     k.delete_generated()
     k.wait_unregistered([NAME + s for s in ("-mutate", "-validate")])
+
+
+@pytest.fixture(scope="session")
+def kueue_session(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ControlPlane, Kueue]]:
+    """A control plane with Kueue's controller manager (TAS on) in front of it, for every
+    test_live_kueue*.py file this test process runs."""
+    for tool in ("etcd", "kube-apiserver", "kube-scheduler"):
+        require_tool(tool)
+    binary = require_tool("kueue")
+    work = tmp_path_factory.mktemp("kueue-plane")
+    cp = start_control_plane(TOOLS_BIN, work, admission=PLUGINS)
+    try:
+        k = start_kueue(cp, binary, work / "kueue")
+    except BaseException:
+        cp.stop()
+        raise
+    try:
+        yield cp, k
+    finally:
+        k.stop()
+        cp.stop()
+
+
+@pytest.fixture
+def kueue_plane(
+    kueue_session: tuple[ControlPlane, Kueue],
+) -> Iterator[tuple[ControlPlane, Kueue]]:
+    """The Kueue plane, emptied of nodes, pods, jobs, Workloads and Kueue's objects."""
+    cp, k = kueue_session
+    if not k.alive():
+        k.start()
+    cp.reset()
+    yield cp, k
+    clear_kueue(cp, k)
+    cp.reset()

@@ -3,17 +3,24 @@ from an upstream release manifest, CRDs established, probes."""
 
 from __future__ import annotations
 
+import base64
+import copy
 import re
 import ssl
+import subprocess
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
-from live_harness import ControlPlane, Process, collection_path, wait_until
+from live_harness import ControlPlane, KubeError, Process, collection_path, wait_until
 
 WEBHOOK_PLUGINS = ("MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")
+WEBHOOK_CONFIGS = {
+    "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
+}
 # Waits on an admission controller's conditions (ready, policies registered or enforced,
 # seen at admission): generous, since a loaded 2-core machine can take minutes; a wait
 # ends as soon as its condition holds.
@@ -67,6 +74,63 @@ def install_crds(cp: ControlPlane, objs: Sequence[dict[str, Any]]) -> None:
         return True
 
     wait_until("CRDs established", established, CONTROLLER_TIMEOUT, cp.apiserver)
+
+
+def loopback_certificates(work: Path, ca_name: str) -> bytes:
+    """A CA and a serving pair for 127.0.0.1 in `work` (tls.crt/tls.key); the CA PEM. For a
+    controller whose release makes its certificate for a Service name, which out of
+    cluster does not exist: its webhooks are called at https://127.0.0.1:PORT instead."""
+    work.mkdir(parents=True, exist_ok=True)
+
+    def ssl_(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+
+    ca_key, ca = work / "ca.key", work / "ca.crt"
+    ssl_("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-keyout", str(ca_key),
+         "-out", str(ca), "-subj", f"/CN={ca_name}",
+         "-addext", "basicConstraints=critical,CA:TRUE",
+         "-addext", "keyUsage=critical,keyCertSign,cRLSign")  # fmt: skip
+    csr = work / "tls.csr"
+    ssl_("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(work / "tls.key"),
+         "-out", str(csr), "-subj", "/CN=127.0.0.1")  # fmt: skip
+    ext = work / "ext.cnf"
+    ext.write_text("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    ssl_("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key),
+         "-CAcreateserial", "-days", "2", "-extfile", str(ext), "-out", str(work / "tls.crt"))  # fmt: skip
+    return ca.read_bytes()
+
+
+def by_url(cfg: Mapping[str, Any], port: int, ca: bytes) -> dict[str, Any]:
+    """A released webhook configuration calling https://127.0.0.1:PORT<its service path>."""
+    out = copy.deepcopy(dict(cfg))
+    for hook in out["webhooks"]:
+        path = hook["clientConfig"]["service"].get("path", "/")
+        hook["clientConfig"] = {
+            "url": f"https://127.0.0.1:{port}{path}",
+            "caBundle": base64.b64encode(ca).decode(),
+        }
+    return out
+
+
+def register_webhooks(cp: ControlPlane, configs: Sequence[Mapping[str, Any]]) -> None:
+    """Create or replace these webhook configurations."""
+    kube = cp.kube()
+    for cfg in configs:
+        base = f"/apis/admissionregistration.k8s.io/v1/{WEBHOOK_CONFIGS[cfg['kind']]}"
+        name = cfg["metadata"]["name"]
+        try:
+            current = kube.get(f"{base}/{name}")
+        except KubeError as exc:
+            if exc.status != 404:
+                raise
+            kube.create(base, cfg)
+            continue
+        body = dict(copy.deepcopy(cfg))
+        body["metadata"] = {
+            **body["metadata"],
+            "resourceVersion": current["metadata"]["resourceVersion"],
+        }
+        kube.request("PUT", f"{base}/{name}", body)
 
 
 def insecure() -> ssl.SSLContext:
