@@ -16,8 +16,9 @@ from kueue_kit import clear as clear_kueue
 from kyverno_harness import PLUGINS, Kyverno, start_kyverno
 from kyverno_kit import NAME
 from live_harness import ControlPlane, start_control_plane
+from webhook_harness import plane_with
 
-from tooling import TOOLS_BIN, require_tool
+from tooling import TOOLS_BIN, require_plane_tool, require_tool
 
 
 @pytest.fixture(scope="session")
@@ -56,21 +57,9 @@ def kyverno_session(
 ) -> Iterator[tuple[ControlPlane, Kyverno]]:
     """A control plane with Kyverno's admission controller in front of it, for every
     test_live_kyverno*.py file this test process runs."""
-    for tool in ("etcd", "kube-apiserver", "kube-scheduler"):
-        require_tool(tool)
-    binary = require_tool("kyverno-admission-controller")
+    binary = require_plane_tool("kyverno-admission-controller")
     work = tmp_path_factory.mktemp("kyverno-plane")
-    cp = start_control_plane(TOOLS_BIN, work, admission=PLUGINS)
-    try:
-        k = start_kyverno(cp, binary, work / "kyverno")
-    except BaseException:
-        cp.stop()
-        raise
-    try:
-        yield cp, k
-    finally:
-        k.stop()
-        cp.stop()
+    yield from plane_with(work, PLUGINS, lambda cp: start_kyverno(cp, binary, work / "kyverno"))
 
 
 @pytest.fixture
@@ -95,21 +84,9 @@ def kueue_session(
 ) -> Iterator[tuple[ControlPlane, Kueue]]:
     """A control plane with Kueue's controller manager (TAS on) in front of it, for every
     test_live_kueue*.py file this test process runs."""
-    for tool in ("etcd", "kube-apiserver", "kube-scheduler"):
-        require_tool(tool)
-    binary = require_tool("kueue")
+    binary = require_plane_tool("kueue")
     work = tmp_path_factory.mktemp("kueue-plane")
-    cp = start_control_plane(TOOLS_BIN, work, admission=PLUGINS)
-    try:
-        k = start_kueue(cp, binary, work / "kueue")
-    except BaseException:
-        cp.stop()
-        raise
-    try:
-        yield cp, k
-    finally:
-        k.stop()
-        cp.stop()
+    yield from plane_with(work, PLUGINS, lambda cp: start_kueue(cp, binary, work / "kueue"))
 
 
 @pytest.fixture

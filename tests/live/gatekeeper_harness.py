@@ -18,7 +18,6 @@ Pod, so that Pod object is created from the Deployment's template, bound to no r
 
 from __future__ import annotations
 
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +41,7 @@ from webhook_harness import (
     loopback_certificates,
     manifest_docs,
     register_webhooks,
+    started,
 )
 
 from tooling import module_dir
@@ -135,16 +135,7 @@ class Gatekeeper(Controller):
         }
         self.proc = Process("gatekeeper", self.argv(), self.work / "gatekeeper.log", env=env)
         self.proc.start()
-        wait_until(
-            "gatekeeper /readyz",
-            lambda: (
-                urllib.request.urlopen(f"http://127.0.0.1:{self.health}/readyz", timeout=2).status
-                == 200
-            ),
-            CONTROLLER_TIMEOUT,
-            self.proc,
-            interval=0.25,
-        )
+        self.wait_ready("gatekeeper", f"http://127.0.0.1:{self.health}/readyz")
 
     # -- policies --
 
@@ -231,10 +222,4 @@ class Gatekeeper(Controller):
 def start_gatekeeper(cp: ControlPlane, binary: Path, work: Path) -> Gatekeeper:
     module = module_dir("gatekeeper", "github.com/open-policy-agent/gatekeeper/v3")
     work.mkdir(parents=True, exist_ok=True)
-    g = Gatekeeper(cp, binary, work, module)
-    try:
-        g.start()
-    except BaseException:
-        g.stop()
-        raise
-    return g
+    return started(Gatekeeper(cp, binary, work, module))

@@ -31,16 +31,14 @@ through the API server (a dry-run PyTorchJob with a queue name comes back suspen
 from __future__ import annotations
 
 import os
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from live_harness import ADMIN_TOKEN, ControlPlane, Process, free_port, wait_until
+from live_harness import ADMIN_TOKEN, ControlPlane, Process, free_port
 from webhook_harness import (
-    CONTROLLER_TIMEOUT,
     WEBHOOK_CONFIGS,
     Controller,
     by_url,
@@ -48,6 +46,7 @@ from webhook_harness import (
     loopback_certificates,
     manifest_docs,
     register_webhooks,
+    started,
     wait_admitted,
 )
 
@@ -200,16 +199,7 @@ class Kueue(Controller):
         env = {"KUBECONFIG": str(self.cp.kubeconfig("kueue", ADMIN_TOKEN))}
         self.proc = Process("kueue", self.argv(), self.work / "kueue.log", env=env)
         self.proc.start()
-        wait_until(
-            "kueue /readyz",
-            lambda: (
-                urllib.request.urlopen(f"http://127.0.0.1:{self.health}/readyz", timeout=2).status
-                == 200
-            ),
-            CONTROLLER_TIMEOUT,
-            self.proc,
-            interval=0.25,
-        )
+        self.wait_ready("kueue", f"http://127.0.0.1:{self.health}/readyz")
         wait_admitted("Kueue's PyTorchJob webhook", self._suspends_a_queued_job)
 
     def _suspends_a_queued_job(self) -> bool:
@@ -240,10 +230,4 @@ def _probe_pod() -> Mapping[str, Any]:
 
 def start_kueue(cp: ControlPlane, binary: Path, work: Path) -> Kueue:
     work.mkdir(parents=True, exist_ok=True)
-    k = Kueue(cp, binary, work, KueueRelease.pinned())
-    try:
-        k.start()
-    except BaseException:
-        k.stop()
-        raise
-    return k
+    return started(Kueue(cp, binary, work, KueueRelease.pinned()))

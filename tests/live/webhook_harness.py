@@ -9,12 +9,22 @@ import re
 import ssl
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from live_harness import ControlPlane, KubeError, Process, collection_path, wait_until
+from live_harness import (
+    ControlPlane,
+    KubeError,
+    Process,
+    collection_path,
+    start_control_plane,
+    wait_until,
+)
+
+from tooling import TOOLS_BIN
 
 WEBHOOK_PLUGINS = ("MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")
 WEBHOOK_CONFIGS = {
@@ -28,9 +38,23 @@ CONTROLLER_TIMEOUT = 300.0
 
 
 class Controller:
-    """A controller process of the harness's (`proc`, once started): stop, kill, alive."""
+    """A controller process of the harness's (`proc`, once started): start, stop, kill,
+    alive."""
 
     proc: Process | None
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def wait_ready(self, name: str, url: str) -> None:
+        """Until the controller's plain-HTTP readiness endpoint answers 200."""
+        wait_until(
+            f"{name} {url.rsplit('/', 1)[-1]}",
+            lambda: urllib.request.urlopen(url, timeout=2).status == 200,
+            CONTROLLER_TIMEOUT,
+            self.proc,
+            interval=0.25,
+        )
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -42,6 +66,37 @@ class Controller:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.alive()
+
+
+C = TypeVar("C", bound=Controller)
+
+
+def started(controller: C) -> C:
+    """The controller, started; stopped again if it did not come up."""
+    try:
+        controller.start()
+    except BaseException:
+        controller.stop()
+        raise
+    return controller
+
+
+def plane_with(
+    work: Path, admission: Sequence[str], start: Callable[[ControlPlane], C]
+) -> Iterator[tuple[ControlPlane, C]]:
+    """A control plane (these admission plugins on) with a controller in front of it, for a
+    fixture to yield from; both stopped at the end."""
+    cp = start_control_plane(TOOLS_BIN, work, admission=admission)
+    try:
+        controller = start(cp)
+    except BaseException:
+        cp.stop()
+        raise
+    try:
+        yield cp, controller
+    finally:
+        controller.stop()
+        cp.stop()
 
 
 def manifest_docs(path: Path, kinds: Iterable[str]) -> list[dict[str, Any]]:
