@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from live_harness import ADMIN_TOKEN, ControlPlane, Process, free_port
+from live_harness import ADMIN_TOKEN, ControlPlane, KubeError, Process, free_port
 from webhook_harness import (
     WEBHOOK_CONFIGS,
     Controller,
@@ -219,7 +219,7 @@ class Kueue(Controller):
                 probe,
                 query={"dryRun": "All"},
             )
-        except Exception:
+        except (KubeError, OSError):  # webhook not yet called, or not yet answering
             return False
         return bool(((got.get("spec") or {}).get("runPolicy") or {}).get("suspend"))
 
