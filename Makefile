@@ -45,7 +45,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check generator tests bench
 	$(BIN)/mypy
 	MYPYPATH=generator:bench:tests/live:tests $(BIN)/mypy --explicit-package-bases bench/*.py
-	@out=$$(gofmt -l tools/cilium-oracle tools/kyverno-webhooks); if [ -n "$$out" ]; then echo "gofmt: $$out" >&2; exit 1; fi
+	@out=$$(gofmt -l tools/cilium-oracle tools/kyverno-webhooks tools/argocd-cmp); if [ -n "$$out" ]; then echo "gofmt: $$out" >&2; exit 1; fi
 
 fmt: $(STAMP)
 	$(BIN)/ruff format generator tests bench

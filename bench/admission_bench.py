@@ -15,6 +15,7 @@ from typing import Any
 
 import admission
 import admission_gatekeeper as agk
+import admission_report
 
 __all__ = ["BEGIN", "END", "measure", "section", "splice", "target_rows"]
 
@@ -100,7 +101,7 @@ def section(adm: dict[str, dict[str, Any] | None]) -> str:
             "admission controller is not built)."
         )
     else:
-        lines += admission.report_lines(kyv)
+        lines += admission_report.report_lines(kyv)
     lines += ["", "### Gatekeeper", ""]
     if gk is None:
         lines.append(

@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "tests" / "live"), str(HERE.parent / "tests")]
 
 import admission  # noqa: E402
+import admission_report  # noqa: E402
 from gatekeeper_harness import Gatekeeper, start_gatekeeper  # noqa: E402
 from kyverno_pods import group_pods  # noqa: E402
 from live_harness import ControlPlane, start_control_plane  # noqa: E402
@@ -176,7 +177,7 @@ def run_gatekeeper_admission(
     kinds: dict[str, int] = {}
     for o in objects:
         kinds[o["kind"]] = kinds.get(o["kind"], 0) + 1
-    return admission.ratios(stats) | {
+    return admission_report.ratios(stats) | {
         "group": group,
         "kinds": kinds,
         "enforcement": sorted(
@@ -209,12 +210,12 @@ def report_lines(gk: dict[str, Any]) -> list[str]:
         "resource, so the API server still calls both). A pod not `changed` by a mutating "
         "configuration, or one at 1 s or more, may have been admitted as sent (fail open).",
         "",
-        *admission.table(gk["stats"], admission.CONFIGS),
+        *admission_report.table(gk["stats"], admission_report.CONFIGS),
         "",
         f"Generated / reference: **{gk['p50_ratio']:.2f}x** at p50, "
         f"**{gk['p99_ratio']:.2f}x** at p99"
         + (
-            f" (p50 / reference, {admission.spread(gk['round_p50_ratios'])})"
+            f" (p50 / reference, {admission_report.spread(gk['round_p50_ratios'])})"
             if gk.get("round_p50_ratios")
             else ""
         )

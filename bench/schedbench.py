@@ -21,7 +21,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import packing  # noqa: E402
+import bounds  # noqa: E402
 import schedfleet as sf  # noqa: E402
 import schedrun as sr  # noqa: E402
 from fleet_kit import Client, PodWatch  # noqa: E402
@@ -49,10 +49,10 @@ class Row:
     runs: dict[str, sr.PlanRun]
     makespan_bound: float = 0.0
     fifo_makespan: float = 0.0  # the idealised online gang scheduler's (simulated)
-    bound_how: str = ""  # which makespan bound (bench/packing.py's min_makespan)
+    bound_how: str = ""  # which makespan bound (bench/bounds.py's min_makespan)
 
 
-def _how(span: packing.Makespan) -> str:
+def _how(span: bounds.Makespan) -> str:
     exact = "exact" if span.exact else "lower bound"
     return f"{exact}, {span.how}"
 
@@ -277,7 +277,7 @@ def report(
         "### Over time: jobs arrive, run their drawn duration once wholly bound, and leave",
         "",
         "A split job (`none`) holds its GPUs for its duration and does nothing. Bound: useful "
-        "GPU-time over a lower bound of the makespan (bench/packing.py), each row saying which: "
+        "GPU-time over a lower bound of the makespan (bench/bounds.py), each row saying which: "
         "the exact minimum of whole-job schedules with the jobs' arrival times (HiGHS MIP) or "
         "the preemptive relaxation where a schedule reaches it. Whole-job FIFO: the "
         "makespan an idealised online gang scheduler reaches (whole jobs, first come first "

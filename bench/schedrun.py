@@ -14,7 +14,7 @@ controller's order); once the scheduler has nothing left to try, each job is
 - partial: some pods bound (GPUs held, no progress);
 - pending: no pod bound.
 Useful GPUs are compared with the cluster's GPUs and with the best packing of the same
-jobs into allowed zones (bench/packing.py).
+jobs into allowed zones (bench/bounds.py).
 
 Over time: jobs arrive at their arrival times, run for their duration once wholly bound
 (a split job holds its GPUs for its duration and does nothing), and are deleted; useful
@@ -47,7 +47,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests" / "live"))
 
-import packing  # noqa: E402
+import bounds  # noqa: E402
 import schedfleet as sf  # noqa: E402
 from fleet_kit import Client, PodState, PodWatch, settle  # noqa: E402
 from live_harness import ControlPlane, KubeError, start_control_plane  # noqa: E402
@@ -512,14 +512,14 @@ def running_jobs(running: dict[str, tuple[float, sf.Job]]) -> list[sf.Job]:
 # --- bounds ----------------------------------------------------------------------------------
 
 
-def demands(sc: sf.Scenario) -> list[packing.Demand]:
+def demands(sc: sf.Scenario) -> list[bounds.Demand]:
     gpus = sc.zone_gpus()
-    return [packing.Demand(j.key, j.gpus, tuple(z for z in j.group.allowed if gpus[z] >= j.gpus))
+    return [bounds.Demand(j.key, j.gpus, tuple(z for z in j.group.allowed if gpus[z] >= j.gpus))
             for j in sc.jobs]  # fmt: skip
 
 
-def static_bound(sc: sf.Scenario) -> packing.Packing:
-    return packing.best_packing(demands(sc), sc.zone_gpus())
+def static_bound(sc: sf.Scenario) -> bounds.Packing:
+    return bounds.best_packing(demands(sc), sc.zone_gpus())
 
 
 def _timed_jobs(sc: sf.Scenario) -> list[tuple[float, float, int, tuple[str, ...]]]:
@@ -528,17 +528,17 @@ def _timed_jobs(sc: sf.Scenario) -> list[tuple[float, float, int, tuple[str, ...
 
 
 def makespan_bound(sc: sf.Scenario) -> float:
-    return packing.makespan_bound(_timed_jobs(sc), sc.zone_gpus())
+    return bounds.makespan_bound(_timed_jobs(sc), sc.zone_gpus())
 
 
-def min_makespan(sc: sf.Scenario) -> packing.Makespan:
-    """The tightest makespan bound bench/packing.py states for the scenario, and which."""
-    return packing.min_makespan(_timed_jobs(sc), sc.zone_gpus())
+def min_makespan(sc: sf.Scenario) -> bounds.Makespan:
+    """The tightest makespan bound bench/bounds.py states for the scenario, and which."""
+    return bounds.min_makespan(_timed_jobs(sc), sc.zone_gpus())
 
 
 def fifo_makespan(sc: sf.Scenario) -> float:
-    """The idealised online gang scheduler's makespan (bench/packing.py), for reference."""
-    return packing.fifo_makespan(_timed_jobs(sc), sc.zone_gpus())
+    """The idealised online gang scheduler's makespan (bench/bounds.py), for reference."""
+    return bounds.fifo_makespan(_timed_jobs(sc), sc.zone_gpus())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -28,7 +28,8 @@ from topogen.model import (
 )
 from topogen.sources.objects import flatten
 from topogen.sources.policies import read_policies
-from topogen.sources.yamlio import Document, load_yaml_text
+from topogen.sources.yamlio import Document
+from topogen.yamltext import load_yaml_text
 
 ZONE = "topology.kubernetes.io/zone"
 GPU = "nvidia.com/gpu"

@@ -32,8 +32,9 @@ def as_uid_999(cmd: list[str]) -> list[str]:
     return cmd
 
 
-def launcher_dir() -> Path:
-    """A folder with a `topogen` that uid 999 can run (see the module docstring)."""
+def launcher_dir(parent: Path = Path("/tmp")) -> Path:
+    """A folder with a `topogen` that uid 999 can run (see the module docstring); a new
+    one is made in `parent`."""
     probe = as_uid_999(["bash", "-c", "topogen --version"])
     env = {"PATH": f"{VENV_BIN}:/usr/bin:/bin", "HOME": "/tmp"}
     if subprocess.run(probe, env=env, capture_output=True, cwd="/tmp").returncode == 0:
@@ -44,7 +45,7 @@ def launcher_dir() -> Path:
     )
     if python is None:
         pytest.skip(f"no {minor} that uid 999 can run, and the .venv's is private")
-    folder = Path(tempfile.mkdtemp(prefix="topogen-launcher-", dir="/tmp"))
+    folder = Path(tempfile.mkdtemp(prefix="topogen-launcher-", dir=parent))
     folder.chmod(0o755)
     launcher = folder / "topogen"
     launcher.write_text(

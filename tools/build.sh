@@ -44,8 +44,12 @@ set -euo pipefail
 # the aggregation of admission reports into PolicyReports) share tools/kyverno/
 # with the CLI; gatekeeper-controller-manager (the
 # Gatekeeper module's root package, upstream's `manager` binary) shares
-# tools/gatekeeper/ with gator. kueue is Kueue's controller manager (cmd/kueue, upstream's
-# `manager`), run out of cluster by tests/live/kueue_harness.py.
+# tools/gatekeeper/ with gator. argocd-cmp is our own program on Argo CD v3.6.2's packages
+# (the CMP server, the repo-server's GenerateManifests and discovery, the ApplicationSet
+# controller's rendering, kustomize); v3.6 asks for go 1.27, so its go.mod carries
+# `toolchain go1.27.3`, which choose_toolchain exports as GOTOOLCHAIN for that build only.
+# kueue is Kueue's controller manager (cmd/kueue, upstream's `manager`), run out of cluster
+# by tests/live/kueue_harness.py.
 # ---------------------------------------------------------------------------
 TOOLS_TABLE='
 kyverno | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@
@@ -61,6 +65,7 @@ kyverno-admission-controller | github.com/kyverno/kyverno | github.com/kyverno/k
 kyverno-reports-controller | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/reports-controller | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@ | kyverno
 gatekeeper-controller-manager | github.com/open-policy-agent/gatekeeper/v3 | github.com/open-policy-agent/gatekeeper/v3 | -X github.com/open-policy-agent/gatekeeper/v3/pkg/version.Version=@VERSION@ | gatekeeper
 cyclonus | github.com/mattfenwick/cyclonus | topogen.local/tools/cyclonus | -X github.com/mattfenwick/cyclonus/pkg/cli.version=@VERSION@ | cyclonus | src
+argocd-cmp | github.com/argoproj/argo-cd/v3 | topogen.local/tools/argocd-cmp | | argocd-cmp | src
 kueue | sigs.k8s.io/kueue | sigs.k8s.io/kueue/cmd/kueue | -X sigs.k8s.io/kueue/pkg/version.GitVersion=@VERSION@
 '
 

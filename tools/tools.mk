@@ -9,6 +9,7 @@ TOOLS_DIR   := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 TOOLS_BIN   ?= .tools/bin
 TOOLS_LIST  ?= kyverno promtool etcd kube-apiserver kube-scheduler gator opa cilium-oracle \
                kyverno-webhooks kyverno-admission-controller kyverno-reports-controller gatekeeper-controller-manager cyclonus \
+               argocd-cmp \
                kueue
 TOOLS_BUILD := $(TOOLS_DIR)/build.sh
 
@@ -22,7 +23,7 @@ TOOLS_GATOR := $(TOOLS_BIN)/gator
 TOOLS_OPA   := $(TOOLS_BIN)/opa
 TOOLS_CILIUM_ORACLE := $(TOOLS_BIN)/cilium-oracle
 TOOLS_CYCLONUS := $(TOOLS_BIN)/cyclonus
-TOOLS_KUEUE := $(TOOLS_BIN)/kueue
+TOOLS_ARGOCD_CMP := $(TOOLS_BIN)/argocd-cmp
 
 .PHONY: tools tools-clean tools-smoke
 
@@ -52,6 +53,9 @@ $(TOOLS_BIN)/kyverno-webhooks: $(TOOLS_DIR)/kyverno-webhooks/webhooks_test.go
 
 # cyclonus is built from Go code of ours too (tools/cyclonus/main.go): rebuild on an edit.
 $(filter $(TOOLS_CYCLONUS),$(TOOLS_TARGETS)): $(wildcard $(TOOLS_DIR)/cyclonus/*.go)
+
+# argocd-cmp too (tools/argocd-cmp/*.go on Argo CD v3.6.2's packages; go1.27.3 from its go.mod).
+$(filter $(TOOLS_ARGOCD_CMP),$(TOOLS_TARGETS)): $(wildcard $(TOOLS_DIR)/argocd-cmp/*.go)
 
 # Removes the links only; the cache outside the repo is kept.
 tools-clean:

@@ -1,12 +1,14 @@
-"""topogen.yaml: the strict input boundary (unknown keys are errors naming their path)."""
+"""Config (below sources): topogen.yaml, strict, and every rule that depends on it alone."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -19,9 +21,16 @@ from pydantic import (
 from topogen.cilium.labelfilter import LabelPrefixError, parse_prefix
 from topogen.errors import InputError
 from topogen.model import CiliumSettings
-from topogen.names import dns_label_problem
+from topogen.names import (
+    DNS_LABEL_PATTERN,
+    LABEL_KEY_PATTERN,
+    LABEL_VALUE_PATTERN,
+    dns_label_problem,
+    label_key_problem,
+    name_limit,
+)
 from topogen.operators.registry import PROFILES, operator
-from topogen.sources.yamlio import display_path, load_yaml_text
+from topogen.yamltext import display_path, load_yaml_text
 
 __all__ = [
     "API_VERSION",
@@ -33,27 +42,35 @@ __all__ = [
     "MonitoringConfig",
     "MonitoringMetrics",
     "TopogenConfig",
+    "engine_version_problem",
     "load_config",
+    "parse_port",
     "with_default_namespace",
 ]
 
 API_VERSION = "topogen.io/v1alpha1"
 
-Name = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)]
+Name = Annotated[str, StringConstraints(pattern=DNS_LABEL_PATTERN, max_length=63)]
 # a file or folder of topogen.yaml: no control characters (a NUL is no path anywhere)
 InputPath = Annotated[
     str, StringConstraints(pattern=r"^[^\x00-\x1f\x7f]+$", min_length=1, max_length=4096)
 ]
+
+
+def _label_key(key: str) -> str:
+    """names.py's rule, lengths of the prefix and the name included."""
+    problem = label_key_problem(key)
+    if problem:
+        raise ValueError(problem)
+    return key
+
+
 LabelKey = Annotated[
     str,
-    StringConstraints(
-        pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
-        max_length=317,
-    ),
+    StringConstraints(pattern=LABEL_KEY_PATTERN, max_length=317),
+    AfterValidator(_label_key),
 ]
-LabelValue = Annotated[
-    str, StringConstraints(pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$", max_length=63)
-]
+LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE_PATTERN, max_length=63)]
 Engine = Literal["kyverno", "kyverno-legacy", "gatekeeper", "native"]
 
 
@@ -61,19 +78,24 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
+_CILIUM = CiliumSettings()  # the defaults: Cilium's
+
+
 class CiliumConfig(_Strict):
-    """`clusters[].cilium`: the cilium-agent options that change verdicts (Cilium's defaults
-    unless set). identityLabels is the agent's `labels` option, verbatim."""
+    """`clusters[].cilium`: the cilium-agent options that change verdicts, as the model's
+    CiliumSettings has them (its defaults, Cilium's, unless set; its docstring says what
+    each means). identityLabels is the agent's `labels` option, verbatim."""
 
     identity_labels: list[Annotated[str, StringConstraints(min_length=1)]] = Field(
-        default_factory=list, alias="identityLabels"
+        default_factory=lambda: list(_CILIUM.identity_labels), alias="identityLabels"
     )
-    host_firewall: bool = Field(False, alias="hostFirewall")
+    host_firewall: bool = Field(_CILIUM.host_firewall, alias="hostFirewall")
     policy_enforcement: Literal["default", "always", "never"] = Field(
-        "default", alias="policyEnforcement"
+        _CILIUM.policy_enforcement,  # type: ignore[arg-type]
+        alias="policyEnforcement",
     )
-    cluster_name: Name = Field("default", alias="clusterName")
-    node_selector_labels: bool = Field(False, alias="nodeSelectorLabels")
+    cluster_name: Name = Field(_CILIUM.cluster_name, alias="clusterName")
+    node_selector_labels: bool = Field(_CILIUM.node_selector_labels, alias="nodeSelectorLabels")
 
     @field_validator("identity_labels")
     @classmethod
@@ -86,13 +108,12 @@ class CiliumConfig(_Strict):
         return value
 
     def settings(self) -> CiliumSettings:
-        return CiliumSettings(
-            identity_labels=tuple(self.identity_labels),
-            host_firewall=self.host_firewall,
-            policy_enforcement=self.policy_enforcement,
-            cluster_name=self.cluster_name,
-            node_selector_labels=self.node_selector_labels,
-        )
+        """The model's CiliumSettings, field for field (lists as tuples)."""
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(CiliumSettings):
+            value = getattr(self, f.name)
+            values[f.name] = tuple(value) if isinstance(value, list) else value
+        return dataclasses.replace(_CILIUM, **values)
 
 
 class ClusterConfig(_Strict):
@@ -121,17 +142,20 @@ class ClusterConfig(_Strict):
 _PORT = re.compile(r"^(\d{1,5})(?:-(\d{1,5}))?(?:/(TCP|UDP|SCTP))?$")
 
 
-def _check_port(p: Any) -> None:
-    """A port of groups[].ports: 1-65535, "LO-HI", optionally "/TCP", "/UDP" or "/SCTP"."""
+def parse_port(p: Any) -> tuple[str, int, int]:
+    """A port of groups[].ports (1-65535, "LO-HI", optionally "/TCP", "/UDP" or "/SCTP") as
+    (protocol, low, high); TCP unless it says otherwise. ValueError: not a port."""
     if isinstance(p, int) and not isinstance(p, bool):
         lo = hi = p
+        protocol = "TCP"
     else:
         m = _PORT.match(p) if isinstance(p, str) else None
         if m is None:
             raise ValueError(f"{p!r} is not a port: use 1-65535, LO-HI or PORT/PROTOCOL")
-        lo, hi = int(m[1]), int(m[2] or m[1])
+        lo, hi, protocol = int(m[1]), int(m[2] or m[1]), m[3] or "TCP"
     if not 1 <= lo <= hi <= 65535:
         raise ValueError(f"{p!r} is not a port range within 1-65535")
+    return protocol, lo, hi
 
 
 class GroupConfig(_Strict):
@@ -163,8 +187,18 @@ class GroupConfig(_Strict):
     @classmethod
     def _valid_ports(cls, value: Any) -> Any:
         for p in value if isinstance(value, list) else ():
-            _check_port(p)
+            parse_port(p)
         return value
+
+    def port_ranges(self) -> dict[str, list[tuple[int, int]]] | None:
+        """protocol -> (low, high) of each port of `ports`, in order; None: not given."""
+        if not self.ports:
+            return None
+        out: dict[str, list[tuple[int, int]]] = {}
+        for p in self.ports:
+            protocol, lo, hi = parse_port(p)
+            out.setdefault(protocol, []).append((lo, hi))
+        return out
 
     @model_validator(mode="after")
     def _required_keys(self) -> GroupConfig:
@@ -326,6 +360,64 @@ class TopogenConfig(_Strict):
         return cluster.validation_action or self.validation_action
 
 
+# the oldest Kubernetes (major, minor) each engine's output works on, and why
+ENGINE_MIN_KUBERNETES = {"gatekeeper": ((1, 31), "matchLabelKeys in pod affinity")}
+# the API group of the policies each engine names after the group (render/intent.py names
+# them topogen-<group>-<suffix>; -validate is the longest suffix every group gets)
+_ENGINE_POLICIES = {
+    "kyverno": ("policies.kyverno.io/v1", "ValidatingPolicy"),
+    "kyverno-legacy": ("kyverno.io/v1", "ClusterPolicy"),
+}
+_LONGEST_SUFFIX = "-validate"
+
+
+def engine_version_problem(engine: str, kubernetes_version: str) -> str | None:
+    """Why the engine's output does not work on a cluster of this Kubernetes version."""
+    oldest = ENGINE_MIN_KUBERNETES.get(engine)
+    if oldest is None:
+        return None
+    (want, why) = oldest
+    major, minor = (int(p) for p in kubernetes_version.split("."))
+    if (major, minor) >= want:
+        return None
+    return (
+        f"engine {engine} needs Kubernetes {'.'.join(map(str, want))} or later ({why}); "
+        f"the cluster is configured as {kubernetes_version}"
+    )
+
+
+def _check_engines(cfg: TopogenConfig, shown: str) -> None:
+    """The rules that depend on the engines chosen: each cluster's Kubernetes version, and
+    the group names that become the names of policies whose names are limited."""
+    for i, cluster in enumerate(cfg.clusters):
+        for engine in cfg.engines_for(cluster):
+            problem = engine_version_problem(engine, cluster.kubernetes_version)
+            if problem:
+                raise InputError(
+                    f"clusters.{i}.kubernetesVersion: {problem}",
+                    path=shown,
+                    hint="use engine kyverno or native, or raise kubernetesVersion",
+                )
+    for i, group in enumerate(cfg.groups):
+        for cluster in (
+            c for c in cfg.clusters if group.clusters is None or c.name in group.clusters
+        ):
+            for engine in cfg.engines_for(cluster):
+                if engine not in _ENGINE_POLICIES:
+                    continue
+                api_version, kind = _ENGINE_POLICIES[engine]
+                name = f"topogen-{group.name}{_LONGEST_SUFFIX}"
+                limit, whose = name_limit(api_version)
+                size = len(name.encode())
+                if size > limit:
+                    raise InputError(
+                        f"groups.{i}.name: engine {engine} names a {kind} {name} ({size} bytes; "
+                        f"{whose} allows {limit}): use a group name of at most "
+                        f"{len(group.name) - (size - limit)} characters",
+                        path=shown,
+                    )
+
+
 def with_default_namespace(cfg: TopogenConfig, namespace: str | None) -> TopogenConfig:
     """`cfg` with namespaced inputs that name no namespace put in `namespace` (-n)."""
     if not namespace:
@@ -378,6 +470,7 @@ def parse_config(data: dict[str, Any], shown: str, base_dir: Path) -> TopogenCon
             msg = f"{where}: {err['msg'].removeprefix('Value error, ')}"
         more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
         raise InputError(msg + more, path=shown) from None
+    _check_engines(cfg, shown)
     return cfg.model_copy(update={"base_dir": base_dir, "path": shown})
 
 

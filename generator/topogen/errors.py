@@ -1,8 +1,11 @@
-"""One error root for the whole package; the CLI maps these to exit codes."""
+"""What goes wrong, as data: one error root for the whole package (the CLI maps these to
+exit codes), a refused group, and a warning about one cluster."""
 
 from __future__ import annotations
 
-__all__ = ["CheckFailed", "InputError", "PlanError", "TopogenError"]
+from dataclasses import dataclass
+
+__all__ = ["CheckFailed", "InputError", "Notice", "PlanError", "Refusal", "TopogenError"]
 
 
 class TopogenError(Exception):
@@ -48,3 +51,33 @@ class CheckFailed(TopogenError):
     """A check found something (drift, conflicts). Exit code 1."""
 
     exit_code = 1
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A group render refuses (no domain can hold it), or a cluster's engine it cannot
+    render (group None): `reason` as the plan states it (naming its group)."""
+
+    cluster: str
+    group: str | None
+    reason: str
+
+    def __str__(self) -> str:
+        return f"cluster {self.cluster}: {self.reason}"
+
+
+class Notice(str):
+    """A warning (or note) about one cluster and maybe one of its groups. It reads as its
+    text, `cluster <name>: <message>`; the fields say whose it is."""
+
+    cluster: str
+    group: str | None
+    message: str
+
+    def __new__(cls, cluster: str, message: str, group: str | None = None) -> Notice:
+        self = super().__new__(cls, f"cluster {cluster}: {message}")
+        self.cluster, self.message, self.group = cluster, message, group
+        return self
+
+    def __getnewargs__(self) -> tuple[str, str, str | None]:  # type: ignore[override]
+        return self.cluster, self.message, self.group

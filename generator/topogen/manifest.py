@@ -1,4 +1,4 @@
-"""A Kubernetes manifest as read, and the shape checks every reader of its body uses.
+"""Shared vocabulary: a Kubernetes manifest as read, and the shape checks its readers use.
 
 KubeObject is what sources hand the readers of manifests (sources/, operators/) and what
 render/ patches; the checks raise InputError naming the object and its file.
@@ -20,6 +20,7 @@ __all__ = [
     "as_list",
     "as_map",
     "as_str",
+    "check_fields",
     "check_name",
     "labels_of",
     "string_map",
@@ -137,3 +138,14 @@ def check_name(obj: KubeObject) -> None:
         problem = dns_label_problem(obj.name)
     if problem:
         raise InputError(f"{obj.where()}: metadata.name {problem}", path=obj.path)
+
+
+def check_fields(data: Mapping[str, Any], allowed: set[str], what: str, obj: KubeObject) -> None:
+    """kubectl applies with strict field validation: an unknown field is refused."""
+    unknown = sorted(k for k in data if k not in allowed)
+    if unknown:
+        raise InputError(
+            f"{obj.where()}: {what} has unknown field {unknown[0]!r}",
+            path=obj.path,
+            hint="the API server refuses fields its schema does not define",
+        )

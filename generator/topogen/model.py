@@ -1,4 +1,4 @@
-"""Plain typed objects the pipeline passes around. No I/O, no rendering."""
+"""The model (shared vocabulary): plain typed objects every stage passes around. No I/O."""
 
 from __future__ import annotations
 
@@ -37,9 +37,17 @@ __all__ = [
     "Topology",
     "TrainingGroup",
     "Workload",
+    "quantity",
 ]
 
 Labels = Mapping[str, str]
+
+
+def quantity(q: Fraction | int) -> str:
+    """A resource quantity as a number (GPUs, CPUs, bytes): whole, or a short decimal."""
+    q = Fraction(q)
+    return str(q.numerator) if q.denominator == 1 else f"{float(q):g}"
+
 
 # Node.zone of a node without the zone label: the prefix, then the node's name (a zone of
 # its own, never a candidate domain, never stamped as an identity)

@@ -1,6 +1,7 @@
-"""Kubernetes' name rules (k8s.io/apimachinery/pkg/util/validation), checked where names
-are read: a name that Kubernetes itself would refuse never reaches a generated file, a
-file path, a pattern or a label.
+"""Shared vocabulary: Kubernetes' name rules (k8s.io/apimachinery/pkg/util/validation),
+checked where names are read: a name that Kubernetes itself would refuse never reaches a
+generated file, a file path, a pattern or a label. The patterns are the config's too (config.py), and the
+name limits of the engines whose object names become labels (render/limits.py).
 """
 
 from __future__ import annotations
@@ -11,20 +12,30 @@ from collections.abc import Mapping
 from topogen.errors import InputError
 
 __all__ = [
+    "DNS_LABEL_PATTERN",
+    "LABEL_KEY_PATTERN",
+    "LABEL_VALUE_PATTERN",
     "check_label_key",
     "check_label_value",
     "check_labels",
     "dns_label_problem",
     "label_key_problem",
     "label_value_problem",
+    "name_limit",
     "object_name_problem",
 ]
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_LABEL = re.compile(f"^{_LABEL}$")
-_DNS_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
-_QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_SUBDOMAIN = rf"{_LABEL}(\.{_LABEL})*"
+_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"  # a qualified name, the part after `/`
+DNS_LABEL_PATTERN = f"^{_LABEL}$"  # at most 63 characters
+# a label key: an optional DNS subdomain (at most 253) and `/`, a name (at most 63)
+LABEL_KEY_PATTERN = f"^({_SUBDOMAIN}/)?{_NAME}$"
+LABEL_VALUE_PATTERN = f"^({_NAME})?$"  # at most 63 characters
+_DNS_LABEL = re.compile(DNS_LABEL_PATTERN)
+_DNS_SUBDOMAIN = re.compile(f"^{_SUBDOMAIN}$")
+_QUALIFIED = re.compile(f"^{_NAME}$")
+_VALUE = re.compile(LABEL_VALUE_PATTERN)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _GOOD_KEYS: set[str] = set()  # checked already (a fleet repeats a few dozen keys)
 _GOOD_VALUES: set[str] = set()
@@ -99,3 +110,18 @@ def check_labels(labels: Mapping[str, str], what: str, path: str) -> None:
     for key, value in labels.items():
         check_label_key(key, what, path)
         check_label_value(value, f"{what}.{key}", path)
+
+
+# API groups whose object names the engine also uses as label keys or values (63 bytes)
+_SHORT_NAMES = {
+    "kyverno.io": "Kyverno (the name of a policy is a label of its reports)",
+    "policies.kyverno.io": "Kyverno (the name of a policy is a label of its reports)",
+}
+
+
+def name_limit(api_version: str) -> tuple[int, str]:
+    """The longest name (bytes) objects of this API group may have, and whose rule it is."""
+    group = api_version.rpartition("/")[0]
+    if group in _SHORT_NAMES:
+        return 63, _SHORT_NAMES[group]
+    return 253, "Kubernetes (a DNS subdomain)"

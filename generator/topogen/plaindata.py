@@ -1,4 +1,4 @@
-"""Plain data (dicts, lists and scalars, as YAML and JSON hold them), handled fast.
+"""Shared vocabulary: plain data (dicts, lists, scalars, as YAML and JSON hold them), fast.
 
 `copy_plain` is copy.deepcopy for such trees at a fraction of the cost (no memo: a
 container referenced twice is copied twice, which plain data never notices).

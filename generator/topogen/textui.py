@@ -1,5 +1,5 @@
-"""Text that fits where it is shown: tables cut to a width (none when piped), colour only
-for a terminal (never with NO_COLOR), and progress lines on stderr for long work.
+"""Shared text UI: text that fits where it is shown: tables cut to a width (none when
+piped), colour only for a terminal (never with NO_COLOR), progress lines on stderr.
 
 The formatters take `width` and `colour` as arguments; only the CLI asks the terminal.
 Progress: the core calls `step(...)`, which says nothing unless the CLI installed a sink.

@@ -1,4 +1,4 @@
-"""A faster construction of libyaml's parse events: the same Python data as CSafeLoader.
+"""Shared YAML loading: libyaml's parse events built faster, the same data as CSafeLoader.
 
 PyYAML's C loader parses in C but composes and constructs in Python, one Node object and
 one constructor call per scalar; on a 5,000-node snapshot that is ~90% of the time. Here
@@ -12,7 +12,7 @@ the json module, numbers resolved as the plain scalars they are in YAML.
 Anything outside the common subset (explicit tags, merge keys, complex keys, recursive
 aliases, duplicate anchors, duplicate keys, any parse error) returns None: the caller then
 loads the text with the C loader, which gives the same result or raises the error (for a
-duplicate key, with both lines: yamlio.py).
+duplicate key, with both lines: yamltext.py).
 """
 
 from __future__ import annotations

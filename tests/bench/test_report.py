@@ -20,6 +20,7 @@ import netpolgen  # noqa: E402
 import race  # noqa: E402
 import racebench  # noqa: E402
 import run  # noqa: E402
+import run_report  # noqa: E402
 import schedbench  # noqa: E402
 
 LARGE = fleet.SIZES["large"]
@@ -73,10 +74,10 @@ def _verdicts(lines: list[str]) -> dict[str, str]:
 
 
 def test_exponent_fits_a_power_law() -> None:
-    assert run.exponent([(n, 2e-4 * n) for n in (100, 1000, 5000)]) == pytest.approx(1.0)
-    assert run.exponent([(n, 1e-6 * n * n) for n in (100, 1000, 5000)]) == pytest.approx(2.0)
-    nlogn = run.exponent([(n, n * math.log(n)) for n in (1250, 2500, 5000)])
-    assert nlogn == pytest.approx(run.NLOGN, abs=0.01)
+    assert run_report.exponent([(n, 2e-4 * n) for n in (100, 1000, 5000)]) == pytest.approx(1.0)
+    assert run_report.exponent([(n, 1e-6 * n * n) for n in (100, 1000, 5000)]) == pytest.approx(2.0)
+    nlogn = run_report.exponent([(n, n * math.log(n)) for n in (1250, 2500, 5000)])
+    assert nlogn == pytest.approx(run_report.NLOGN, abs=0.01)
 
 
 def _admission(p50: float, p99: float, gk: tuple[float, float] | None = None) -> dict[str, Any]:
@@ -88,7 +89,7 @@ def _admission(p50: float, p99: float, gk: tuple[float, float] | None = None) ->
 def test_targets_hold_when_the_numbers_do() -> None:
     kyv = {"ratio": 1.4, "net_ratio": 1.45, "fleet": "large", "pods": 10_000}
     adm = _admission(1.19, 1.5, gk=(1.2, 1.1))
-    lines = run.targets(_fleet(2.0, 2.5, 1.5), kyv, start=0.0, adm=adm)
+    lines = run_report.targets(_fleet(2.0, 2.5, 1.5), kyv, start=0.0, adm=adm)
     got = _verdicts(lines)
     assert set(got.values()) == {"yes"}, got
     assert len(got) == 14
@@ -105,7 +106,7 @@ def test_targets_fail_when_the_numbers_do() -> None:
     results = _fleet(3.2, 3.5, 1.0, rss_mb=450, digests=2)
     results[1]["analyze"] = _measured(0.1)  # nodes 1,250: far faster, so a steep fit
     adm = _admission(1.21, 1.51, gk=(1.0, 1.51))
-    got = _verdicts(run.targets(results, kyv, start=0.0, adm=adm))
+    got = _verdicts(run_report.targets(results, kyv, start=0.0, adm=adm))
     assert got["admission p50 at most 1.2x the reference"] == "**no**"
     assert got["admission p99 at most 1.5x the reference"] == "**no**"
     assert got["Gatekeeper admission p50 at most 1.2x the reference"] == "yes"
@@ -127,13 +128,13 @@ def test_targets_fail_when_the_numbers_do() -> None:
 
 def test_a_quick_run_says_what_it_did_not_measure() -> None:
     small = _result(run.Case("small", fleet.SIZES["small"], "snapshot"), 0.2, 0.3, 0.1)
-    got = _verdicts(run.targets([small], None, start=0.0))
+    got = _verdicts(run_report.targets([small], None, start=0.0))
     assert got["5,000 nodes / 2,000 policies / 1,000 jobs from snapshots"] == "n/a"
     assert got["Kyverno cost at most 1.5x the reference per pod"] == "n/a"
     assert got["admission p50 at most 1.2x the reference"] == "n/a"
     assert got["Gatekeeper admission p99 at most 1.5x the reference"] == "n/a"
     assert _verdicts(racebench.targets([])) == {SPEED: "n/a", SAME: "n/a"}
-    text = run.report([small], 0.05, None, 3, ["- machine"], 60.0)
+    text = run_report.report([small], 0.05, None, 3, ["- machine"], 60.0)
     assert "## Admission\n\nKyverno: not measured" in text
     assert "### Gatekeeper\n\nNot measured" in text
     assert "## Targets" in text and "| small | 100 | 3 | 100 | 10 | snapshot |" in text
@@ -142,10 +143,11 @@ def test_a_quick_run_says_what_it_did_not_measure() -> None:
 
 def test_admission_percentiles_and_variants() -> None:
     import admission
+    import admission_report
 
-    assert admission.percentile([float(v) for v in range(1, 101)], 50) == 50.0
-    assert admission.percentile([float(v) for v in range(1, 101)], 99) == 99.0
-    assert admission.percentile([3.0], 99) == 3.0
+    assert admission_report.percentile([float(v) for v in range(1, 101)], 50) == 50.0
+    assert admission_report.percentile([float(v) for v in range(1, 101)], 99) == 99.0
+    assert admission_report.percentile([3.0], 99) == 3.0
     generated = [
         {"kind": "MutatingPolicy", "metadata": {"labels": {}}, "spec": {}},
         {
@@ -159,7 +161,7 @@ def test_admission_percentiles_and_variants() -> None:
         },
     ]
     v = admission.variants(generated)
-    assert list(v) == list(admission.VARIANTS)
+    assert list(v) == list(admission_report.VARIANTS)
     for name, vap in (
         ("generated, Enforce", True),
         ("generated, Enforce on Kyverno's webhook", False),
@@ -191,10 +193,10 @@ def test_admission_percentiles_and_variants() -> None:
         "reference, no admission report": counts | {"reports": 0.0, "p50": 6.0, "p99": 12.0,
                                                     "mean": 7.0},
     }  # fmt: skip
-    adm = admission.ratios(stats) | {"pods": 10, "group": "g", "fleet": "large", "rounds": 4,
+    adm = admission_report.ratios(stats) | {"pods": 10, "group": "g", "fleet": "large", "rounds": 4,
                                      "policies": ["a.yaml"], "nudged": 1}  # fmt: skip
     assert adm["p50_ratio"] == 2.0 and adm["enforce_p50_ratio"] == 1.25
-    text = "\n".join(admission.report_lines(adm))
+    text = "\n".join(admission_report.report_lines(adm))
     assert "| generated | 10 | 10 | 1 | 2.00 | 2.00 | 16.00 | 40.00 | 20.00 | 3.20 | 4.00 |" in text
     assert "| none | 10 | 0 | 0 | 1.00 | 1.00 | 5.00 |" in text
     assert "| reference, no admission report | 10 | 10 | 0 | 1.00 | 0.00 | 6.00 |" in text
@@ -258,6 +260,7 @@ def _pod() -> dict[str, Any]:
 
 def test_admission_rounds_take_turns_and_report_their_spread() -> None:
     import admission
+    import admission_report
 
     names = ["none", "reference", "generated"]
     orders = [admission.turns(names, r) for r in range(6)]
@@ -278,19 +281,19 @@ def test_admission_rounds_take_turns_and_report_their_spread() -> None:
         "generated": counts | {"p50": 11.0, "p99": 21.0, "round_p50": [11.0, 10.0]},
         "generated, Enforce": counts | {"p50": 12.0, "p99": 22.0, "round_p50": [12.0, 8.0]},
     }
-    adm = admission.ratios(stats)
+    adm = admission_report.ratios(stats)
     assert adm["round_p50_ratios"] == [1.1, 1.25]
     assert adm["enforce_round_p50_ratios"] == [1.2, 1.0]
-    assert admission.spread([1.1, 1.25, 1.0]) == "per round 1.10x median, 1.00x to 1.25x"
+    assert admission_report.spread([1.1, 1.25, 1.0]) == "per round 1.10x median, 1.00x to 1.25x"
     adm |= {"pods": 4, "group": "g", "fleet": "large", "rounds": 2, "policies": ["a.yaml"]}
-    text = "\n".join(admission.report_lines(adm))
+    text = "\n".join(admission_report.report_lines(adm))
     assert "(p50 / reference, as rendered: per round 1.18x median, 1.10x to 1.25x; " in text
     assert "Enforce: per round 1.10x median, 1.00x to 1.20x)" in text
     stats["reference, Enforce"] = counts | {"p50": 11.0, "p99": 20.0, "round_p50": [11.0, 9.0]}
-    adm |= admission.ratios(stats)
+    adm |= admission_report.ratios(stats)
     assert adm["enforce_ref_p50_ratio"] == 12.0 / 11.0 and adm["enforce_ref_p99_ratio"] == 1.1
     assert adm["enforce_ref_round_p50_ratios"] == [12.0 / 11.0, 8.0 / 9.0]
-    text = "\n".join(admission.report_lines(adm))
+    text = "\n".join(admission_report.report_lines(adm))
     assert "- reference, Enforce (the reference with a ValidatingPolicy of one" in text
     assert "1.10x the reference at p50, 1.00x at p99. Generated, Enforce over it: " in text
     assert "**1.09x** at p50, **1.10x** at p99 (per round 0.99x median, 0.89x to 1.09x)." in text
@@ -314,7 +317,7 @@ def test_admission_rounds_take_turns_and_report_their_spread() -> None:
     }
     for name, ms in (("none", 0.5), ("reference", 2.0), ("generated", 2.25)):
         stats[name]["cpu"] = {"API server": ms, "Kyverno": 2 * ms}
-    rows = admission.table(stats, ["none", "reference", "generated"])
+    rows = admission_report.table(stats, ["none", "reference", "generated"])
     assert rows[0].endswith("| p99 / none | API server CPU ms / pod | Kyverno CPU ms / pod |")
     assert rows[1].count("---:|") == 12
     assert rows[4].endswith("| 21.00 | 1.00 | 11.00 | 10.50 | 2.25 | 4.50 |")
@@ -335,7 +338,7 @@ def test_gatekeeper_admission_report_and_reference() -> None:
 def test_admission_only_splices_its_section_and_rows() -> None:
     import admission_bench
 
-    old = run.report([], 0.05, None, 3, ["- machine"], 60.0) + "\n<!-- fleet: begin -->\nF\n"
+    old = run_report.report([], 0.05, None, 3, ["- machine"], 60.0) + "\n<!-- fleet: begin -->\nF\n"
     assert old.count("| admission p50 at most") == 1
     adm = {"kyverno": None, "gatekeeper": _gatekeeper(1.1, 1.2)}  # Gatekeeper only
     once = admission_bench.splice(old, adm)

@@ -1,4 +1,4 @@
-"""The fleet measure's references over time (bench/packing.py): the makespan bound, a
+"""The fleet measure's references over time (bench/bounds.py): the makespan bound, a
 relaxation, never exceeds what the idealised online gang scheduler reaches; the exact
 minimum (a MIP) is what a search over every whole-job schedule finds."""
 
@@ -14,7 +14,7 @@ import pytest
 from tooling import REPO
 
 sys.path.insert(0, str(REPO / "bench"))
-import packing
+import bounds
 import schedbench as sb
 import schedfleet as sf
 import schedrun as sr
@@ -24,10 +24,10 @@ def test_whole_jobs_queue_first_come_first_served_with_backfill() -> None:
     # two 8-GPU jobs in one 8-GPU domain run one after the other; a 2-GPU job arriving
     # later backfills the other domain at once
     jobs = [(0.0, 1.0, 8, ("a",)), (0.0, 1.0, 8, ("a",)), (0.5, 1.0, 2, ("a", "b"))]
-    assert packing.fifo_makespan(jobs, {"a": 8, "b": 2}) == 2.0
-    assert packing.makespan_bound(jobs, {"a": 8, "b": 2}) == 2.0
+    assert bounds.fifo_makespan(jobs, {"a": 8, "b": 2}) == 2.0
+    assert bounds.makespan_bound(jobs, {"a": 8, "b": 2}) == 2.0
     # a job no domain can hold never runs
-    assert packing.fifo_makespan([(0.0, 1.0, 9, ("a",))], {"a": 8}) == float("inf")
+    assert bounds.fifo_makespan([(0.0, 1.0, 9, ("a",))], {"a": 8}) == float("inf")
 
 
 @pytest.mark.parametrize("spec", sb.TIMED, ids=[s.name for s in sb.TIMED])
@@ -47,7 +47,7 @@ def _earliest(
     raise AssertionError("never fits")
 
 
-def _brute_force(jobs: Sequence[packing.TimedJob], cap: Mapping[str, int]) -> float:
+def _brute_force(jobs: Sequence[bounds.TimedJob], cap: Mapping[str, int]) -> float:
     """Every order and every choice of domain, each job at its earliest start (the
     schedules so built include a minimum-makespan one: they are the active schedules)."""
     best = float("inf")
@@ -74,12 +74,12 @@ def test_the_exact_makespan_is_the_least_over_every_whole_job_schedule(seed: int
         g = rng.randint(1, cap["a"])
         doms = ("a", "b") if g <= cap["b"] and rng.random() < 0.7 else ("a",)
         jobs.append((round(rng.uniform(0, 3), 3), round(rng.uniform(1, 5), 3), g, doms))
-    got = packing.min_makespan(jobs, cap)
+    got = bounds.min_makespan(jobs, cap)
     want = _brute_force(jobs, cap)
     assert got.bound <= want + 1e-9  # a lower bound, always
     assert got.exact
     assert got.bound == pytest.approx(want, abs=2e-3)
-    assert packing.makespan_bound(jobs, cap) <= got.bound + 1e-9
+    assert bounds.makespan_bound(jobs, cap) <= got.bound + 1e-9
 
 
 def test_the_exact_makespan_beats_the_relaxation_where_it_is_loose() -> None:
@@ -87,7 +87,7 @@ def test_the_exact_makespan_beats_the_relaxation_where_it_is_loose() -> None:
     # a 5-GPU and a 4-GPU job in an 8-GPU domain cannot overlap: the relaxation spreads
     # their work over all 8 GPUs (two 4-GPU jobs could fill them)
     jobs = [(0.0, 2.0, 5, ("a",)), (0.0, 2.0, 4, ("a",))]
-    assert packing.makespan_bound(jobs, {"a": 8}) == pytest.approx(2.25)
-    got = packing.min_makespan(jobs, {"a": 8})
+    assert bounds.makespan_bound(jobs, {"a": 8}) == pytest.approx(2.25)
+    got = bounds.min_makespan(jobs, {"a": 8})
     assert (got.exact, got.how) == (True, "MIP")
     assert got.bound == pytest.approx(4.0, abs=2e-3)

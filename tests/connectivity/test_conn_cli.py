@@ -23,7 +23,7 @@ from conn_kit import (
 
 from topogen.config import load_config
 from topogen.connectivity.endpoints import HOST_NETWORK_RULE
-from topogen.pipeline import analyze
+from topogen.pipeline.analyze import analyze
 
 ROOT = Path(__file__).resolve().parents[2]
 ZONE_SPLIT = ROOT / "examples" / "zone-split"

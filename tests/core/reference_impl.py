@@ -2,7 +2,7 @@
 
 The shipped analysis computes the same answers with node classes, identity families,
 bit matrices and caches (analysis/nodeindex.py, placement.py, families.py, zonepaths.py,
-domains.py, plan.py). tests/core/test_fast_paths.py runs both over generated fleets and
+domains.py, plan/planner.py). tests/core/test_fast_paths.py runs both over generated fleets and
 compares every result; these functions are that comparison's ground truth and nothing else.
 """
 
@@ -18,11 +18,10 @@ from topogen.analysis.context import AnalysisContext
 from topogen.analysis.domains import DomainCheck
 from topogen.analysis.findings import CROSS_ZONE_COST, JobAnalysis
 from topogen.analysis.fit import exclusion
-from topogen.analysis.fit import quantity as _fmt
+from topogen.analysis.job_fit import PodDemand, fits
 from topogen.analysis.members import Member, possible_zone_pairs
-from topogen.analysis.packing import PodDemand, fits
 from topogen.analysis.paths import BlockedPath
-from topogen.analysis.placement import Placement
+from topogen.analysis.placed import Placement
 from topogen.analysis.reachability import PolicyIndex
 from topogen.analysis.selection import selects as _selects
 from topogen.model import (
@@ -42,6 +41,7 @@ from topogen.model import (
     Topology,
     TrainingGroup,
 )
+from topogen.model import quantity as _fmt
 
 
 class NaiveIndex(PolicyIndex):

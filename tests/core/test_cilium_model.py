@@ -21,7 +21,7 @@ from topogen.cli import main
 from topogen.config import load_config
 from topogen.errors import InputError
 from topogen.model import CiliumSettings
-from topogen.pipeline import analyze
+from topogen.pipeline.analyze import analyze
 
 ZONE_CCNP = """
 apiVersion: cilium.io/v2

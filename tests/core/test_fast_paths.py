@@ -25,10 +25,11 @@ from core import reference_impl as ref
 from topogen.analysis import AnalysisContext, ClusterIndex, PolicyIndex, analyze_job, find_groups
 from topogen.analysis.cluster import candidate_domains
 from topogen.analysis.denied_pairs import denied_zone_pairs
+from topogen.analysis.job_fit import _room, room
 from topogen.analysis.members import Member, pin
-from topogen.analysis.packing import _room, room
 from topogen.analysis.paths import BlockedPaths
-from topogen.analysis.placement import Placement, place, place_in_domains
+from topogen.analysis.placed import Placement
+from topogen.analysis.placement import place, place_in_domains
 from topogen.config import load_config
 from topogen.model import (
     NodeSelectorRequirement,
@@ -37,8 +38,8 @@ from topogen.model import (
     Toleration,
 )
 from topogen.sources.loader import load_cluster_inputs, load_workload_inputs
-from topogen.sources.yamlio import load_yaml_text
 from topogen.yamlfast import load_all_fast
+from topogen.yamltext import load_yaml_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import fleet
@@ -348,8 +349,8 @@ def test_groups_analyzed_in_parallel_give_the_same_report(
 ) -> None:
     """parallel.map_groups: workers' results come back as the serial run's, object for
     object (shared inputs by reference, placements, lazy blocked paths)."""
-    from topogen.pipeline import analyze
-    from topogen.report import analysis_json
+    from topogen.pipeline.analyze import analyze
+    from topogen.pipeline.format import analysis_json
 
     cfg = load_config(fleet_config)
     monkeypatch.setenv("TOPOGEN_JOBS", "1")
@@ -374,7 +375,7 @@ def test_render_in_parallel_gives_the_same_files(
 ) -> None:
     """Policies rendered in the analysis workers, signals and workload patches in their
     own: the same files, byte for byte, as one process renders them."""
-    from topogen.rendering import render
+    from topogen.pipeline.render import render
 
     cfg = load_config(fleet_config)
     monkeypatch.setenv("TOPOGEN_JOBS", "1")
@@ -390,7 +391,7 @@ def test_render_in_parallel_gives_the_same_files(
 
 
 def test_workers_claim_in_the_order_given() -> None:
-    from topogen.parallel import Shared, map_groups
+    from topogen.pipeline.parallel import Shared, map_groups
 
     got = map_groups(lambda i: i * i, 7, 2, Shared(), order=[6, 5, 4, 3, 2, 1, 0])
     assert got == [i * i for i in range(7)]  # results in item order, whoever computed them
@@ -399,7 +400,7 @@ def test_workers_claim_in_the_order_given() -> None:
 def test_lazy_blocked_paths_cross_listed_when_nothing_can_list_them_again() -> None:
     """Without a way to list a job's blocked paths in the parent, a worker sends them
     listed (never a placeholder that fails when read)."""
-    from topogen.parallel import Shared, map_groups
+    from topogen.pipeline.parallel import Shared, map_groups
 
     def job(i: int) -> BlockedPaths:
         time.sleep(0.05)  # long enough that the worker claims some

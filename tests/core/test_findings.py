@@ -16,7 +16,7 @@ from helpers import (
 )
 from topogen.config import load_config
 from topogen.model import Finding, FindingKind
-from topogen.pipeline import AnalysisReport, analyze
+from topogen.pipeline.analyze import AnalysisReport, analyze
 
 INTRA_ZONE = """
 apiVersion: cilium.io/v2

@@ -14,8 +14,8 @@ from helpers import ZONE, config_doc, deployment, node_doc, objects, policies, w
 from topogen.cli import main
 from topogen.config import TopogenConfig, load_config, with_default_namespace
 from topogen.errors import InputError
-from topogen.pipeline import analyze
-from topogen.rendering import render
+from topogen.pipeline.analyze import analyze
+from topogen.pipeline.render import render
 from topogen.sources.loader import load_cluster_inputs, load_workload_inputs, read_objects
 from topogen.sources.nodes import read_nodes
 from topogen.sources.workloads import read_namespaces, read_workloads

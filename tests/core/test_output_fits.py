@@ -19,8 +19,8 @@ from topogen import textui
 from topogen.cli import main
 from topogen.config import load_config
 from topogen.diff import diff_dirs, to_text
-from topogen.pipeline import analyze
-from topogen.report import analysis_table
+from topogen.pipeline.analyze import analyze
+from topogen.pipeline.format import analysis_table
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "examples" / "zone-split" / "topogen.yaml"

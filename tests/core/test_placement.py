@@ -7,9 +7,9 @@ from fractions import Fraction
 import pytest
 
 from helpers import GPU, ZONE, node, template, topology
+from topogen.analysis.job_fit import PodDemand, pack
 from topogen.analysis.members import Member, possible_zone_pairs
 from topogen.analysis.nodeindex import NodeIndex
-from topogen.analysis.packing import PodDemand, pack
 from topogen.analysis.placement import place
 from topogen.model import (
     LabelSelector,

@@ -8,7 +8,7 @@ import yaml
 
 from helpers import GPU_TAINT, GPU_TOLERATION, config_doc, deployment, node_doc, write_tree
 from topogen.config import load_config
-from topogen.pipeline import analyze
+from topogen.pipeline.analyze import analyze
 
 
 def _case(

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from topogen.config import load_config
-from topogen.schema import config_schema, schema_text
+from topogen.init.schema import config_schema, schema_text
 
 REPO = Path(__file__).resolve().parents[2]
 PUBLISHED = REPO / "schema" / "topogen.schema.json"
@@ -21,7 +21,7 @@ CONFIGS = sorted(REPO.glob("examples/*/topogen*.yaml"))
 def test_published_schema_is_the_generated_one() -> None:
     assert PUBLISHED.read_text(encoding="utf-8") == schema_text(), (
         "schema/topogen.schema.json drifted from topogen.config: write it again with "
-        "python -c 'from topogen.schema import schema_text; print(schema_text(), end=\"\")' "
+        "python -c 'from topogen.init.schema import schema_text; print(schema_text(), end=\"\")' "
         "> schema/topogen.schema.json"
     )
 

@@ -13,13 +13,13 @@ import yaml
 from helpers import GPU_TAINT, GPU_TOLERATION, config_doc, deployment, node_doc, write_tree
 from topogen.cilium.labelfilter import LabelFilter
 from topogen.config import load_config
-from topogen.fallback import choose
-from topogen.identity import identity_source
-from topogen.packing import Assignment, JobNeed, assign
-from topogen.pipeline import analyze
+from topogen.pipeline.analyze import analyze
+from topogen.pipeline.format import analysis_json
+from topogen.plan.assignment import Assignment, JobNeed, assign
+from topogen.plan.fallback import choose
+from topogen.plan.identity_source import identity_source
 from topogen.render.intent import buckets, intent_for, zones_for
 from topogen.render.reference import mutate
-from topogen.report import analysis_json
 
 F = Fraction
 
@@ -296,7 +296,7 @@ def test_assignment_left_never_exceeds_the_packed_jobs_room() -> None:
 
 
 def test_the_fallback_given_a_packing() -> None:
-    """topogen.fallback.choose on left-over GPUs as a packing leaves them."""
+    """topogen.plan.fallback.choose on left-over GPUs as a packing leaves them."""
     names = ["a", "b", "c", "d"]
     left = {"a": F(0), "b": F(3), "c": F(5), "d": F(9)}
     # d could not hold every known job alone: never chosen, even with the most left over

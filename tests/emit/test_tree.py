@@ -299,7 +299,7 @@ def test_a_swap_cut_between_its_two_renames_is_completed(
     with pytest.raises(KeyboardInterrupt):
         from topogen.config import load_config
         from topogen.emit.writer import write_tree
-        from topogen.rendering import render
+        from topogen.pipeline.render import render
 
         cfg = load_config(example / "topogen-after.yaml")
         write_tree(render(cfg).files, example, HEADER)

@@ -25,7 +25,7 @@ from engines.differences import DIFFERENCES, ORDER, Pod, as_reference_term, gk_t
 from tooling import REPO
 from topogen.config import load_config
 from topogen.model import LabelSelector, Requirement, Toleration
-from topogen.pipeline import analyze
+from topogen.pipeline.analyze import analyze
 from topogen.render.cel import toleration_dicts
 from topogen.render.gatekeeper_tests import check_messages, reference_checks
 from topogen.render.intent import (

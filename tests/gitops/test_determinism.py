@@ -185,9 +185,9 @@ def test_the_config_used_here_would_change_the_tree(
 @pytest.mark.parametrize(
     "target",
     [
-        "topogen.rendering.kustomize_files",
-        "topogen.rendering.render_monitoring",
-        "topogen.rendering.kyverno_test_files",
+        "topogen.pipeline.render.kustomize_files",
+        "topogen.pipeline.render.render_monitoring",
+        "topogen.pipeline.render.kyverno_test_files",
     ],
 )
 def test_a_backend_failing_half_way_leaves_the_tree(

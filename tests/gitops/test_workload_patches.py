@@ -15,7 +15,7 @@ from topogen.cli import main
 from topogen.config import GroupConfig, load_config
 from topogen.model import FindingKind
 from topogen.operators.registry import profile_for
-from topogen.pipeline import analyze
+from topogen.pipeline.analyze import analyze
 from topogen.render.base import to_yaml
 from topogen.render.intent import AdmissionIntent, intent_for
 from topogen.render.reference import mutate

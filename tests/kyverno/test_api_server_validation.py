@@ -17,7 +17,7 @@ from gitops.gitops_kit import copy_inputs
 from tooling import REPO, require_tool
 from topogen.cli import main
 from topogen.config import load_config
-from topogen.pipeline import analyze
+from topogen.pipeline.analyze import analyze
 from topogen.render.intent import intent_for
 from topogen.render.kyverno import API_SERVER_LABEL, kyverno_policies
 

@@ -17,7 +17,7 @@ from tooling import REPO, require_tool
 from topogen.cli import main
 from topogen.config import load_config
 from topogen.model import FindingKind
-from topogen.pipeline import analyze
+from topogen.pipeline.analyze import analyze
 from topogen.render.intent import intent_for
 from topogen.render.reference import mutate, sample_pods
 from topogen.sources.loader import load_workload_inputs

@@ -20,7 +20,7 @@ import yaml
 
 from tooling import REPO, require_tool
 from topogen.config import load_config
-from topogen.pipeline import analyze
+from topogen.pipeline.analyze import analyze
 from topogen.render import cel
 from topogen.render.intent import AdmissionIntent, intent_for
 from topogen.render.kyverno import kyverno_policies

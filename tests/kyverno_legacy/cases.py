@@ -11,7 +11,7 @@ from tooling import REPO
 from topogen.config import GroupConfig, load_config
 from topogen.model import Toleration
 from topogen.operators.registry import profile_for
-from topogen.pipeline import analyze
+from topogen.pipeline.analyze import analyze
 from topogen.render.intent import AdmissionIntent, intent_for
 
 Pod = dict[str, Any]

@@ -23,7 +23,8 @@ from live_harness import BIND_TIMEOUT, ControlPlane, wait_until
 
 from topogen.analysis.members import Member, possible_zone_pairs
 from topogen.analysis.nodeindex import NodeIndex
-from topogen.analysis.placement import Placement, place
+from topogen.analysis.placed import Placement
+from topogen.analysis.placement import place
 from topogen.manifest import KubeObject
 from topogen.model import Node, Topology, Workload
 from topogen.sources.nodes import read_nodes

@@ -40,7 +40,7 @@ from engines.cases import Pod, Suite, expected, suites
 from engines.engines import Checks, gator_expand
 from tooling import require_plane_tool, require_tool
 from topogen.config import load_config
-from topogen.pipeline import analyze
+from topogen.pipeline.analyze import analyze
 from topogen.render.gatekeeper import gatekeeper_policies
 
 BEFORE = EXAMPLE / "workloads" / "before"

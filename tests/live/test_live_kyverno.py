@@ -64,7 +64,7 @@ from webhook_harness import wait_admitted
 
 from tooling import require_tool
 from topogen.config import load_config
-from topogen.pipeline import analyze
+from topogen.pipeline.analyze import analyze
 
 pytestmark = [pytest.mark.slow, pytest.mark.tools]
 

@@ -32,7 +32,7 @@ from live_kit import (
 
 from tooling import require_tool
 from topogen.config import load_config
-from topogen.pipeline import analyze
+from topogen.pipeline.analyze import analyze
 
 ZONE = {"gpu-a1": "zone-a", "gpu-a2": "zone-a", "cpu-b1": "zone-b", "cpu-b2": "zone-b"}
 BEFORE = EXAMPLE / "workloads" / "before"

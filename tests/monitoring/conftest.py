@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from topogen.config import TopogenConfig, load_config
-from topogen.pipeline import ClusterAnalysis, analyze
+from topogen.pipeline.analyze import ClusterAnalysis, analyze
 from topogen.render.base import RenderedFile
 from topogen.render.monitoring import render_monitoring
 

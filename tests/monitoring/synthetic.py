@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from topogen.config import MonitoringConfig
-from topogen.pipeline import ClusterAnalysis
+from topogen.pipeline.analyze import ClusterAnalysis
 from topogen.render.monitoring_rules import Records, ksm_label, zones_snippet
 
 Timeline = Callable[[int], float | str | None]  # minute -> value (None: no sample)

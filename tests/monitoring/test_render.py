@@ -13,7 +13,7 @@ import yaml
 
 from topogen.config import DEFAULT_RUNBOOK_URL, TopogenConfig, parse_config
 from topogen.errors import InputError
-from topogen.pipeline import ClusterAnalysis
+from topogen.pipeline.analyze import ClusterAnalysis
 from topogen.render.base import RenderedFile
 from topogen.render.monitoring import DASHBOARD_SCHEMA_VERSION, render_monitoring
 from topogen.render.monitoring_rules import go_text, ksm_label, promql_string, regex_quote

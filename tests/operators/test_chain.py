@@ -16,7 +16,7 @@ import yaml
 
 from topogen.config import load_config
 from topogen.model import FindingKind
-from topogen.pipeline import analyze
+from topogen.pipeline.analyze import analyze
 
 from .kit import (
     NAMES,

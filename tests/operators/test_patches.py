@@ -12,7 +12,7 @@ import yaml
 
 from gitops.gitops_kit import kustomize, write_kustomization
 from topogen.config import load_config
-from topogen.pipeline import analyze
+from topogen.pipeline.analyze import analyze
 
 from .kit import NAMES, load_case, render, write_config
 from .test_chain import BAD

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from topogen.cli import main
 from topogen.config import load_config
 from topogen.model import FindingKind
-from topogen.pipeline import analyze
+from topogen.pipeline.analyze import analyze
 from topogen.sources.loader import load_workload_inputs
 
 from .kit import CASES, NAMES, load_case, write_config

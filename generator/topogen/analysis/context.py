@@ -22,15 +22,7 @@ __all__ = ["AnalysisContext", "required_ports"]
 
 def required_ports(group: GroupConfig) -> PortSet:
     """The ports the group talks on; default every TCP port (NCCL, Gloo, MPI use TCP)."""
-    if not group.ports:
-        return PortSet.of({"TCP": [(1, 65535)]})
-    m: dict[str, list[tuple[int, int]]] = {}
-    for p in group.ports:
-        text = str(p)
-        port, _, proto = text.partition("/")
-        lo, _, hi = port.partition("-")
-        m.setdefault(proto or "TCP", []).append((int(lo), int(hi or lo)))
-    return PortSet.of(m)
+    return PortSet.of(group.port_ranges() or {"TCP": [(1, 65535)]})
 
 
 @dataclass

@@ -9,9 +9,9 @@ from fractions import Fraction
 from topogen.analysis.cluster import Domains
 from topogen.analysis.context import AnalysisContext
 from topogen.analysis.families import Family, Side
+from topogen.analysis.job_fit import PodDemand, pack, room
 from topogen.analysis.links import LinkView, linked_pairs, links
 from topogen.analysis.members import Member
-from topogen.analysis.packing import PodDemand, pack, room
 from topogen.analysis.placement import place_in_domains
 from topogen.analysis.zonepaths import JobPaths
 from topogen.model import PodAffinityTerm, Toleration

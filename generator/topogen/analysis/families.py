@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from topogen.analysis.bits import bits, transpose
 from topogen.analysis.paths import BlockedPath, PathSummary, SplitSummary
-from topogen.analysis.placement import Placement
+from topogen.analysis.placed import Placement
 from topogen.analysis.ports import PortSet
 from topogen.analysis.reachability import (
     PathVerdict,

@@ -1,16 +1,18 @@
-"""Verdicts for one job: HARD_BLOCK, CROSS_ZONE, UNSCHEDULABLE, IDENTITY_MISMATCH or OK."""
+"""Verdicts for one job: HARD_BLOCK, CROSS_ZONE, UNSCHEDULABLE, IDENTITY_MISMATCH, KUEUE_MANAGED
+or OK. Each check is a small function; MEMBER_CHECKS and JOB_CHECKS list them in the order
+their findings are reported."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from topogen.analysis.context import AnalysisContext
 from topogen.analysis.domains import DomainCheck, check_domains
-from topogen.analysis.fit import quantity
 from topogen.analysis.members import Member, members_of
 from topogen.analysis.paths import BlockedPath, BlockedPaths
-from topogen.model import Finding, FindingKind, PodAffinityTerm, TrainingGroup
+from topogen.analysis.zonepaths import JobPaths
+from topogen.model import Finding, FindingKind, PodAffinityTerm, TrainingGroup, quantity
 
 __all__ = ["CROSS_ZONE_COST", "JobAnalysis", "analyze_job", "unmatched_affinity"]
 
@@ -44,19 +46,29 @@ class JobAnalysis:
         return next(k for k in order if k in kinds or k is FindingKind.OK)
 
 
-def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAnalysis:
-    members = members_of(job, ctx.cluster.nodes)
-    findings: list[Finding] = []
+@dataclass
+class _Job:
+    """What the checks of one job share: the job, its members, and what is found."""
+
+    cluster: str
+    job: TrainingGroup
+    ctx: AnalysisContext
+    members: list[Member]
+    findings: list[Finding] = field(default_factory=list)
+    stuck: bool = False  # a member stays Pending on its own pod affinity
+    paths: JobPaths | None = None  # when every member can be placed
+    blocked: Sequence[BlockedPath] = ()
+    domains: tuple[DomainCheck, ...] = ()
 
     def add(
-        kind: FindingKind, roles: set[str], zones: set[str], policies: set[str], message: str
+        self, kind: FindingKind, roles: set[str], zones: set[str], policies: set[str], message: str
     ) -> None:
-        findings.append(
+        self.findings.append(
             Finding(
-                cluster,
-                job.config_group,
-                job.job,
-                job.namespace,
+                self.cluster,
+                self.job.config_group,
+                self.job.job,
+                self.job.namespace,
                 kind,
                 tuple(sorted(roles)),
                 tuple(sorted(zones)),
@@ -65,117 +77,165 @@ def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAn
             )
         )
 
-    stuck: set[int] = set()
-    for i, m in enumerate(members):
-        if not m.placement.nodes:
-            add(
-                FindingKind.UNSCHEDULABLE,
-                {m.role},
-                set(),
-                set(),
-                f"{m.role} {m.name} has no eligible node: {m.placement.why_not()}",
-            )
-        term = unmatched_affinity(m, members, ctx)
-        if term is not None:
-            stuck.add(i)
-            add(
-                FindingKind.UNSCHEDULABLE,
-                {m.role},
-                set(),
-                set(),
-                f"{m.role} {m.name} stays Pending: no pod matches its required pod affinity "
-                f"({term.selector} on {term.topology_key}) among the analysed workloads, "
-                "and the pod itself does not either",
-            )
-        kind, value = m.identity(ctx.identity_label)
-        if kind == "static" and value is not None:
-            elsewhere = [z for z in m.placement.zones if z != value]
-            if elsewhere:
-                can = "can only land in" if value not in m.placement.zones else "may land in"
-                add(
-                    FindingKind.IDENTITY_MISMATCH,
-                    {m.role},
-                    {value, *elsewhere},
-                    set(),
-                    f"{m.role} {m.name} claims {ctx.identity_label}={value} but {can} "
-                    f"{', '.join(elsewhere)}",
-                )
-    placeable = not stuck and all(m.placement.nodes for m in members)
-    paths = ctx.job_paths(members) if placeable else None
-    count = paths.blocked_count if paths is not None else 0
-    blocked: Sequence[BlockedPath] = ()
-    b_roles: set[str] = set()
-    b_zones: set[str] = set()
-    b_policies: set[str] = set()
-    if paths is not None and count:
-        blocked = BlockedPaths(count, paths.blocked, tuple(members))
-        b_roles = paths.blocked_roles()
-        b_zones = paths.blocked_zones()
-        b_policies = {str(p) for p in paths.blocked_policies()}
-    if job.kueue_managed:
-        # Kueue TAS, not the free scheduler, picks the domain: report, never plan
-        note = (
-            (
-                f"; across zones its traffic is denied ({', '.join(sorted(b_policies))}), so the "
-                "Kueue topology request must keep it in one zone"
-            )
-            if count
-            else ""
-        )
-        add(
-            FindingKind.KUEUE_MANAGED,
-            {m.role for m in members},
-            b_zones,
-            b_policies,
-            "placed by Kueue Topology Aware Scheduling (kueue.x-k8s.io/tas): topogen adds no "
-            f"affinity; make the Kueue topology match the network domains{note}",
-        )
-        return JobAnalysis(cluster, job, tuple(members), tuple(findings), (), blocked)
-    if paths is not None and count:
-        first = list(paths.blocked(limit=2))
-        shown = "; ".join(b.describe() for b in first)
-        more = f" (+{count - 2} more paths)" if count > 2 else ""
-        add(
-            FindingKind.HARD_BLOCK,
-            b_roles,
-            b_zones,
-            b_policies,
-            f"a placement the scheduler may choose leaves the group's traffic denied: {shown}{more}",
-        )
-    # a split denied in either direction is a hard block, never an "allowed" split
-    if paths is not None:
-        split, s_roles, s_zones = paths.split_summary()
-        if split is not None:
-            add(
-                FindingKind.CROSS_ZONE,
-                s_roles,
-                s_zones,
-                set(),
-                f"the scheduler may split the group ({split[0]} in {split[2]}, {split[1]} in "
-                f"{split[3]}); traffic is allowed but {CROSS_ZONE_COST}",
-            )
-    domains = check_domains(members, ctx.cluster.candidates(ctx.colocate, ctx.domain_label), ctx)
-    if members and not any(d.ok for d in domains):
-        detail = "; ".join(_domain_problem(d) for d in domains[:4]) or "the cluster has no zones"
-        add(
+    @property
+    def roles(self) -> set[str]:
+        return {m.role for m in self.members}
+
+
+def _no_node(j: _Job, m: Member) -> None:
+    if not m.placement.nodes:
+        j.add(
             FindingKind.UNSCHEDULABLE,
-            {m.role for m in members},
+            {m.role},
+            set(),
+            set(),
+            f"{m.role} {m.name} has no eligible node: {m.placement.why_not()}",
+        )
+
+
+def _pending_affinity(j: _Job, m: Member) -> None:
+    term = unmatched_affinity(m, j.members, j.ctx)
+    if term is not None:
+        j.stuck = True
+        j.add(
+            FindingKind.UNSCHEDULABLE,
+            {m.role},
+            set(),
+            set(),
+            f"{m.role} {m.name} stays Pending: no pod matches its required pod affinity "
+            f"({term.selector} on {term.topology_key}) among the analysed workloads, "
+            "and the pod itself does not either",
+        )
+
+
+def _identity_mismatch(j: _Job, m: Member) -> None:
+    kind, value = m.identity(j.ctx.identity_label)
+    if kind == "static" and value is not None:
+        elsewhere = [z for z in m.placement.zones if z != value]
+        if elsewhere:
+            can = "can only land in" if value not in m.placement.zones else "may land in"
+            j.add(
+                FindingKind.IDENTITY_MISMATCH,
+                {m.role},
+                {value, *elsewhere},
+                set(),
+                f"{m.role} {m.name} claims {j.ctx.identity_label}={value} but {can} "
+                f"{', '.join(elsewhere)}",
+            )
+
+
+def _hard_block(j: _Job) -> None:
+    paths, count = j.paths, len(j.blocked)
+    if paths is None or not count:
+        return
+    first = list(paths.blocked(limit=2))
+    shown = "; ".join(b.describe() for b in first)
+    more = f" (+{count - 2} more paths)" if count > 2 else ""
+    j.add(
+        FindingKind.HARD_BLOCK,
+        paths.blocked_roles(),
+        paths.blocked_zones(),
+        {str(p) for p in paths.blocked_policies()},
+        f"a placement the scheduler may choose leaves the group's traffic denied: {shown}{more}",
+    )
+
+
+def _cross_zone(j: _Job) -> None:
+    """A split denied in either direction is a hard block, never an "allowed" split."""
+    if j.paths is None:
+        return
+    split, roles, zones = j.paths.split_summary()
+    if split is not None:
+        j.add(
+            FindingKind.CROSS_ZONE,
+            roles,
+            zones,
+            set(),
+            f"the scheduler may split the group ({split[0]} in {split[2]}, {split[1]} in "
+            f"{split[3]}); traffic is allowed but {CROSS_ZONE_COST}",
+        )
+
+
+def _no_domain(j: _Job) -> None:
+    ctx = j.ctx
+    j.domains = tuple(
+        check_domains(j.members, ctx.cluster.candidates(ctx.colocate, ctx.domain_label), ctx)
+    )
+    domains = list(j.domains)
+    if j.members and not any(d.ok for d in domains):
+        detail = "; ".join(_domain_problem(d) for d in domains[:4]) or "the cluster has no zones"
+        j.add(
+            FindingKind.UNSCHEDULABLE,
+            j.roles,
             {z for d in domains for z in d.zones},
             {p for d in domains for p in d.policies},
             f"no single allowed domain can hold the whole group (needs {_n(domains)} GPUs): "
             f"{detail}",
         )
-    if not any(f.kind.is_problem for f in findings):
-        zones = {z for m in members for z in m.placement.zones}
-        add(
+
+
+def _ok(j: _Job) -> None:
+    if not any(f.kind.is_problem for f in j.findings):
+        zones = {z for m in j.members for z in m.placement.zones}
+        j.add(
             FindingKind.OK,
-            {m.role for m in members},
+            j.roles,
             zones,
             set(),
             f"every placement the scheduler may choose keeps the group in one zone with its "
             f"traffic allowed ({', '.join(sorted(zones)) or 'no zone'})",
         )
-    return JobAnalysis(cluster, job, tuple(members), tuple(findings), tuple(domains), blocked)
+
+
+# the checks, in the order their findings are listed: each member's, then the job's
+MEMBER_CHECKS: tuple[Callable[[_Job, Member], None], ...] = (
+    _no_node,
+    _pending_affinity,
+    _identity_mismatch,
+)
+JOB_CHECKS: tuple[Callable[[_Job], None], ...] = (_hard_block, _cross_zone, _no_domain, _ok)
+
+
+def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAnalysis:
+    j = _Job(cluster, job, ctx, members_of(job, ctx.cluster.nodes))
+    for m in j.members:
+        for member_check in MEMBER_CHECKS:
+            member_check(j, m)
+    if not j.stuck and all(m.placement.nodes for m in j.members):
+        j.paths = ctx.job_paths(j.members)
+        if j.paths.blocked_count:
+            j.blocked = BlockedPaths(j.paths.blocked_count, j.paths.blocked, tuple(j.members))
+    if job.kueue_managed:
+        _kueue(j)
+    else:
+        for job_check in JOB_CHECKS:
+            job_check(j)
+    return JobAnalysis(cluster, job, tuple(j.members), tuple(j.findings), j.domains, j.blocked)
+
+
+def _kueue(j: _Job) -> None:
+    """Kueue TAS, not the free scheduler, picks the domain: report, never plan."""
+    policies: set[str] = set()
+    zones: set[str] = set()
+    if j.paths is not None and j.blocked:
+        policies = {str(p) for p in j.paths.blocked_policies()}
+        zones = j.paths.blocked_zones()
+    note = (
+        (
+            f"; across zones its traffic is denied ({', '.join(sorted(policies))}), so the "
+            "Kueue topology request must keep it in one zone"
+        )
+        if j.blocked
+        else ""
+    )
+    j.add(
+        FindingKind.KUEUE_MANAGED,
+        j.roles,
+        zones,
+        policies,
+        "placed by Kueue Topology Aware Scheduling (kueue.x-k8s.io/tas): topogen adds no "
+        f"affinity; make the Kueue topology match the network domains{note}",
+    )
 
 
 def unmatched_affinity(

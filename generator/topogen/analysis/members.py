@@ -7,7 +7,8 @@ from dataclasses import dataclass, replace
 
 from topogen.analysis.links import LinkView, linked_pairs, links
 from topogen.analysis.nodeindex import NodeIndex
-from topogen.analysis.placement import Placement, place
+from topogen.analysis.placed import Placement
+from topogen.analysis.placement import place
 from topogen.analysis.reachability import PolicyIndex, host_endpoint, pod_endpoint
 from topogen.model import (
     NO_ZONE_PREFIX,

@@ -1,32 +1,30 @@
 """Node classes: nodes the scheduler's filters cannot tell apart, per set of label keys.
 
-Nodes in one zone with the same taints, allocatable, cordon state and the same values of
-the labels a template reads are interchangeable for the scheduler's filters, so one
-representative decides for all of them (fit.py judges it, placement.py sums the classes).
+Nodes in one zone with the same values of the labels a template reads and the same of
+what else the filters read of a node (analysis/filters/: taints, allocatable, cordon
+state ...) are interchangeable for the scheduler's filters, so one representative decides
+for all of them (fit.py judges it, placement.py sums the classes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
+from topogen.analysis import filters
+from topogen.analysis.filters import NAME_KEY
+from topogen.analysis.placed import Placement
 from topogen.model import Node, PodTemplate, Topology
 
-if TYPE_CHECKING:
-    from topogen.analysis.placement import PinnedPlacements, Placement
-
-__all__ = ["NAME_KEY", "NodeClass", "NodeIndex", "read_keys"]
-
-NAME_KEY = "metadata.name"  # matchFields: the node's name, read as a pseudo label
+__all__ = ["NodeClass", "NodeIndex", "read_keys"]
 
 
 @dataclass(frozen=True)
 class NodeClass:
     """Nodes the scheduler's filters cannot tell apart, but for their zone, for templates
-    reading `keys` (besides the zone label): same values of those labels, same taints,
-    allocatable and cordon state."""
+    reading `keys` (besides the zone label): same values of those labels, same of what
+    else the filters read of a node (filters.node_kind), same allocatable."""
 
     representative: Node
     positions: tuple[int, ...]  # indices into topology.nodes, ascending
@@ -51,11 +49,13 @@ class NodeIndex:
         self.allocatables: list[Mapping[str, Fraction]] = [{}] * len(ids)
         for i, n in enumerate(topology.nodes):
             self.allocatables[self.allocatable[i]] = n.allocatable
+        kinds: dict[tuple[Hashable, ...], int] = {}
+        self.kind = [kinds.setdefault(filters.node_kind(n), len(kinds)) for n in topology.nodes]
         self.rooms: dict[tuple[int, int], int] = {}
         self.partitions: dict[frozenset[str], list[NodeClass]] = {}
         self.by_zone: dict[frozenset[str], dict[str, list[tuple[int, tuple[int, ...]]]]] = {}
         self.placements: dict[tuple[object, ...], Placement] = {}
-        self.pinned: dict[tuple[object, ...], PinnedPlacements] = {}
+        self.pinned: dict[tuple[object, ...], Sequence[Placement]] = {}
         self.keep: list[object] = []  # objects whose id() is part of a cache key
         # id(placement) -> (the placement, kept alive, and what is known of it)
         self._counts: dict[int, tuple[Placement, Mapping[int, int]]] = {}
@@ -74,9 +74,8 @@ class NodeIndex:
                 key = (
                     tuple(labels.get(k) for k in ordered),
                     n.name if by_name else "",
-                    n.taints,
+                    self.kind[i],
                     self.allocatable[i],
-                    n.unschedulable,
                 )
                 groups.setdefault(key, []).append(i)
             hit = []
@@ -142,8 +141,6 @@ class NodeIndex:
 
 
 def read_keys(template: PodTemplate) -> frozenset[str]:
-    """Node label keys the template's nodeSelector and required node affinity read."""
-    keys = set(template.node_selector)
-    for term in template.node_affinity or ():
-        keys.update(r.key for r in term.match_expressions)
-    return frozenset(keys)
+    """Node label keys the filters read for the template (its nodeSelector and required
+    node affinity, with the built-in ones)."""
+    return filters.label_keys(template)

@@ -9,54 +9,20 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from functools import cached_property
 from typing import overload
 
+from topogen.analysis import filters
 from topogen.analysis.fit import Judge
 from topogen.analysis.nodeindex import NodeClass, NodeIndex, read_keys
-from topogen.model import Node, PodTemplate, Toleration
+from topogen.analysis.placed import Placement, why_not
+from topogen.model import PodTemplate, Toleration
 
-__all__ = ["PinnedPlacements", "Placement", "place", "place_in_domains", "why_not"]
-
-
-@dataclass(frozen=True)
-class Placement:
-    nodes: tuple[Node, ...]
-    excluded: Mapping[str, int]  # reason -> number of nodes it excluded
-
-    @cached_property
-    def zones(self) -> tuple[str, ...]:
-        return tuple(sorted({n.zone for n in self.nodes}))
-
-    @cached_property
-    def by_zone(self) -> Mapping[str, tuple[Node, ...]]:
-        """The nodes in each zone, in topology order."""
-        out: dict[str, list[Node]] = {}
-        for n in self.nodes:
-            out.setdefault(n.zone, []).append(n)
-        return {z: tuple(ns) for z, ns in out.items()}
-
-    def why_not(self, limit: int = 3) -> str:
-        return why_not(self.excluded, limit)
-
-
-def why_not(excluded: Mapping[str, int], limit: int = 3) -> str:
-    """Placement.why_not for these exclusion counts."""
-    parts = [
-        f"{count} node{'s' if count > 1 else ''}: {reason}"
-        for reason, count in sorted(excluded.items(), key=lambda kv: (-kv[1], kv[0]))
-    ]
-    more = f" (+{len(parts) - limit} more)" if len(parts) > limit else ""
-    return "; ".join(parts[:limit]) + more
+__all__ = ["PinnedPlacements", "place", "place_in_domains"]
 
 
 def _sched_key(template: PodTemplate) -> tuple[object, ...]:
-    return (
-        tuple(template.node_selector.items()),
-        template.node_affinity,
-        tuple(template.requests.items()),
-    )
+    """What the filters read of the template (tolerations aside): the caches' key."""
+    return filters.template_key(template)
 
 
 def _placement(
@@ -125,7 +91,7 @@ def place_in_domains(
     """
     cache_key = (_sched_key(template), template.tolerations, id(domains), id(extra_tolerations))
     hit = idx.pinned.get(cache_key)
-    if hit is None:
+    if not isinstance(hit, PinnedPlacements):
         idx.keep += [domains, extra_tolerations]
         hit = idx.pinned[cache_key] = PinnedPlacements(idx, template, domains, extra_tolerations)
     return hit
@@ -287,7 +253,7 @@ class _Outside:
         sig = self._sig.get(zone, self)
         if sig is self:
             cls = self.classes[c]
-            sig = self._sig[zone] = self.judge._signature(zone, self.nodes[cls.by_zone[zone][0]])
+            sig = self._sig[zone] = self.judge.signature(zone, self.nodes[cls.by_zone[zone][0]])
         hit = self._by_sig.get((c, sig))
         if hit is None:
             hit = self._by_sig[(c, sig)] = self.judge.pinned(c, self.classes[c], zone)

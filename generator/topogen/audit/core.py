@@ -18,7 +18,8 @@ from fractions import Fraction
 from topogen.analysis import AnalysisContext, ClusterIndex, PolicyIndex, find_groups
 from topogen.analysis.members import Member
 from topogen.analysis.nodeindex import NodeIndex
-from topogen.analysis.placement import Placement, place
+from topogen.analysis.placed import Placement
+from topogen.analysis.placement import place
 from topogen.config import GroupConfig
 from topogen.model import NO_ZONE_PREFIX, Namespace, Node, Topology, TrainingGroup, Workload
 from topogen.sources.live import PodRecord

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from topogen.analysis.fit import quantity as _gpus
 from topogen.audit.core import AuditReport, GroupAudit, PodRow
+from topogen.model import quantity as _gpus
 from topogen.textui import fit_row
 
 __all__ = ["audit_json", "audit_table"]

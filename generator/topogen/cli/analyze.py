@@ -17,8 +17,8 @@ from topogen.cli import (
 )
 from topogen.cli.output import json_as_yaml, output_option
 from topogen.config import load_config, with_default_namespace
-from topogen.pipeline import analyze
-from topogen.report import analysis_json, analysis_table
+from topogen.pipeline.analyze import analyze
+from topogen.pipeline.format import analysis_json, analysis_table
 from topogen.textui import install_progress, terminal_width, use_colour
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from topogen.cli import SHORT_HELP, main, verbose_option
-from topogen.scaffold import init_repository
+from topogen.init.scaffold import init_repository
 
 
 @main.command("init", short_help=SHORT_HELP["init"])

@@ -22,8 +22,8 @@ from topogen.config import load_config, with_default_namespace
 from topogen.emit.refusal import policies_of
 from topogen.emit.stream import stream_json
 from topogen.emit.writer import GENERATED_HEADER, WriteReport, stream_objects, write_tree
-from topogen.rendering import RenderResult, render
-from topogen.report import placement_lines
+from topogen.pipeline.format import placement_lines
+from topogen.pipeline.render import RenderResult, render
 from topogen.textui import install_progress
 
 
@@ -132,16 +132,9 @@ def _said(report: WriteReport, out: Path, result: RenderResult, verbose: bool) -
 
 def _fail_closed(result: RenderResult, out: Path | None) -> None:
     """A refused group: one line each, saying why and what stays; write nothing, exit 1."""
-    for reason in result.refused:
-        refused = next(
-            (
-                (c, g)
-                for c, g in result.refused_groups
-                if reason.startswith(f"cluster {c}: group {g}:")
-            ),
-            None,
-        )
-        kept = policies_of(out, [refused]) if out is not None and refused else []
+    for refusal in result.refused:
+        group = [(refusal.cluster, refusal.group)] if refusal.group is not None else []
+        kept = policies_of(out, group) if out is not None else []
         if out is None:
             what = "nothing printed (Argo CD keeps what it synced last)"
         elif kept:
@@ -153,7 +146,7 @@ def _fail_closed(result: RenderResult, out: Path | None) -> None:
         else:
             what = "nothing written: a partial render would leave it without policies"
         click.echo(
-            f"topogen: error: {reason}; {what} (fix the inputs, or pass --partial to render "
+            f"topogen: error: {refusal}; {what} (fix the inputs, or pass --partial to render "
             "the rest)",
             err=True,
         )

@@ -9,10 +9,7 @@
   (rendering into temporary folders, reading a git ref).
 """
 
-from topogen.diff.core import diff
-from topogen.diff.jsonout import report_dict, to_json
-from topogen.diff.markdown import MARKDOWN_CAP, to_markdown
-from topogen.diff.model import (
+from topogen.diff.changes import (
     AnalysisDelta,
     DiffReport,
     FieldChange,
@@ -24,7 +21,10 @@ from topogen.diff.model import (
     TreeEntry,
     only_clusters,
 )
-from topogen.diff.run import diff_configs, diff_dirs, diff_rendered, render_side
+from topogen.diff.core import diff
+from topogen.diff.effects import diff_configs, diff_dirs, diff_rendered, render_side
+from topogen.diff.jsonout import report_dict, to_json
+from topogen.diff.markdown import MARKDOWN_CAP, to_markdown
 from topogen.diff.text import to_text
 from topogen.diff.tree import KNOWN_TOPS, load_tree
 

@@ -14,7 +14,7 @@ from typing import Any
 from deepdiff import DeepDiff
 from deepdiff.helper import CannotCompare
 
-from topogen.diff.model import FieldChange
+from topogen.diff.changes import FieldChange
 
 __all__ = ["UNORDERED_KEYS", "compare", "format_path"]
 

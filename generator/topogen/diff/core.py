@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from topogen.diff.changes import DiffReport, ObjectChange, Tree, TreeEntry
 from topogen.diff.compare import compare
 from topogen.diff.delta import analysis_delta
 from topogen.diff.meaning import added_notes, changed_notes, removed_notes, subject
-from topogen.diff.model import DiffReport, ObjectChange, Tree, TreeEntry
-from topogen.pipeline import AnalysisReport
+from topogen.pipeline.analyze import AnalysisReport
 
 __all__ = ["diff"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from topogen.diff.model import AnalysisDelta, FindingChange, PlanChange
+from topogen.diff.changes import AnalysisDelta, FindingChange, PlanChange
 from topogen.model import Finding, FindingKind
-from topogen.pipeline import AnalysisReport
-from topogen.plan import GroupPlan
+from topogen.pipeline.analyze import AnalysisReport
+from topogen.plan.group_plan import GroupPlan
 
 __all__ = ["analysis_delta"]
 

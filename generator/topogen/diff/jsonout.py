@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from topogen.diff.model import DiffReport, FieldChange, FindingChange, ObjectChange, PlanChange
+from topogen.diff.changes import DiffReport, FieldChange, FindingChange, ObjectChange, PlanChange
 from topogen.diff.present import finding_label, meaning
 
 __all__ = ["report_dict", "to_json"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import re
 
-from topogen.diff.model import DiffReport, FindingChange, ObjectChange, PlanChange
+from topogen.diff.changes import DiffReport, FindingChange, ObjectChange, PlanChange
 from topogen.diff.present import field_lines, finding_label, meaning, summary_parts
 
 __all__ = ["MARKDOWN_CAP", "to_markdown"]

@@ -16,17 +16,25 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from topogen.render.vocabulary import (
+    DENIED_ZONE_PAIRS,
+    GROUP_LABEL,
+    IDENTITY,
+    ROLE_LABEL,
+    TOLERATIONS,
+    ZONES,
+)
+
 __all__ = ["added_notes", "changed_notes", "removed_notes", "subject"]
 
-ZONES, TOLERATIONS, IDENTITY = "topogen.io/zones", "topogen.io/tolerations", "topogen.io/identity"
-DENIED = "topogen.io/denied-zone-pairs"
+DENIED = DENIED_ZONE_PAIRS
 _ROLE_NAMES = {"validate": "validation", "worker": "workers", "mutate": "mutation"}
 
 
 def subject(obj: Any, fallback: str) -> str:
     """`coordinator of ml-training` for topogen's policies, else the object's kind and name."""
     labels = _meta(obj, "labels")
-    group, role = labels.get("topogen.io/group"), labels.get("topogen.io/role")
+    group, role = labels.get(GROUP_LABEL), labels.get(ROLE_LABEL)
     if isinstance(group, str) and isinstance(role, str) and group and role:
         return f"{_ROLE_NAMES.get(role, role)} of {group}"
     return fallback

@@ -7,7 +7,7 @@ import re
 from difflib import SequenceMatcher
 from typing import Any
 
-from topogen.diff.model import DiffReport, FieldChange, FindingChange, ObjectChange
+from topogen.diff.changes import DiffReport, FieldChange, FindingChange, ObjectChange
 
 __all__ = [
     "excerpt_pair",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from topogen.diff.model import DiffReport, ObjectChange
+from topogen.diff.changes import DiffReport, ObjectChange
 from topogen.diff.present import field_lines, finding_label, meaning, summary_parts
 from topogen.textui import paint
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from topogen.diff.model import ObjectKey, Tree, TreeEntry
+from topogen.diff.changes import ObjectKey, Tree, TreeEntry
 from topogen.emit.layout import KNOWN_TOPS
 from topogen.errors import InputError
 

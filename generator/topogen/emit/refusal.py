@@ -14,9 +14,10 @@ from typing import Any
 
 import yaml
 
-__all__ = ["GROUP_LABEL", "policies_of"]
+from topogen.render.vocabulary import GROUP_LABEL
 
-GROUP_LABEL = "topogen.io/group"
+__all__ = ["policies_of"]
+
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 

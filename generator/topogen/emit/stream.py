@@ -11,10 +11,10 @@ from typing import Any
 
 from topogen.render.base import RenderedFile
 from topogen.render.kustomize import SYNC_WAVES
+from topogen.render.vocabulary import CLUSTER_LABEL
 
 __all__ = ["applied_objects", "stream_json"]
 
-CLUSTER_LABEL = "topogen.io/cluster"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 _OBJECT_TOPS = ("policies", "monitoring")
 

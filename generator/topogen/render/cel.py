@@ -13,6 +13,14 @@ from typing import Any
 
 from topogen.model import LabelSelector, Toleration
 from topogen.render.intent import AdmissionIntent
+from topogen.render.requirements import expressions
+from topogen.render.vocabulary import (
+    NODE_AFFINITY,
+    POD_AFFINITY,
+    REQUIRED,
+    required_field,
+    required_pointer,
+)
 
 __all__ = [
     "ENSURE_AFFINITY",
@@ -33,10 +41,10 @@ NAMESPACE = (
     "(has(object.metadata.namespace) && object.metadata.namespace != '' ? "
     "object.metadata.namespace : request.namespace)"
 )
-NODE_REQ = "object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-POD_REQ = "object.spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-NODE_REQ_PATH = "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution"
-POD_REQ_PATH = "/spec/affinity/podAffinity/requiredDuringSchedulingIgnoredDuringExecution"
+NODE_REQ = required_field(NODE_AFFINITY, "object.spec")
+POD_REQ = required_field(POD_AFFINITY, "object.spec")
+NODE_REQ_PATH = required_pointer(NODE_AFFINITY)
+POD_REQ_PATH = required_pointer(POD_AFFINITY)
 
 
 def lit(value: Any) -> str:
@@ -246,9 +254,9 @@ def mutation_node_affinity_patch(intent: AdmissionIntent, ensured: bool = False)
     """Always adds where the pod has no affinity: a join led by ENSURE_AFFINITY that holds
     this patch never leaves an empty affinity."""
     term = "{'nodeSelectorTerms': [{'matchExpressions': [variables.zoneRequirement]}]}"
-    required = "{'requiredDuringSchedulingIgnoredDuringExecution': " + term + "}"
+    required = f"{{'{REQUIRED}': " + term + "}"
     return (
-        affinity_field_patch("nodeAffinity", required, ensured)
+        affinity_field_patch(NODE_AFFINITY, required, ensured)
         + f"!has({NODE_REQ}) ? [JSONPatch{{op: 'add', path: '{NODE_REQ_PATH}', value: {term}}}] : "
         f"[JSONPatch{{op: 'replace', path: '{NODE_REQ_PATH}/nodeSelectorTerms', value: "
         f"{NODE_REQ}.nodeSelectorTerms.map(t, {_pinned_term(intent)})}}]"
@@ -264,12 +272,7 @@ def _term(intent: AdmissionIntent, sel: LabelSelector) -> str:
     """A worker's co-location term: its own job (and scope) labels plus `sel`."""
     own = [(k, f"object.metadata.labels[{lit(k)}]") for k in (intent.job_label, *intent.scope)]
     labels = cel_map([*own, *((k, lit(v)) for k, v in sel.match_labels)])
-    exprs = [
-        {"key": r.key, "operator": r.operator, "values": list(r.values)}
-        if r.values
-        else {"key": r.key, "operator": r.operator}
-        for r in sel.match_expressions
-    ]
+    exprs = expressions(sel)
     entries = [("matchLabels", labels)]
     if exprs:
         entries.append(("matchExpressions", lit(exprs)))
@@ -297,7 +300,7 @@ def has_coordinator_term(intent: AdmissionIntent) -> str:
 
 
 def mutation_pod_affinity_patch(ensured: bool = False) -> str:
-    required = "{'requiredDuringSchedulingIgnoredDuringExecution': [variables.coordinatorTerm]}"
+    required = f"{{'{REQUIRED}': [variables.coordinatorTerm]}}"
     return (
         "variables.hasCoordinatorTerm ? [] : "
         + affinity_field_patch("podAffinity", required, ensured)

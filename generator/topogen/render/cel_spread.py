@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from topogen.render.cel import NAMESPACE, affinity_field_patch, lit, zone_requirement
 from topogen.render.intent import AdmissionIntent, anti_affinity_term
+from topogen.render.vocabulary import POD_ANTI_AFFINITY, REQUIRED, required_field, required_pointer
 
 __all__ = [
     "job_exclude_table",
@@ -16,8 +17,8 @@ __all__ = [
     "mutation_variables",
 ]
 
-ANTI_REQ = "object.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-ANTI_REQ_PATH = "/spec/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution"
+ANTI_REQ = required_field(POD_ANTI_AFFINITY, "object.spec")
+ANTI_REQ_PATH = required_pointer(POD_ANTI_AFFINITY)
 
 
 def job_zone_table(intent: AdmissionIntent) -> str:
@@ -83,9 +84,7 @@ def mutation_anti_affinity_patch(ensured: bool = False) -> str:
     native policies inline variables, and the table is the largest of them)."""
     return (
         "[variables.missingExclusions].map(m, size(m) == 0 ? [] : "
-        + affinity_field_patch(
-            "podAntiAffinity", "{'requiredDuringSchedulingIgnoredDuringExecution': m}", ensured
-        )
+        + affinity_field_patch(POD_ANTI_AFFINITY, f"{{'{REQUIRED}': m}}", ensured)
         + f"!has({ANTI_REQ}) ? [JSONPatch{{op: 'add', path: '{ANTI_REQ_PATH}', value: m}}] : "
         f"m.map(t, JSONPatch{{op: 'add', path: '{ANTI_REQ_PATH}/-', value: t}}))[0]"
     )

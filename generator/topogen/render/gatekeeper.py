@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from topogen.config import engine_version_problem
 from topogen.errors import TopogenError
 from topogen.model import LabelSelector
 from topogen.render.base import RenderedFile, render_documents
@@ -48,11 +49,17 @@ from topogen.render.intent import (
     named_jobs,
     policy_metadata,
 )
-from topogen.render.requirements import Req, disjunctive, expressions, requirements
+from topogen.render.requirements import Req, disjunctive, expressions, requirements, selector
+from topogen.render.vocabulary import (
+    DESCRIPTION,
+    NODE_AFFINITY,
+    POD_AFFINITY,
+    POD_ANTI_AFFINITY,
+    required_field,
+)
 
 __all__ = [
     "DIFFERENCES",
-    "MIN_KUBERNETES",
     "constraint_kind",
     "coordinator_term",
     "gatekeeper_policies",
@@ -60,10 +67,9 @@ __all__ = [
     "parameters",
 ]
 
-MIN_KUBERNETES = (1, 31)  # matchLabelKeys in pod affinity: beta and on by default
-NODE_REQ = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-POD_REQ = "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-ANTI_REQ = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+NODE_REQ = required_field(NODE_AFFINITY)
+POD_REQ = required_field(POD_AFFINITY)
+ANTI_REQ = required_field(POD_ANTI_AFFINITY)
 
 DIFFERENCES: dict[str, str] = {
     "covered-toleration-added": (
@@ -170,25 +176,15 @@ def coordinator_term(intent: AdmissionIntent, sel: LabelSelector | None = None) 
             f"group {intent.group}: the coordinator selector uses the job label "
             f"{intent.job_label}, which Gatekeeper's coordinator term must leave to matchLabelKeys"
         )
-    selector: dict[str, Any] = {}
-    if sel.match_labels:
-        selector["matchLabels"] = dict(sel.match_labels)
-    if sel.match_expressions:
-        selector["matchExpressions"] = [
-            {"key": r.key, "operator": r.operator, "values": list(r.values)}
-            if r.values
-            else {"key": r.key, "operator": r.operator}
-            for r in sel.match_expressions
-        ]
     return {
-        "labelSelector": selector,
+        "labelSelector": selector(sel),
         "matchLabelKeys": own,
         "topologyKey": intent.topology_key,
     }
 
 
 def _why(text: str) -> dict[str, str]:
-    return {"topogen.io/description": text}
+    return {DESCRIPTION: text}
 
 
 def _coordinator_selectors(intent: AdmissionIntent) -> list[tuple[str, list[Req], bool]]:
@@ -361,16 +357,16 @@ def _mutators(intent: AdmissionIntent) -> list[_Mutator]:
 
 
 def parameters(intent: AdmissionIntent) -> dict[str, Any]:
-    def selector(s: LabelSelector) -> dict[str, Any]:
+    def both(s: LabelSelector) -> dict[str, Any]:  # the Rego reads both, empty or not
         return {"matchLabels": dict(s.match_labels), "matchExpressions": expressions(s)}
 
     return {
         "group": intent.group,
         "namespaces": list(intent.namespaces),
         "jobLabel": intent.job_label,
-        "coordinators": [selector(s) for s in intent.coordinator],
-        "workers": [selector(s) for s in intent.worker],
-        **({"detached": [selector(s) for s in intent.detached]} if intent.detached else {}),
+        "coordinators": [both(s) for s in intent.coordinator],
+        "workers": [both(s) for s in intent.worker],
+        **({"detached": [both(s) for s in intent.detached]} if intent.detached else {}),
         "skipKeys": list(intent.skip_keys),
         "zoneLabel": intent.zone_label,
         "zones": list(intent.zones),
@@ -424,19 +420,14 @@ def _schema() -> dict[str, Any]:
 
 
 def _meta(intent: AdmissionIntent, role: str) -> dict[str, Any]:
-    return policy_metadata(
-        intent, role, {"topogen.io/description": description(intent)}, summary=False
-    )
+    return policy_metadata(intent, role, {DESCRIPTION: description(intent)}, summary=False)
 
 
 def _check_version(kubernetes_version: str) -> None:
-    major, minor = (int(p) for p in kubernetes_version.split("."))
-    if (major, minor) < MIN_KUBERNETES:
-        raise TopogenError(
-            f"engine gatekeeper needs Kubernetes {'.'.join(map(str, MIN_KUBERNETES))} or later "
-            f"(matchLabelKeys in pod affinity); the cluster is configured as {kubernetes_version}",
-            hint="use engine kyverno or native, or raise kubernetesVersion",
-        )
+    """config.py refuses such a config; a caller that builds one itself is refused here."""
+    problem = engine_version_problem("gatekeeper", kubernetes_version)
+    if problem:
+        raise TopogenError(problem, hint="use engine kyverno or native, or raise kubernetesVersion")
 
 
 def gatekeeper_policies(

@@ -16,6 +16,7 @@ from topogen.render.intent import AdmissionIntent
 from topogen.render.kyverno_tests import validation_cases
 from topogen.render.reference import anchor_of, role_of, violations
 from topogen.render.reference import coordinator_term as reference_term
+from topogen.render.vocabulary import REQUIRED
 
 __all__ = ["check_messages", "gatekeeper_test_files", "reference_checks"]
 
@@ -76,12 +77,10 @@ def check_messages(
 
 def _as_gatekeeper_worker(pod: dict[str, Any], intent: AdmissionIntent) -> dict[str, Any]:
     """A reference-mutated worker with the coordinator term in the mutator's form."""
-    terms = pod["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    terms = pod["spec"]["affinity"]["podAffinity"][REQUIRED]
     wanted = reference_term(pod, intent)
     mine = coordinator_term(intent, anchor_of(pod["metadata"]["labels"], intent))
-    pod["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = [
-        mine if t == wanted else t for t in terms
-    ]
+    pod["spec"]["affinity"]["podAffinity"][REQUIRED] = [mine if t == wanted else t for t in terms]
     return pod
 
 

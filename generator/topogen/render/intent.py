@@ -6,7 +6,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogen.model import KUEUE_TAS_KEYS, LabelSelector, Toleration
-from topogen.plan import GroupPlan
+from topogen.plan.group_plan import GroupPlan
+from topogen.render.vocabulary import (
+    DENIED_ZONE_PAIRS,
+    GROUP_LABEL,
+    IDENTITY,
+    MANAGED_BY,
+    ROLE_LABEL,
+    TOLERATIONS,
+    ZONES,
+)
 
 __all__ = [
     "MUTATE",
@@ -192,9 +201,9 @@ def intent_for(
                 if j.excludes
             )
         )
-        fallback = plan.fallback_zones  # a job the render did not know (plan._fallback)
+        fallback = plan.fallback_zones  # a job the render did not know (plan/planner.py _fallback)
         assert fallback, "a spread plan over several domains has a fallback"
-        # per-job zones name a job by its job label alone (plan.plan_group pins the rest)
+        # per-job zones name a job by its job label alone (plan/planner.py plan_group pins the rest)
         assert not (plan.detached or p.scope), "per-job zones for a job no label names"
     return AdmissionIntent(
         name=f"topogen-{plan.group.name}",
@@ -265,20 +274,18 @@ def kyverno_library_annotations(
 def intent_summary(intent: AdmissionIntent, *, tolerations: bool, denied: bool) -> dict[str, str]:
     """The intent in machine-readable annotations, read by `topogen diff` for every engine."""
     out = {
-        "topogen.io/zones": ",".join(intent.zones),
-        "topogen.io/identity": "=".join(intent.identity or ()),
+        ZONES: ",".join(intent.zones),
+        IDENTITY: "=".join(intent.identity or ()),
     }
     if tolerations:  # key=value:effect (Equal) or key:effect (Exists)
-        out["topogen.io/tolerations"] = ",".join(
+        out[TOLERATIONS] = ",".join(
             t.key
             + (f"={t.value}" if t.operator == "Equal" else "")
             + (f":{t.effect}" if t.effect else "")
             for t in intent.tolerations
         )
     if denied:  # zone-a/zone-b pairs whose traffic the network policies deny
-        out["topogen.io/denied-zone-pairs"] = ",".join(
-            f"{a}/{b}" for a, b, _ in intent.denied_zone_pairs
-        )
+        out[DENIED_ZONE_PAIRS] = ",".join(f"{a}/{b}" for a, b, _ in intent.denied_zone_pairs)
     return out
 
 
@@ -301,9 +308,9 @@ def policy_metadata(
     )
     return {
         "labels": {
-            "app.kubernetes.io/managed-by": "topogen",
-            "topogen.io/group": intent.group,
-            "topogen.io/role": role,
+            MANAGED_BY[0]: MANAGED_BY[1],
+            GROUP_LABEL: intent.group,
+            ROLE_LABEL: role,
         },
         "annotations": {**annotations, **extra},
     }

@@ -23,10 +23,11 @@ import yaml
 
 from topogen.config import TopogenConfig
 from topogen.errors import TopogenError
-from topogen.pipeline import AnalysisReport, ClusterAnalysis
 from topogen.render.base import RenderedFile, render_text, to_yaml
 from topogen.render.intent import AdmissionIntent, intent_for
 from topogen.render.kyverno import API_SERVER_LABEL
+from topogen.render.planned import PlannedCluster, PlannedReport
+from topogen.render.vocabulary import CLUSTER_LABEL, MANAGED_BY, ROLE_LABEL
 from topogen.render.workload_patches import WorkloadPatch, workload_patches
 from topogen.yamlfast import load_all_fast
 
@@ -77,7 +78,7 @@ GATEKEEPER_WEBHOOKS = (
         "mutation.gatekeeper.sh",
     ),
 )
-_MANAGED = "app.kubernetes.io/managed-by=topogen"
+_MANAGED = "=".join(MANAGED_BY)
 # Argo CD sync waves of topogen's admission objects (kustomize/base; --stdout sets the same)
 SYNC_WAVES: list[tuple[dict[str, str], str]] = [
     ({"group": "policies.kyverno.io", "labelSelector": _MANAGED}, "-1"),
@@ -123,7 +124,7 @@ def _legacy_validate_rules(files: Sequence[RenderedFile]) -> dict[str, dict[str,
         cluster = _cluster_of(str(PurePosixPath(f.path).parent))
         for o in f.objects:
             labels = o.get("metadata", {}).get("labels", {})
-            if o.get("kind") == "ClusterPolicy" and labels.get("topogen.io/role") == "validate":
+            if o.get("kind") == "ClusterPolicy" and labels.get(ROLE_LABEL) == "validate":
                 rules = len(o["spec"]["rules"])
                 out.setdefault(o["metadata"]["name"], {})[cluster or ""] = rules
     return out
@@ -134,12 +135,12 @@ def _legacy_action_patches(rules: Mapping[str, Mapping[str, int]], action: str) 
     per-rule field; spec.validationFailureAction is deprecated). A policy with other rules
     in another cluster gets a patch per cluster, selected by the overlay's cluster label."""
     out: list[Any] = []
-    selector = f"{_MANAGED},topogen.io/role=validate"
+    selector = f"{_MANAGED},{ROLE_LABEL}=validate"
     for name, by_cluster in sorted(rules.items()):
         counts = set(by_cluster.values())
         plan = [("", counts.pop())] if len(counts) == 1 else sorted(by_cluster.items())
         for cluster, n in plan:
-            where = f",topogen.io/cluster={cluster}" if cluster else ""
+            where = f",{CLUSTER_LABEL}={cluster}" if cluster else ""
             ops = [
                 {"op": "add", "path": f"/spec/rules/{i}/validate/failureAction", "value": action}
                 for i in range(n)
@@ -155,7 +156,7 @@ def _cluster_of(folder: str) -> str | None:
     return parts[1] if len(parts) > 1 else None
 
 
-def _intents(ca: ClusterAnalysis, cfg: TopogenConfig) -> list[AdmissionIntent]:
+def _intents(ca: PlannedCluster, cfg: TopogenConfig) -> list[AdmissionIntent]:
     action = cfg.validation_action_for(cfg.cluster(ca.cluster))
     vap = cfg.kyverno.generate_validating_admission_policy
     return [
@@ -178,7 +179,7 @@ def _patch_file(p: WorkloadPatch, taken: set[str]) -> str:
 
 
 def _workload_patches(
-    cluster: str, intents: Sequence[AdmissionIntent], report: AnalysisReport
+    cluster: str, intents: Sequence[AdmissionIntent], report: PlannedReport
 ) -> list[RenderedFile]:
     folder = f"{ROOT}/components/workload-patches/{cluster}"
     patches: list[WorkloadPatch] = []
@@ -212,12 +213,12 @@ def _overlay(cluster: str, folders: Sequence[str]) -> RenderedFile:
         cluster=cluster,
         resources=[up + d for d in folders if _cluster_of(d) == cluster],
         components=["../../base"],
-        labels=[{"pairs": {"topogen.io/cluster": cluster}, "includeSelectors": False}],
+        labels=[{"pairs": {CLUSTER_LABEL: cluster}, "includeSelectors": False}],
     )
 
 
 def workload_patch_files(
-    ca: ClusterAnalysis, report: AnalysisReport, cfg: TopogenConfig
+    ca: PlannedCluster, report: PlannedReport, cfg: TopogenConfig
 ) -> list[RenderedFile]:
     """kustomize/components/workload-patches/<cluster>/: the mutation as manifest patches."""
     return _workload_patches(ca.cluster, _intents(ca, cfg), report)
@@ -225,7 +226,7 @@ def workload_patch_files(
 
 def kustomize_files(
     files: Sequence[RenderedFile],
-    report: AnalysisReport,
+    report: PlannedReport,
     cfg: TopogenConfig,
     patches: Mapping[str, list[RenderedFile]],
 ) -> list[RenderedFile]:

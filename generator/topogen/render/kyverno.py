@@ -36,6 +36,7 @@ from topogen.render.intent import (
     kyverno_library_annotations,
     policy_metadata,
 )
+from topogen.render.requirements import requirements
 
 __all__ = [
     "API_SERVER_LABEL",
@@ -77,16 +78,7 @@ def webhook_selectors(
     (`detached`: pods without it that this selector matches)."""
     pods: list[dict[str, Any]] = [{"key": intent.job_label, "operator": "Exists"}]
     if detached is not None:
-        pods = [{"key": intent.job_label, "operator": "DoesNotExist"}]
-        pods += [{"key": k, "operator": "In", "values": [v]} for k, v in detached.match_labels]
-        pods += [
-            {
-                "key": r.key,
-                "operator": r.operator,
-                **({"values": list(r.values)} if r.values else {}),
-            }
-            for r in detached.match_expressions
-        ]
+        pods = [{"key": intent.job_label, "operator": "DoesNotExist"}, *requirements(detached)]
     return {
         "namespace_selector": {
             "matchExpressions": [

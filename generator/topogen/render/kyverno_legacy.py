@@ -46,17 +46,25 @@ from topogen.render.intent import (
     named_jobs,
     policy_metadata,
 )
+from topogen.render.requirements import selector
+from topogen.render.vocabulary import (
+    NODE_AFFINITY,
+    POD_AFFINITY,
+    POD_ANTI_AFFINITY,
+    required_field,
+    required_pointer,
+)
 
 __all__ = ["kyverno_legacy_policies"]
 
 OBJ = "request.object"
-NODE_REQ = f"{OBJ}.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+NODE_REQ = required_field(NODE_AFFINITY, f"{OBJ}.spec")
 NODE_TERMS = f"{NODE_REQ}.nodeSelectorTerms"
-POD_REQ = f"{OBJ}.spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-ANTI_REQ = f"{OBJ}.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-NODE_REQ_PATH = "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution"
-POD_REQ_PATH = "/spec/affinity/podAffinity/requiredDuringSchedulingIgnoredDuringExecution"
-ANTI_REQ_PATH = "/spec/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution"
+POD_REQ = required_field(POD_AFFINITY, f"{OBJ}.spec")
+ANTI_REQ = required_field(POD_ANTI_AFFINITY, f"{OBJ}.spec")
+NODE_REQ_PATH = required_pointer(NODE_AFFINITY)
+POD_REQ_PATH = required_pointer(POD_AFFINITY)
+ANTI_REQ_PATH = required_pointer(POD_ANTI_AFFINITY)
 AUTOGEN = "pod-policies.kyverno.io/autogen-controllers"
 _KYVERNO_VAR = re.compile(r"\{\{.*?\}\}")
 
@@ -176,21 +184,6 @@ def _pod_name() -> str:
 # --- match blocks ------------------------------------------------------------------------
 
 
-def _selector(sel: LabelSelector, extra: Sequence[Requirement] = ()) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if sel.match_labels:
-        out["matchLabels"] = dict(sel.match_labels)
-    exprs = [*sel.match_expressions, *extra]
-    if exprs:
-        out["matchExpressions"] = [
-            {"key": r.key, "operator": r.operator, "values": list(r.values)}
-            if r.operator in ("In", "NotIn")
-            else {"key": r.key, "operator": r.operator}
-            for r in exprs
-        ]
-    return out
-
-
 def _match(
     intent: AdmissionIntent,
     selectors: Sequence[LabelSelector],
@@ -218,7 +211,7 @@ def _match(
                 "kinds": ["Pod"],
                 "namespaces": list(namespaces),
                 "operations": list(operations),
-                "selector": _selector(sel, extra),
+                "selector": selector(sel, extra),
             }
         }
 
@@ -228,7 +221,7 @@ def _match(
 def _exclude(intent: AdmissionIntent, selectors: Sequence[LabelSelector] = ()) -> dict[str, Any]:
     """Kueue TAS pods (label or annotation), and pods of `selectors` (other roles)."""
     filters: list[dict[str, Any]] = [
-        {"resources": {"kinds": ["Pod"], "selector": _selector(s)}} for s in selectors
+        {"resources": {"kinds": ["Pod"], "selector": selector(s)}} for s in selectors
     ]
     for key in intent.skip_keys:
         filters.append(
@@ -292,7 +285,7 @@ def _coordinator_term(intent: AdmissionIntent, sel: LabelSelector) -> dict[str, 
     variables)."""
     own = {k: var(label(k)) for k in (intent.job_label, *intent.scope)}
     label_selector: dict[str, Any] = {"matchLabels": {**own, **dict(sel.match_labels)}}
-    exprs = _selector(LabelSelector((), sel.match_expressions)).get("matchExpressions")
+    exprs = selector(LabelSelector((), sel.match_expressions)).get("matchExpressions")
     if exprs:
         label_selector["matchExpressions"] = exprs
     return {"labelSelector": label_selector, "topologyKey": intent.topology_key}

@@ -14,6 +14,7 @@ from topogen.render.base import RenderedFile, to_yaml
 from topogen.render.intent import MUTATE, AdmissionIntent
 from topogen.render.kyverno import policy_names
 from topogen.render.reference import mutate, role_of, sample_pods, violations
+from topogen.render.vocabulary import REQUIRED
 
 __all__ = ["kyverno_test_files", "validation_cases"]
 
@@ -53,9 +54,7 @@ def validation_cases(intent: AdmissionIntent) -> list[dict[str, Any]]:
             next(p for p in sample_pods(intent) if p["metadata"]["name"] == "coordinator"), intent
         )
         span["metadata"]["name"] = "spans-denied-zones"
-        terms = span["spec"]["affinity"]["nodeAffinity"][
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        ]["nodeSelectorTerms"]
+        terms = span["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"]
         terms[0]["matchExpressions"][-1]["values"] = [za, zb]
         if intent.identity_label:
             span["metadata"]["labels"].pop(intent.identity_label, None)

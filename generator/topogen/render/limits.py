@@ -14,26 +14,13 @@ from typing import Any
 import yaml
 
 from topogen.errors import InputError
-from topogen.names import label_key_problem, label_value_problem, object_name_problem
+from topogen.names import label_key_problem, label_value_problem, name_limit, object_name_problem
 from topogen.render.base import RenderedFile
+from topogen.render.vocabulary import GROUP_LABEL
 
-__all__ = ["check_limits", "name_limit"]
+__all__ = ["check_limits"]
 
-GROUP_LABEL = "topogen.io/group"
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-# API groups whose object names the engine also uses as label keys or values (63 bytes)
-_SHORT_NAMES = {
-    "kyverno.io": "Kyverno (the name of a policy is a label of its reports)",
-    "policies.kyverno.io": "Kyverno (the name of a policy is a label of its reports)",
-}
-
-
-def name_limit(api_version: str) -> tuple[int, str]:
-    """The longest name (bytes) objects of this API group may have, and whose rule it is."""
-    group = api_version.rpartition("/")[0]
-    if group in _SHORT_NAMES:
-        return 63, _SHORT_NAMES[group]
-    return 253, "Kubernetes (a DNS subdomain)"
 
 
 def check_limits(files: Iterable[RenderedFile], config: str) -> None:

@@ -21,8 +21,7 @@ import yaml
 
 from topogen.config import MonitoringConfig, TopogenConfig
 from topogen.errors import TopogenError
-from topogen.pipeline import ClusterAnalysis
-from topogen.plan import GroupPlan
+from topogen.plan.group_plan import GroupPlan
 from topogen.render.base import RenderedFile, render_documents, render_text
 from topogen.render.monitoring_rules import (
     GROUP_LABELS,
@@ -31,6 +30,8 @@ from topogen.render.monitoring_rules import (
     go_text,
     zones_snippet,
 )
+from topogen.render.planned import PlannedCluster
+from topogen.render.vocabulary import CLUSTER_LABEL, MANAGED_BY
 
 __all__ = ["DASHBOARD_SCHEMA_VERSION", "render_monitoring"]
 
@@ -103,7 +104,7 @@ def _group_values(plan: GroupPlan, cluster: str, cfg: MonitoringConfig) -> dict[
     }
 
 
-def _allowlist(cluster: ClusterAnalysis) -> str:
+def _allowlist(cluster: PlannedCluster) -> str:
     pods: set[str] = set()
     nodes: set[str] = set()
     for plan in cluster.plans:
@@ -131,7 +132,7 @@ def _dashboard_uid(cluster: str) -> str:
     return f"{uid[:31]}-{digest}"
 
 
-def _dashboard(cluster: ClusterAnalysis, cfg: MonitoringConfig) -> str:
+def _dashboard(cluster: PlannedCluster, cfg: MonitoringConfig) -> str:
     r = Records(cfg.rate_window)
     sel = 'topogen_group=~"$group", training_job=~"$training_job"'
     by = f"sum by ({_BY_GROUP}, pod)"
@@ -174,7 +175,7 @@ def _dashboard(cluster: ClusterAnalysis, cfg: MonitoringConfig) -> str:
 # --- entry point -----------------------------------------------------------------
 
 
-def render_monitoring(cluster: ClusterAnalysis, cfg: TopogenConfig) -> list[RenderedFile]:
+def render_monitoring(cluster: PlannedCluster, cfg: TopogenConfig) -> list[RenderedFile]:
     """Rule files and dashboard for one cluster; [] when monitoring is disabled."""
     mon = cfg.monitoring
     if not mon.enabled:
@@ -196,7 +197,7 @@ def render_monitoring(cluster: ClusterAnalysis, cfg: TopogenConfig) -> list[Rend
         ) from None
     if not isinstance(parsed, dict) or not isinstance(parsed.get("groups"), list):
         raise TopogenError("template monitoring/rules.yaml.j2 rendered no rule groups")
-    common = {"app.kubernetes.io/managed-by": "topogen", "topogen.io/cluster": cluster.cluster}
+    common = {MANAGED_BY[0]: MANAGED_BY[1], CLUSTER_LABEL: cluster.cluster}
     rule_text, rule_objs = render_documents(
         "monitoring/prometheusrule.yaml.j2",
         name=f"topogen-{cluster.cluster}",

@@ -20,7 +20,7 @@ from typing import Any
 
 from topogen.config import MonitoringConfig
 from topogen.model import LabelSelector
-from topogen.plan import GroupPlan
+from topogen.plan.group_plan import GroupPlan
 
 __all__ = [
     "GROUP_LABELS",

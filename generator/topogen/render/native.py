@@ -22,6 +22,7 @@ from topogen.render import cel
 from topogen.render.base import RenderedFile, render_documents
 from topogen.render.intent import AdmissionIntent, description, policy_metadata
 from topogen.render.kyverno import mutating_policy
+from topogen.render.vocabulary import DESCRIPTION
 
 __all__ = ["inline_variables", "mutating_api_version", "native_policies"]
 
@@ -36,7 +37,7 @@ def mutating_api_version(kubernetes_version: str) -> str:
 
 
 def _meta(intent: AdmissionIntent, role: str) -> dict[str, Any]:
-    return policy_metadata(intent, role, {"topogen.io/description": description(intent)})
+    return policy_metadata(intent, role, {DESCRIPTION: description(intent)})
 
 
 def _selectors(intent: AdmissionIntent, role: str) -> dict[str, Any]:

@@ -19,6 +19,8 @@ from topogen.render.intent import (
     identity_for,
     zones_for,
 )
+from topogen.render.requirements import selector
+from topogen.render.vocabulary import NODE_AFFINITY, POD_AFFINITY, POD_ANTI_AFFINITY, REQUIRED
 
 __all__ = ["anchor_of", "coordinator_term", "mutate", "role_of", "sample_pods", "violations"]
 
@@ -73,12 +75,10 @@ def _pin_node_affinity(
     spec: dict[str, Any], intent: AdmissionIntent, zones: tuple[str, ...]
 ) -> None:
     aff = spec.setdefault("affinity", {})
-    na = aff.setdefault("nodeAffinity", {})
-    req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+    na = aff.setdefault(NODE_AFFINITY, {})
+    req = na.get(REQUIRED)
     if req is None:
-        na["requiredDuringSchedulingIgnoredDuringExecution"] = {
-            "nodeSelectorTerms": [{"matchExpressions": [_zone_req(intent, zones)]}]
-        }
+        na[REQUIRED] = {"nodeSelectorTerms": [{"matchExpressions": [_zone_req(intent, zones)]}]}
         return
     for term in req.get("nodeSelectorTerms") or []:
         exprs = term.get("matchExpressions") or []
@@ -90,21 +90,15 @@ def coordinator_term(pod: Pod, intent: AdmissionIntent) -> dict[str, Any]:
     labels = _labels(pod)
     sel = anchor_of(labels, intent)
     own = {k: labels[k] for k in (intent.job_label, *intent.scope)}
-    selector: dict[str, Any] = {"matchLabels": {**own, **dict(sel.match_labels)}}
-    if sel.match_expressions:
-        selector["matchExpressions"] = [
-            {"key": r.key, "operator": r.operator, "values": list(r.values)}
-            if r.values
-            else {"key": r.key, "operator": r.operator}
-            for r in sel.match_expressions
-        ]
-    return {"labelSelector": selector, "topologyKey": intent.topology_key}
+    written = selector(sel)
+    written["matchLabels"] = {**own, **dict(sel.match_labels)}
+    return {"labelSelector": written, "topologyKey": intent.topology_key}
 
 
 def _has_coordinator_term(pod: Pod, intent: AdmissionIntent) -> bool:
     job = _labels(pod).get(intent.job_label)
-    terms = (((pod.get("spec") or {}).get("affinity") or {}).get("podAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
+    terms = (((pod.get("spec") or {}).get("affinity") or {}).get(POD_AFFINITY) or {}).get(
+        REQUIRED
     ) or []
     return any(
         t.get("topologyKey") == intent.topology_key
@@ -128,8 +122,8 @@ def _exclude(spec: dict[str, Any], intent: AdmissionIntent, namespace: str, job:
     wanted = [anti_affinity_term(intent, e) for e in excludes_for(intent, namespace, job)]
     if not wanted:
         return
-    anti = spec.setdefault("affinity", {}).setdefault("podAntiAffinity", {})
-    terms = anti.setdefault("requiredDuringSchedulingIgnoredDuringExecution", [])
+    anti = spec.setdefault("affinity", {}).setdefault(POD_ANTI_AFFINITY, {})
+    terms = anti.setdefault(REQUIRED, [])
     have = list(terms)
     terms += [w for w in wanted if not any(same_exclusion(t, w) for t in have)]
 
@@ -152,8 +146,8 @@ def mutate(pod: Pod, intent: AdmissionIntent) -> Pod:
             spec["tolerations"] = [*(existing or []), *missing]
     else:
         if not _has_coordinator_term(out, intent):
-            pa = spec.setdefault("affinity", {}).setdefault("podAffinity", {})
-            terms = pa.setdefault("requiredDuringSchedulingIgnoredDuringExecution", [])
+            pa = spec.setdefault("affinity", {}).setdefault(POD_AFFINITY, {})
+            terms = pa.setdefault(REQUIRED, [])
             terms.append(coordinator_term(out, intent))
     namespace = out.get("metadata", {}).get("namespace", "default")
     job = _labels(out).get(intent.job_label)  # None: a detached pod (never per job)
@@ -173,12 +167,9 @@ def _pinned_zone_sets(pod: Pod, intent: AdmissionIntent) -> list[list[str]] | No
     selector = spec.get("nodeSelector") or {}
     if intent.zone_label in selector:
         return [[selector[intent.zone_label]]]
-    terms = (
-        ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        )
-        or {}
-    ).get("nodeSelectorTerms") or []
+    terms = (((spec.get("affinity") or {}).get(NODE_AFFINITY) or {}).get(REQUIRED) or {}).get(
+        "nodeSelectorTerms"
+    ) or []
     if not terms:
         return None
     sets = []
@@ -260,13 +251,7 @@ def sample_pods(intent: AdmissionIntent) -> list[Pod]:
             ns,
             coord,
             tolerations=[gpu_tol],
-            affinity={
-                "nodeAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": {
-                        "nodeSelectorTerms": [user_term]
-                    }
-                }
-            },
+            affinity={NODE_AFFINITY: {REQUIRED: {"nodeSelectorTerms": [user_term]}}},
         ),
         _pod("worker", ns, worker),
         _pod(
@@ -274,8 +259,8 @@ def sample_pods(intent: AdmissionIntent) -> list[Pod]:
             ns,
             worker,
             affinity={
-                "podAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                POD_AFFINITY: {
+                    REQUIRED: [
                         {
                             "labelSelector": {"matchLabels": {"cache": "warm"}},
                             "topologyKey": "kubernetes.io/hostname",

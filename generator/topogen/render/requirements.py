@@ -1,6 +1,8 @@
-"""Label selector requirements as written in a selector, and the algebra Gatekeeper's
-mutators need: a label selector ANDs its requirements and cannot negate a selector of
-several, so "a worker and no coordinator" is written in disjunctive form."""
+"""Label selectors as every backend writes them (the one writer: values for In and NotIn
+only, as the API server wants them; sources/label_selectors.py is the one reader), and the
+algebra Gatekeeper's mutators need: a label selector ANDs its requirements and cannot
+negate a selector of several, so "a worker and no coordinator" is written in disjunctive
+form."""
 
 from __future__ import annotations
 
@@ -8,20 +10,34 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from topogen.model import LabelSelector
+from topogen.model import LabelSelector, Requirement
 
-__all__ = ["Req", "disjunctive", "expressions", "requirements"]
+__all__ = ["Req", "disjunctive", "expressions", "requirement", "requirements", "selector"]
 
 Req = dict[str, Any]  # a label selector requirement, as written in a selector
 
 
-def expressions(sel: LabelSelector) -> list[Req]:
-    out = []
-    for r in sel.match_expressions:
-        req: Req = {"key": r.key, "operator": r.operator}
-        if r.operator in ("In", "NotIn"):
-            req["values"] = list(r.values)
-        out.append(req)
+def requirement(r: Requirement) -> Req:
+    """One requirement as written in a selector."""
+    req: Req = {"key": r.key, "operator": r.operator}
+    if r.operator in ("In", "NotIn"):
+        req["values"] = list(r.values)
+    return req
+
+
+def expressions(sel: LabelSelector, extra: Sequence[Requirement] = ()) -> list[Req]:
+    """matchExpressions: the selector's requirements, then `extra`."""
+    return [requirement(r) for r in (*sel.match_expressions, *extra)]
+
+
+def selector(sel: LabelSelector, extra: Sequence[Requirement] = ()) -> dict[str, Any]:
+    """The selector as written: matchLabels and matchExpressions, each only when not empty."""
+    out: dict[str, Any] = {}
+    if sel.match_labels:
+        out["matchLabels"] = dict(sel.match_labels)
+    exprs = expressions(sel, extra)
+    if exprs:
+        out["matchExpressions"] = exprs
     return out
 
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from topogen.errors import InputError
-from topogen.manifest import KubeObject, as_list, as_map
+from topogen.manifest import KubeObject, as_list, as_map, check_fields
 from topogen.model import PortRange
 
-__all__ = ["PortsRead", "check_fields", "cilium_ports"]
+__all__ = ["PortsRead", "cilium_ports"]
 
 _TRANSPORT = ("TCP", "UDP", "SCTP")
 _PORTLESS = ("VRRP", "IGMP", "GRE", "IPIP", "IPV6", "ESP", "AH")
@@ -35,17 +35,6 @@ _SVC_NAME = re.compile(r"^([a-zA-Z0-9]-?)*[a-zA-Z](-?[a-zA-Z0-9])*$")
 _PORT_RULE_KEYS = {"ports", "terminatingTLS", "originatingTLS", "serverNames", "listener", "rules"}
 _PORT_KEYS = {"port", "endPort", "protocol"}
 _L7_KEYS = {"http", "dns"}
-
-
-def check_fields(data: Mapping[str, Any], allowed: set[str], what: str, obj: KubeObject) -> None:
-    """kubectl applies with strict field validation: an unknown field is refused."""
-    unknown = sorted(k for k in data if k not in allowed)
-    if unknown:
-        raise InputError(
-            f"{obj.where()}: {what} has unknown field {unknown[0]!r}",
-            path=obj.path,
-            hint="the API server refuses fields the CRD does not define",
-        )
 
 
 @dataclass(frozen=True)

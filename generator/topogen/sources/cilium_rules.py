@@ -21,7 +21,7 @@ from topogen.cilium.selectors import (
     subject_selector,
 )
 from topogen.errors import InputError
-from topogen.manifest import KubeObject, as_list, as_map, string_map
+from topogen.manifest import KubeObject, as_list, as_map, check_fields
 from topogen.model import (
     CiliumSettings,
     Isolation,
@@ -29,15 +29,14 @@ from topogen.model import (
     Peer,
     PolicyRef,
     PolicyRule,
-    Requirement,
     Service,
 )
-from topogen.sources.cilium_ports import check_fields, cilium_ports
+from topogen.sources.cilium_ports import cilium_ports
+from topogen.sources.label_selectors import read_label_selector
 
 __all__ = ["read_cilium", "sourced_selector"]
 
 CNP, CCNP = "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"
-_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 _TOP_KEYS = {"apiVersion", "kind", "metadata", "spec", "specs", "status"}
 _RULE_KEYS = {
     "endpointSelector", "nodeSelector", "ingress", "ingressDeny", "egress", "egressDeny",
@@ -45,38 +44,12 @@ _RULE_KEYS = {
 }  # fmt: skip
 _COMMON = {"ingress": ["Endpoints", "CIDR", "CIDRSet", "Entities", "Groups", "Nodes"],
            "egress": ["Endpoints", "CIDR", "CIDRSet", "Entities", "Services", "Groups", "Nodes"]}  # fmt: skip
-_SELECTOR_KEYS = {"matchLabels", "matchExpressions"}
 
 
 def sourced_selector(raw: Any, what: str, obj: KubeObject) -> SourcedSelector:
-    """A label selector, keys as written; validated as Kubernetes validates selectors."""
-    data = as_map(raw, what, obj)
-    check_fields(data, _SELECTOR_KEYS, what, obj)
-    labels = string_map(data.get("matchLabels"), f"{what}.matchLabels", obj)
-    exprs = []
-    for i, expr in enumerate(
-        as_list(data.get("matchExpressions"), f"{what}.matchExpressions", obj)
-    ):
-        ew = f"{what}.matchExpressions[{i}]"
-        e = as_map(expr, ew, obj)
-        check_fields(e, {"key", "operator", "values"}, ew, obj)
-        op, key = e.get("operator"), e.get("key")
-        if op not in _OPERATORS or not isinstance(key, str) or not key:
-            raise InputError(
-                f"{obj.where()}: {ew} needs a key and an operator in {', '.join(_OPERATORS)}, "
-                f"got {op!r}",
-                path=obj.path,
-            )
-        values = as_list(e.get("values"), f"{ew}.values", obj)
-        if any(not isinstance(v, str) for v in values):
-            raise InputError(
-                f"{obj.where()}: {ew}.values must be strings", path=obj.path, hint="quote them"
-            )
-        if (op in ("In", "NotIn")) != bool(values):
-            need = "needs values" if op in ("In", "NotIn") else "takes no values"
-            raise InputError(f"{obj.where()}: {ew} ({op}) {need}", path=obj.path)
-        exprs.append(Requirement(key, op, tuple(sorted(set(values)))))
-    return SourcedSelector(tuple(sorted(labels.items())), tuple(sorted(exprs)))
+    """A label selector, keys as written (label_selectors.py checks it)."""
+    sel = read_label_selector(raw, what, obj)
+    return SourcedSelector(sel.match_labels, sel.match_expressions)
 
 
 def read_cilium(

@@ -180,7 +180,8 @@ def check_snapshot(text: str) -> None:
     from topogen.sources.objects import flatten
     from topogen.sources.policies import read_policies
     from topogen.sources.workloads import read_namespaces
-    from topogen.sources.yamlio import Document, load_yaml_text
+    from topogen.sources.yamlio import Document
+    from topogen.yamltext import load_yaml_text
 
     try:
         docs = load_yaml_text(text, "the snapshot")

@@ -7,14 +7,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from topogen.errors import InputError
+from topogen.errors import InputError, Notice
 from topogen.manifest import KubeObject
 from topogen.model import NO_ZONE_PREFIX, Namespace, PolicySet, Service, Topology, Workload
 from topogen.sources.nodes import read_nodes
 from topogen.sources.objects import flatten
 from topogen.sources.policies import read_policies, read_services
 from topogen.sources.workloads import read_namespaces, read_workloads
-from topogen.sources.yamlio import display_path, expand_paths, iter_documents
+from topogen.sources.yamlio import expand_paths, iter_documents
+from topogen.yamltext import display_path
 
 if TYPE_CHECKING:  # the config model (pydantic) is not needed to read files
     from topogen.config import ClusterConfig, TopogenConfig
@@ -100,8 +101,10 @@ def load_cluster_inputs(
         gpu_node_selector=dict(cluster.gpu_node_selector),
     )
     warnings = tuple(
-        f"cluster {cluster.name}: node {n.name} has no {cluster.zone_label} label; it counts as "
-        "a zone of its own"
+        Notice(
+            cluster.name,
+            f"node {n.name} has no {cluster.zone_label} label; it counts as a zone of its own",
+        )
         for n in topology.nodes
         if n.zone.startswith(NO_ZONE_PREFIX)
     )

@@ -16,12 +16,11 @@ from topogen.model import (
     Toleration,
 )
 from topogen.names import check_label_key, check_label_value, check_labels
+from topogen.sources.label_selectors import read_label_selector, read_requirements
 from topogen.sources.objects import parse_quantity
-from topogen.sources.policies import parse_selector
 
 __all__ = ["parse_pod_template"]
 
-_NODE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
@@ -134,24 +133,7 @@ def _node_affinity(
     ):
         tw = f"{rw}.nodeSelectorTerms[{i}]"
         term = as_map(raw, tw, obj)
-        reqs = []
-        for j, e in enumerate(as_list(term.get("matchExpressions"), f"{tw}.matchExpressions", obj)):
-            em = as_map(e, f"{tw}.matchExpressions[{j}]", obj)
-            op, key = em.get("operator"), em.get("key")
-            if op not in _NODE_OPERATORS or not isinstance(key, str):
-                raise InputError(
-                    f"{obj.where()}: {tw}.matchExpressions[{j}] needs a key and an "
-                    f"operator in {', '.join(_NODE_OPERATORS)}",
-                    path=obj.path,
-                )
-            values = as_list(em.get("values"), f"{tw}.matchExpressions[{j}].values", obj)
-            if any(not isinstance(v, str) for v in values):
-                raise InputError(
-                    f"{obj.where()}: {tw}.matchExpressions[{j}].values must be strings",
-                    path=obj.path,
-                    hint="quote numbers",
-                )
-            reqs.append(NodeSelectorRequirement(key, op, tuple(values)))
+        reqs = read_requirements(term.get("matchExpressions"), f"{tw}.matchExpressions", obj)
         if term.get("matchFields"):
             for j, e in enumerate(as_list(term.get("matchFields"), f"{tw}.matchFields", obj)):
                 fw = f"{tw}.matchFields[{j}]"
@@ -187,9 +169,7 @@ def _pod_affinity(
             key = term.get("topologyKey")
             if not isinstance(key, str) or not key:
                 raise InputError(f"{obj.where()}: {rw}[{i}] needs a topologyKey", path=obj.path)
-            sel = parse_selector(
-                term.get("labelSelector"), f"{rw}[{i}].labelSelector", obj, cilium=False
-            )
+            sel = read_label_selector(term.get("labelSelector"), f"{rw}[{i}].labelSelector", obj)
             namespaces = tuple(
                 str(n) for n in as_list(term.get("namespaces"), f"{rw}[{i}].namespaces", obj)
             )

@@ -18,7 +18,6 @@ from topogen.cilium.identity import (
     CILIUM_NS_LABEL_PREFIX,
     CLUSTER_KEY,
     NAMESPACE_KEY,
-    normalise_key,
 )
 from topogen.errors import InputError
 from topogen.manifest import KubeObject, as_list, as_map, check_name, string_map
@@ -35,13 +34,13 @@ from topogen.model import (
     Service,
 )
 from topogen.sources.cilium_rules import read_cilium
+from topogen.sources.label_selectors import read_label_selector
 from topogen.sources.scope import namespace_of
 
-__all__ = ["POLICY_KINDS", "parse_selector", "read_policies", "read_services"]
+__all__ = ["POLICY_KINDS", "read_policies", "read_services"]
 
 CNP, CCNP, NP = "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy", "NetworkPolicy"
 POLICY_KINDS = {("cilium.io", CNP), ("cilium.io", CCNP), ("networking.k8s.io", NP)}
-_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
 _PORT_NAME = re.compile(r"^(?=.*[a-zA-Z])[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?$")
 
@@ -93,39 +92,6 @@ def read_policies(
 
 
 # --- selectors ---------------------------------------------------------------
-
-
-def parse_selector(raw: Any, what: str, obj: KubeObject, *, cilium: bool) -> LabelSelector:
-    data = as_map(raw, what, obj)
-    labels = string_map(data.get("matchLabels"), f"{what}.matchLabels", obj)
-    exprs = []
-    for i, expr in enumerate(
-        as_list(data.get("matchExpressions"), f"{what}.matchExpressions", obj)
-    ):
-        e = as_map(expr, f"{what}.matchExpressions[{i}]", obj)
-        op, key = e.get("operator"), e.get("key")
-        if op not in _OPERATORS or not isinstance(key, str):
-            raise InputError(
-                f"{obj.where()}: {what}.matchExpressions[{i}] needs a key and an "
-                f"operator in {', '.join(_OPERATORS)}, got {op!r}",
-                path=obj.path,
-            )
-        values = as_list(e.get("values"), f"{what}.matchExpressions[{i}].values", obj)
-        if any(not isinstance(v, str) for v in values):
-            raise InputError(
-                f"{obj.where()}: {what}.matchExpressions[{i}].values must be strings",
-                path=obj.path,
-                hint="quote numbers and booleans",
-            )
-        if op in ("In", "NotIn") and not values:
-            raise InputError(
-                f"{obj.where()}: {what}.matchExpressions[{i}] ({op}) needs values", path=obj.path
-            )
-        exprs.append(
-            Requirement(normalise_key(key) if cilium else key, op, tuple(sorted(set(values))))
-        )
-    pairs = tuple(sorted((normalise_key(k) if cilium else k, v) for k, v in labels.items()))
-    return LabelSelector(pairs, tuple(sorted(exprs)))
 
 
 def _in_namespace(sel: LabelSelector, namespace: str) -> LabelSelector:
@@ -213,7 +179,7 @@ def _read_netpol(
     deny when policyTypes names it (ingress also when policyTypes omits Egress)."""
     spec = as_map(obj.body.get("spec"), "spec", obj)
     namespace = ref.namespace
-    subject = parse_selector(spec.get("podSelector"), "spec.podSelector", obj, cilium=False)
+    subject = read_label_selector(spec.get("podSelector"), "spec.podSelector", obj)
     subject = _in_namespace(subject, namespace)
     types = as_list(spec.get("policyTypes"), "spec.policyTypes", obj)
     for t in types:
@@ -273,15 +239,13 @@ def _netpol_peers(
                 f"{obj.where()}: {pw} needs podSelector, namespaceSelector or ipBlock",
                 path=obj.path,
             )
-        pod_sel = parse_selector(p.get("podSelector"), f"{pw}.podSelector", obj, cilium=False)
+        pod_sel = read_label_selector(p.get("podSelector"), f"{pw}.podSelector", obj)
         labels = list(pod_sel.match_labels)
         exprs = list(pod_sel.match_expressions)
         if CLUSTER_KEY not in set(pod_sel.keys()):
             labels.append((CLUSTER_KEY, cluster))
         if "namespaceSelector" in p:
-            ns_sel = parse_selector(
-                p["namespaceSelector"], f"{pw}.namespaceSelector", obj, cilium=False
-            )
+            ns_sel = read_label_selector(p["namespaceSelector"], f"{pw}.namespaceSelector", obj)
             labels += [(CILIUM_NS_LABEL_PREFIX + k, v) for k, v in ns_sel.match_labels]
             exprs += [
                 Requirement(CILIUM_NS_LABEL_PREFIX + r.key, r.operator, r.values)

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from topogen.config import load_config
+from topogen.diff.changes import DiffReport, Tree
 from topogen.diff.core import diff
-from topogen.diff.model import DiffReport, Tree
 from topogen.diff.tree import KNOWN_TOPS, generated_tops, load_tree
 from topogen.emit.writer import GENERATED_HEADER, write_tree
-from topogen.errors import InputError, TopogenError
-from topogen.pipeline import AnalysisReport
-from topogen.rendering import render
+from topogen.errors import InputError, Refusal, TopogenError
+from topogen.pipeline.analyze import AnalysisReport
+from topogen.pipeline.render import render
 
 __all__ = ["RenderedSide", "diff_configs", "diff_dirs", "diff_rendered", "render_side"]
 
@@ -33,7 +33,7 @@ AT_REF = "inputs at this git ref, rendered now"
 class RenderedSide:
     tree: Tree
     analysis: AnalysisReport
-    refused: tuple[str, ...]
+    refused: tuple[Refusal, ...]
 
 
 def render_side(config_path: Path, allow_outside: bool = False) -> RenderedSide:

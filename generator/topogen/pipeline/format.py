@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from topogen.model import Finding
-from topogen.pipeline import AnalysisReport
+from topogen.pipeline.analyze import AnalysisReport
 from topogen.textui import fit_row, paint
 
 __all__ = ["analysis_json", "analysis_table", "finding_dict", "placement_lines"]

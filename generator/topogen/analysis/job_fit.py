@@ -7,10 +7,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from topogen.analysis.fit import quantity
 from topogen.analysis.nodeindex import NodeIndex
-from topogen.analysis.placement import Placement
-from topogen.model import Node
+from topogen.analysis.placed import Placement
+from topogen.model import Node, quantity
 
 __all__ = ["PodDemand", "fits", "pack", "room"]
 

@@ -1,19 +1,30 @@
-"""The core entry points the CLI calls: sources -> analysis -> plan (-> render, emit)."""
+"""`topogen analyze` (and the first half of render): sources -> analysis -> plan, per
+cluster; the groups of a cluster analysed and planned on several cores (ClusterRun)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
-from topogen.analysis import ClusterIndex, JobAnalysis, PolicyIndex, find_groups
+from topogen.analysis import (
+    AnalysisContext,
+    ClusterIndex,
+    JobAnalysis,
+    PolicyIndex,
+    analyze_job,
+    find_groups,
+)
 from topogen.analysis.groups import check_profiles
+from topogen.analysis.members import Member
+from topogen.analysis.paths import BlockedPath
 from topogen.analysis.policychecks import policy_notes, policy_warnings
 from topogen.config import ClusterConfig, GroupConfig, TopogenConfig
-from topogen.errors import InputError
+from topogen.errors import InputError, Notice
 from topogen.model import Finding, TrainingGroup, Workload
 from topogen.operators.registry import profile_for
-from topogen.parallel import ClusterRun, Then, no_cycle_collection
-from topogen.plan import GroupPlan
+from topogen.pipeline.parallel import Shared, map_groups, no_cycle_collection, workers
+from topogen.plan.group_plan import GroupPlan
+from topogen.plan.planner import plan_cluster, plan_group
 from topogen.sources.loader import (
     ClusterInputs,
     WorkloadInputs,
@@ -26,6 +37,7 @@ __all__ = [
     "GATEKEEPER_FAILS_OPEN",
     "AnalysisReport",
     "ClusterAnalysis",
+    "ClusterRun",
     "analyze",
     "engine_warnings",
 ]
@@ -48,15 +60,13 @@ class ClusterAnalysis:
     jobs: tuple[JobAnalysis, ...]
     plans: tuple[GroupPlan, ...]
     findings: tuple[Finding, ...]
-    # what analyze's `then` made of each plan (in the same order), when it was given one
-    then: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
 class AnalysisReport:
     clusters: tuple[ClusterAnalysis, ...]
     skipped: tuple[str, ...]
-    warnings: tuple[str, ...]
+    warnings: tuple[str, ...]  # a cluster's: Notice
     # the config's workload files as read (render patches them)
     read: WorkloadInputs
     # what Cilium enforces beyond L3/L4 on the analysed pods (L7 rules, authentication ...)
@@ -111,12 +121,16 @@ def _no_overlap(
 SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 
 
-def _system_namespaces(cluster: str, group: GroupConfig) -> list[str]:
+def _system_namespaces(cluster: str, group: GroupConfig) -> list[Notice]:
     return [
-        f"cluster {cluster}: group {group.name} is in the system namespace {ns}: Kyverno's "
-        f"default install leaves {ns} out of its webhooks (the policies never run there), "
-        "and where they run they fail closed (failurePolicy Fail): while the webhook is down "
-        f"no pod of the group can be created in {ns}"
+        Notice(
+            cluster,
+            f"group {group.name} is in the system namespace {ns}: Kyverno's default install "
+            f"leaves {ns} out of its webhooks (the policies never run there), and where they "
+            "run they fail closed (failurePolicy Fail): while the webhook is down no pod of "
+            f"the group can be created in {ns}",
+            group.name,
+        )
         for ns in group.namespaces
         if ns in SYSTEM_NAMESPACES
     ]
@@ -126,23 +140,18 @@ def analyze(
     cfg: TopogenConfig,
     clusters: list[str] | None = None,
     workloads: tuple[Workload, ...] | None = None,
-    then: Then | None = None,
 ) -> AnalysisReport:
-    """Analyze every (or the named) cluster of the config against its workloads.
-
-    `then(cluster, plan)` runs on each group's final plan (after the cluster's spread
-    groups are packed together), shared out among the cores on a fleet (render passes
-    the rendering of a group's policies); its results are ClusterAnalysis.then. How the
-    groups are shared out among the cores: parallel.py.
-    """
+    """Analyze every (or the named) cluster of the config against its workloads, and plan
+    each group (the cluster's spread groups packed together). How the groups are shared
+    out among the cores: ClusterRun, parallel.py."""
     with no_cycle_collection():
-        return _analyze(cfg, clusters, workloads, then)
+        return _analyze(cfg, clusters, workloads)
 
 
-def engine_warnings(cfg: TopogenConfig, cluster: ClusterConfig) -> list[str]:
+def engine_warnings(cfg: TopogenConfig, cluster: ClusterConfig) -> list[Notice]:
     """What the chosen engines do when they are down, where that admits pods unconstrained."""
     if "gatekeeper" in cfg.engines_for(cluster) and cfg.gatekeeper.failure_policy == "Ignore":
-        return [f"cluster {cluster.name}: {GATEKEEPER_FAILS_OPEN}"]
+        return [Notice(cluster.name, GATEKEEPER_FAILS_OPEN)]
     return []
 
 
@@ -150,7 +159,6 @@ def _analyze(
     cfg: TopogenConfig,
     clusters: list[str] | None,
     workloads: tuple[Workload, ...] | None,
-    then: Then | None,
 ) -> AnalysisReport:
     loaded = load_workload_inputs(cfg)
     all_workloads = loaded.workloads if workloads is None else workloads
@@ -171,47 +179,102 @@ def _analyze(
         identity_labels = {g.identity_label for g in groups if g.identity_label}
         topology = {cluster.zone_label, *([cluster.domain_label] if cluster.domain_label else [])}
         warnings.extend(
-            f"cluster {cluster.name}: {w}"
+            Notice(cluster.name, w)
             for w in policy_warnings(inputs.policies, pods, identity_labels, topology)
         )
         notes.extend(
-            f"cluster {cluster.name}: {n}"
-            for n in policy_notes(policy_index, all_workloads, namespaces)
+            Notice(cluster.name, n) for n in policy_notes(policy_index, all_workloads, namespaces)
         )
         step(f"cluster {cluster.name}: analysing {len(groups)} groups")
         found = [find_groups(group, all_workloads) for group in groups]
         _no_overlap(cfg, cluster.name, groups, found)
         check_profiles(groups, all_workloads, found)
-        run = ClusterRun(cluster.name, index, cluster.domain_label, groups, found, then)
+        run = ClusterRun(cluster.name, index, cluster.domain_label, groups, found)
         analyzed = run.analyze(all_workloads)
         jobs: list[JobAnalysis] = []
         plans: list[GroupPlan] = []
         findings: list[Finding] = []
-        made: list[Any] = []
-        for group, (group_jobs, plan, after) in zip(groups, analyzed, strict=True):
+        for group, (group_jobs, plan) in zip(groups, analyzed, strict=True):
             warnings.extend(_system_namespaces(cluster.name, group))
             if not group_jobs:
                 warnings.append(
-                    f"cluster {cluster.name}: no workloads of group {group.name} "
-                    f"found in namespaces {', '.join(group.namespaces)}"
+                    Notice(
+                        cluster.name,
+                        f"no workloads of group {group.name} found in namespaces "
+                        f"{', '.join(group.namespaces)}",
+                        group.name,
+                    )
                 )
             if plan.note:
-                warnings.append(f"cluster {cluster.name}: {plan.note}")
+                warnings.append(Notice(cluster.name, plan.note, group.name))
             fix = plan.describe_fix()
             for j in group_jobs:
                 findings.extend(replace(f, fix=fix) if f.kind.is_problem else f for f in j.findings)
             jobs.extend(group_jobs)
             plans.append(plan)
-            made.append(after)
         results.append(
-            ClusterAnalysis(
-                cluster.name,
-                inputs,
-                tuple(jobs),
-                tuple(plans),
-                tuple(findings),
-                tuple(made) if then is not None else (),
-            )
+            ClusterAnalysis(cluster.name, inputs, tuple(jobs), tuple(plans), tuple(findings))
         )
     skipped = loaded.skipped + tuple(s for c in results for s in c.inputs.skipped)
     return AnalysisReport(tuple(results), skipped, tuple(warnings), loaded, tuple(notes))
+
+
+class ClusterRun:
+    """The config groups of one cluster (their jobs found), analyzed and planned group by
+    group, the largest first, shared out among the cores (map_groups)."""
+
+    def __init__(
+        self,
+        cluster: str,
+        index: ClusterIndex,
+        domain_label: str | None,
+        groups: Sequence[GroupConfig],
+        found: Sequence[Sequence[TrainingGroup]],
+    ) -> None:
+        self.cluster = cluster
+        self.index = index
+        self.domain_label = domain_label
+        self.groups = list(groups)
+        self.found = [list(js) for js in found]
+        self._contexts: dict[int, AnalysisContext] = {}
+
+    def analyze(self, workloads: Sequence[Workload]) -> list[tuple[list[JobAnalysis], GroupPlan]]:
+        """Per group: its jobs analyzed, and its plan."""
+        shared = Shared(
+            [
+                *workloads,
+                *(w.template for w in workloads),
+                *(j for js in self.found for j in js),
+                *self.groups,
+            ],
+            self.index.topology.nodes,
+            self._blocked,
+        )
+        procs = workers(sum(len(js) for js in self.found))
+        order = largest_first([len(js) for js in self.found])
+        analyzed = map_groups(self._one, len(self.groups), procs, shared, order)
+        # the spread groups' jobs share the cluster's GPUs: packed together, in one place
+        planned = plan_cluster([p for _, p in analyzed], [js for js, _ in analyzed])
+        return [(js, p) for (js, _), p in zip(analyzed, planned, strict=True)]
+
+    def _context(self, g: int) -> AnalysisContext:
+        ctx = self._contexts.get(g)
+        if ctx is None:
+            ctx = self._contexts[g] = AnalysisContext(
+                self.index, self.groups[g], domain_label=self.domain_label
+            )
+        return ctx
+
+    def _one(self, g: int) -> tuple[list[JobAnalysis], GroupPlan]:
+        ctx = self._context(g)
+        group_jobs = [analyze_job(self.cluster, j, ctx) for j in self.found[g]]
+        return group_jobs, plan_group(self.cluster, self.groups[g], group_jobs, ctx)
+
+    def _blocked(self, g: int, members: tuple[Member, ...]) -> Callable[[], Iterator[BlockedPath]]:
+        """The blocked paths of a job of group g, listed when asked for (in the parent)."""
+        return lambda: self._context(g).job_paths(members).blocked()
+
+
+def largest_first(jobs: Sequence[int]) -> list[int]:
+    """The groups in the order workers claim them: the most jobs first (balances best)."""
+    return sorted(range(len(jobs)), key=lambda g: -jobs[g])

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
-from topogen.analysis.fit import quantity
+from topogen.model import quantity
+from topogen.plan.scoring import best_left_over, most_left_over
 
 __all__ = ["Fallback", "choose"]
 
@@ -45,14 +46,13 @@ def choose(
     facts = f"GPUs left over once the known jobs are packed: {spare}{more}"
     after = "a job that appears after the render"
     if not room:
-        most = min(order, key=lambda n: (-left[n], order.index(n)))
+        most = most_left_over(order, left)
         return (most,), (
             f"{after} is pinned to {most} (no domain keeps room for {job}: the most left "
             f"over; {facts})"
         )
     if static:
-        rank = {z: i for i, z in enumerate(prefer)}
-        pick = min(room, key=lambda n: (rank.get(n, len(rank)), -left[n], order.index(n)))
+        pick = best_left_over(room, order, prefer, left)
         return (pick,), (
             f"{after} is pinned to {pick} (the domain that keeps room for {job} with the most "
             f"GPUs left over, preferZones first; {facts})"

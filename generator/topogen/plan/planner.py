@@ -7,139 +7,26 @@ a constraint the capacity cannot meet turns a network failure into an eternal Pe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 
 from topogen.analysis.context import AnalysisContext
 from topogen.analysis.denied_pairs import denied_zone_pairs
 from topogen.analysis.domains import DomainCheck
 from topogen.analysis.findings import JobAnalysis
-from topogen.analysis.fit import quantity as _count
-from topogen.anchors import detached_selectors, worker_anchors
 from topogen.cilium.labelfilter import label_filter
 from topogen.config import GroupConfig
-from topogen.fallback import Fallback, choose
-from topogen.identity import identity_source
-from topogen.model import LabelSelector, Toleration
-from topogen.operators.base import Profile
+from topogen.model import Toleration
+from topogen.model import quantity as _count
 from topogen.operators.registry import profile_for
-from topogen.packing import Assignment, JobNeed, assign
+from topogen.plan.anchors import detached_selectors, worker_anchors
+from topogen.plan.assignment import Assignment, JobNeed, assign
+from topogen.plan.fallback import Fallback, choose
+from topogen.plan.group_plan import GroupPlan, JobDomain
+from topogen.plan.identity_source import identity_source
+from topogen.plan.scoring import best_for_pin, spread_order
 
-__all__ = ["GroupPlan", "JobDomain", "plan_cluster", "plan_group"]
-
-
-@dataclass(frozen=True)
-class JobDomain:
-    """Where one known job of a spread group goes, and why."""
-
-    job: str  # namespace/name
-    name: str  # the job label's value
-    domain: str
-    zones: tuple[str, ...]
-    reason: str
-    # queued: the known jobs it never shares its domain with, (namespace, job label,
-    # value): required pod anti-affinity on the domain (the scheduler applies it both ways)
-    excludes: tuple[tuple[str, str, str], ...] = ()
-
-
-@dataclass(frozen=True)
-class GroupPlan:
-    cluster: str
-    group: GroupConfig
-    profile: Profile
-    zone_label: str
-    domain: str | None
-    zones: tuple[str, ...]
-    tolerations: tuple[Toleration, ...]
-    identity: tuple[str, str] | None
-    topology_key: str
-    jobs: tuple[str, ...]
-    kueue_jobs: tuple[str, ...]
-    refused: str | None
-    denied_zone_pairs: tuple[tuple[str, str, tuple[str, ...]], ...]  # (zone, zone, policies)
-    note: str = ""  # e.g. the jobs fit one at a time but not all at once
-    placement: str = "pin"  # the group's placement, as planned (spread | pin)
-    # spread: static (the policy names each job's zone), placement (stamped at binding and
-    # kept by Cilium) or none (the zone does not change the identity); topogen.identity
-    identity_source: str = "static"
-    domains: tuple[tuple[str, tuple[str, ...]], ...] = ()  # spread: every domain it may use
-    job_domains: tuple[JobDomain, ...] = ()  # spread: the known jobs' domains
-    fallback: str = ""  # spread: what a job that appears after the render gets
-    fallback_domains: tuple[str, ...] = ()  # spread: the domains such a job may use
-    # per worker selector of the profile: what its co-location term adds to the job label
-    # (empty: the profile's own); and the detached pods' selectors (KubeRay's submitters)
-    anchors: tuple[LabelSelector, ...] = ()
-    detached: tuple[LabelSelector, ...] = ()
-
-    @property
-    def enforceable(self) -> bool:
-        return self.domain is not None
-
-    @property
-    def spread(self) -> bool:
-        return self.placement == "spread"
-
-    @property
-    def fallback_zones(self) -> tuple[str, ...]:
-        """Spread: the zones a job that appears after the render may use (in zone order)."""
-        named = dict(self.domains)
-        mine = {z for d in self.fallback_domains for z in named.get(d, ())}
-        return tuple(z for z in self.zones if z in mine)
-
-    def describe_fix(self) -> str:
-        if self.refused:
-            return f"none: {self.refused}"
-        if self.domain is None:
-            return "none: no jobs of this group to plan for"
-        if self.spread and len(self.domains) > 1:  # one domain: as pinned
-            return self._describe_spread()
-        tols = ", ".join(_tol(t) for t in self.tolerations) or "none needed"
-        ident = f", identity {self.identity[0]}={self.identity[1]}" if self.identity else ""
-        # a domain of its own name's one zone is said once, not `zone-a (zone-a)`
-        zones = "" if list(self.zones) == [self.domain] else f" ({', '.join(self.zones)})"
-        return (
-            f"confine to {self.domain}{zones}: coordinator tolerates "
-            f"{tols}, node affinity {self.zone_label} in [{', '.join(self.zones)}]{ident}; "
-            f"workers require pod affinity to {self._anchor_text()} on {self.topology_key}"
-        )
-
-    def _anchor_text(self) -> str:
-        anchors = sorted({str(a) for a in self.anchors if a != self.profile.coordinator[-1]})
-        return (
-            f"a pod of their own job ({' or '.join(anchors)})" if anchors else "their coordinator"
-        )
-
-    def _describe_spread(self) -> str:
-        tols = ", ".join(_tol(t) for t in self.tolerations) or "none needed"
-        names = ", ".join(n for n, _ in self.domains)
-        per = (
-            "each known job pinned to its assigned domain, identity label set to its zone"
-            if self.identity_source == "static"
-            else "each known job pinned to its assigned domain"
-        )
-        return (
-            f"spread over {names}: coordinator tolerates {tols}; {per}; "
-            f"{self.fallback}; workers require pod affinity to {self._anchor_text()} on "
-            f"{self.topology_key}"
-        )
-
-    def job_placement(self) -> list[dict[str, object]]:
-        """Per job: its domain or set, and why (analyze's plans[].jobPlacements)."""
-        return [
-            {
-                "job": j.job,
-                "domain": j.domain,
-                "zones": list(j.zones),
-                "reason": j.reason,
-                "excludes": [f"{ns}/{name}" for ns, _, name in j.excludes],
-            }
-            for j in self.job_domains
-        ]
-
-
-def _tol(t: Toleration) -> str:
-    value = f"={t.value}" if t.value else ""
-    return f"{t.key}{value}:{t.effect}" if t.effect else f"{t.key}{value}"
+__all__ = ["plan_cluster", "plan_group"]
 
 
 def plan_group(
@@ -225,18 +112,7 @@ def _plan_pin(base: GroupPlan, planned: Sequence[JobAnalysis], why: str) -> Grou
             )
         refused = f"group {group.name}: no domain can hold it: " + " | ".join(reasons)
         return replace(base, refused=refused)
-    prefer = {z: i for i, z in enumerate(group.prefer_zones)}
-
-    def score(name: str) -> tuple[int, int, Fraction, str]:
-        checks = [ix[name] for ix in index]
-        return (
-            prefer.get(name, len(prefer)),
-            -sum(c.already_eligible for c in checks),
-            -checks[0].gpus_free,
-            name,
-        )
-
-    chosen = min(good, key=score)
+    chosen = best_for_pin(good, group.prefer_zones, index)
     check = index[0][chosen]
     notes = [base.note, why]
     total = sum((ix[chosen].gpus_needed for ix in index), Fraction(0))
@@ -279,11 +155,8 @@ def _plan_spread(
         refused = f"group {group.name}: no domain can hold it: " + " | ".join(reasons)
         return replace(base, refused=refused, placement="spread")
     check = {n: ix[n] for ix in reversed(index) for n in names if n in ix}
-    prefer = {z: i for i, z in enumerate(group.prefer_zones)}
-    used = sorted(
-        {n for o in ok for n in o},
-        key=lambda n: (prefer.get(n, len(prefer)), -float(check[n].gpus_free), n),
-    )
+    free = {n: c.gpus_free for n, c in check.items()}
+    used = spread_order(sorted({n for o in ok for n in o}), group.prefer_zones, free)
     domains = tuple((n, check[n].zones) for n in used)
     in_set = {z for _, zs in domains for z in zs}
     zones = tuple(z for z in ctx.topology.zones if z in in_set)
@@ -404,7 +277,7 @@ def _with_jobs(
 
 
 def _fallback(plan: GroupPlan, planned: Sequence[JobAnalysis], a: Assignment) -> Fallback:
-    """Where a job that appears after the render goes (topogen.fallback)."""
+    """Where a job that appears after the render goes (topogen.plan.fallback)."""
     names = [n for n, _ in plan.domains]
     index = [_domain_index(j) for j in planned]
     return choose(

@@ -17,16 +17,17 @@ from typing import Any
 from topogen.cilium.identity import normalise_key
 from topogen.config import parse_config
 from topogen.errors import InputError
-from topogen.operators.registry import detected_kinds
-from topogen.scaffold_layout import (
+from topogen.init.schema import SCHEMA_FILE, schema_text
+from topogen.init.suggest import (
     KUSTOMIZATION_HEADER,
     covering_folders,
     group_names,
     workload_kustomization,
 )
-from topogen.schema import SCHEMA_FILE, schema_text
+from topogen.operators.registry import detected_kinds
 from topogen.sources.objects import typed_item
-from topogen.sources.yamlio import expand_paths, load_yaml_text
+from topogen.sources.yamlio import expand_paths
+from topogen.yamltext import load_yaml_text
 
 __all__ = ["CONFIG_NAME", "OPERATORS", "Found", "InitResult", "detect", "init_repository"]
 

@@ -17,9 +17,10 @@ own; placements as node positions; a job's lazy list of blocked paths as what is
 needed to list them again in the parent. A worker that fails or dies leaves its groups
 to the parent, which computes them (and raises whatever they raise).
 
-A group's work may go on after its plan (`then`: render renders its policies there), so
-what crosses the pipe is text, not the analysis again. The work after the analysis
-(signals, workload patches) is shared out the same way (map_calls).
+Render shares out its work after the analysis the same way (each group's policy files,
+then the signals and workload patches): what crosses the pipe is text, not the analysis
+again. What is shared out, and in what order, is the caller's: pipeline/analyze.py
+(analysis and plan of a cluster's groups) and pipeline/render.py.
 
 Off when there is one core, few jobs, no fork (TOPOGEN_JOBS=1 turns it off,
 TOPOGEN_JOBS=N sets the number of processes).
@@ -37,18 +38,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from topogen.analysis import AnalysisContext, ClusterIndex, JobAnalysis, analyze_job
-from topogen.analysis.members import Member
-from topogen.analysis.paths import BlockedPath, BlockedPaths
-from topogen.analysis.placement import Placement
-from topogen.config import GroupConfig
-from topogen.model import Node, TrainingGroup, Workload
-from topogen.plan import GroupPlan, plan_cluster, plan_group
+from topogen.analysis.paths import BlockedPaths
+from topogen.analysis.placed import Placement
+from topogen.model import Node
 
 __all__ = [
-    "ClusterRun",
     "Shared",
-    "Then",
     "map_calls",
     "map_groups",
     "no_cycle_collection",
@@ -252,79 +247,3 @@ def map_calls(calls: Sequence[Callable[[], T]], plans: int) -> list[T]:
     more (the work of each call grows with them)."""
     procs = workers(plans, minimum=MIN_PLANS)
     return map_groups(lambda i: calls[i](), len(calls), procs, Shared())
-
-
-# `then(cluster, plan)`: more work on a group's final plan (after the cluster's packing)
-Then = Callable[[str, GroupPlan], Any]
-
-
-class ClusterRun:
-    """The config groups of one cluster (their jobs found), analyzed and planned group by
-    group, the largest first, shared out among the cores (map_groups)."""
-
-    def __init__(
-        self,
-        cluster: str,
-        index: ClusterIndex,
-        domain_label: str | None,
-        groups: Sequence[GroupConfig],
-        found: Sequence[Sequence[TrainingGroup]],
-        then: Then | None = None,
-    ) -> None:
-        self.cluster = cluster
-        self.index = index
-        self.domain_label = domain_label
-        self.groups = list(groups)
-        self.found = [list(js) for js in found]
-        self.then = then
-        self._contexts: dict[int, AnalysisContext] = {}
-
-    def analyze(
-        self, workloads: Sequence[Workload]
-    ) -> list[tuple[list[JobAnalysis], GroupPlan, Any]]:
-        """Per group: its jobs analyzed, its plan, what `then` made of it."""
-        shared = Shared(
-            [
-                *workloads,
-                *(w.template for w in workloads),
-                *(j for js in self.found for j in js),
-                *self.groups,
-            ],
-            self.index.topology.nodes,
-            self._blocked,
-        )
-        jobs = sum(len(js) for js in self.found)
-        largest_first = sorted(range(len(self.groups)), key=lambda g: -len(self.found[g]))
-        procs = workers(jobs)
-        analyzed = map_groups(self._one, len(self.groups), procs, shared, largest_first)
-        # the spread groups' jobs share the cluster's GPUs: packed together, in one place;
-        # then what `then` makes of each final plan, shared out again
-        planned = plan_cluster([p for _, p in analyzed], [js for js, _ in analyzed])
-        made: list[Any] = [None] * len(self.groups)
-        then = self.then
-        if then is not None:
-            made = map_groups(
-                lambda g: then(self.cluster, planned[g]),
-                len(planned),
-                procs,
-                Shared(),
-                largest_first,
-            )
-        return [(js, p, m) for (js, _), p, m in zip(analyzed, planned, made, strict=True)]
-
-    def _context(self, g: int) -> AnalysisContext:
-        ctx = self._contexts.get(g)
-        if ctx is None:
-            ctx = self._contexts[g] = AnalysisContext(
-                self.index, self.groups[g], domain_label=self.domain_label
-            )
-        return ctx
-
-    def _one(self, g: int) -> tuple[list[JobAnalysis], GroupPlan]:
-        ctx = self._context(g)
-        group_jobs = [analyze_job(self.cluster, j, ctx) for j in self.found[g]]
-        return group_jobs, plan_group(self.cluster, self.groups[g], group_jobs, ctx)
-
-    def _blocked(self, g: int, members: tuple[Member, ...]) -> Callable[[], Iterator[BlockedPath]]:
-        """The blocked paths of a job of group g, listed when asked for (in the parent)."""
-        return lambda: self._context(g).job_paths(members).blocked()

@@ -1,15 +1,19 @@
-"""`topogen render`: analysis -> plan -> every backend's files for every cluster."""
+"""`topogen render`: the analysis and plan (analyze.py), then every backend's files for
+every cluster: each group's policies and CLI tests, the signals, the workload patches and
+the Kustomize tree, shared out among the cores on a fleet (parallel.py)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 
 from topogen.config import TopogenConfig
-from topogen.parallel import map_calls, no_cycle_collection
-from topogen.pipeline import AnalysisReport, ClusterAnalysis, analyze
-from topogen.plan import GroupPlan
+from topogen.errors import Refusal
+from topogen.pipeline.analyze import AnalysisReport, ClusterAnalysis, analyze, largest_first
+from topogen.pipeline.parallel import Shared, map_calls, map_groups, no_cycle_collection, workers
+from topogen.plan.group_plan import GroupPlan
 from topogen.render.base import RenderedFile
 from topogen.render.gatekeeper import gatekeeper_policies
 from topogen.render.gatekeeper_tests import gatekeeper_test_files
@@ -30,9 +34,8 @@ Backend = Callable[[AdmissionIntent], list[RenderedFile]]
 @dataclass(frozen=True)
 class RenderResult:
     files: tuple[RenderedFile, ...]
-    refused: tuple[str, ...]  # groups no domain can hold, with the reason
+    refused: tuple[Refusal, ...]  # groups no domain can hold, with the reason
     report: AnalysisReport
-    refused_groups: tuple[tuple[str, str], ...] = ()  # (cluster, group) of those refused
 
 
 def _engines(kubernetes_version: str = "1.36") -> dict[str, tuple[Backend, Backend | None]]:
@@ -53,28 +56,27 @@ def _under(prefix: str, files: list[RenderedFile]) -> list[RenderedFile]:
 
 
 def render(cfg: TopogenConfig, clusters: list[str] | None = None) -> RenderResult:
-    with no_cycle_collection():  # see parallel.py
+    with no_cycle_collection():  # see pipeline/parallel.py
         return _render(cfg, clusters)
 
 
 def _render(cfg: TopogenConfig, clusters: list[str] | None) -> RenderResult:
-    # each group's policy files are rendered where the group is analyzed (see parallel.py)
-    report = analyze(cfg, clusters, then=partial(_plan_files, cfg))
+    report = analyze(cfg, clusters)
     files: list[RenderedFile] = []
-    refused: list[str] = []
-    refused_groups: list[tuple[str, str]] = []
+    refused: list[Refusal] = []
     for ca in report.clusters:
         cluster = cfg.cluster(ca.cluster)
         engines = _engines(cluster.kubernetes_version)
-        for plan, rendered in zip(ca.plans, ca.then, strict=True):
+        for plan, rendered in zip(ca.plans, _group_files(cfg, ca), strict=True):
             if plan.refused:
-                refused.append(f"cluster {ca.cluster}: {plan.refused}")
-                refused_groups.append((ca.cluster, plan.group.name))
+                refused.append(Refusal(ca.cluster, plan.group.name, plan.refused))
                 continue
             if not plan.enforceable:
                 continue
             refused += [
-                f"cluster {ca.cluster}: engine {engine} is not available in this topogen version"
+                Refusal(
+                    ca.cluster, None, f"engine {engine} is not available in this topogen version"
+                )
                 for engine in cfg.engines_for(cluster)
                 if engine not in engines
             ]
@@ -90,11 +92,20 @@ def _render(cfg: TopogenConfig, clusters: list[str] | None) -> RenderResult:
         files += done[2 * k]
     files += kustomize_files(files, report, cfg, patches)
     check_limits(files, cfg.path)
-    return RenderResult(
-        tuple(sorted(files, key=lambda f: f.path)),
-        tuple(refused),
-        report,
-        tuple(refused_groups),
+    return RenderResult(tuple(sorted(files, key=lambda f: f.path)), tuple(refused), report)
+
+
+def _group_files(cfg: TopogenConfig, ca: ClusterAnalysis) -> list[list[RenderedFile]]:
+    """Each group's policy files, in plan order, shared out among the cores as the
+    analysis was (the groups with the most jobs first)."""
+    jobs = Counter(ja.job.config_group for ja in ca.jobs)
+    order = largest_first([jobs[p.group.name] for p in ca.plans])
+    return map_groups(
+        lambda g: _plan_files(cfg, ca.cluster, ca.plans[g]),
+        len(ca.plans),
+        workers(len(ca.jobs)),
+        Shared(),
+        order,
     )
 
 

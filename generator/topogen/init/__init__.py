@@ -1,0 +1,1 @@
+"""`topogen init`: scaffold topogen.yaml (and its JSON schema) in a GitOps repository."""

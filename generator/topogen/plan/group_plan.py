@@ -1,0 +1,127 @@
+"""What a group's plan says: the domain (or, spread, the domains and each known job's),
+the tolerations, identity and co-location the admission policies add, or the refusal and
+why. planner.py decides it; render and analyze read it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from topogen.config import GroupConfig
+from topogen.model import LabelSelector, Toleration
+from topogen.operators.base import Profile
+
+__all__ = ["GroupPlan", "JobDomain"]
+
+
+@dataclass(frozen=True)
+class JobDomain:
+    """Where one known job of a spread group goes, and why."""
+
+    job: str  # namespace/name
+    name: str  # the job label's value
+    domain: str
+    zones: tuple[str, ...]
+    reason: str
+    # queued: the known jobs it never shares its domain with, (namespace, job label,
+    # value): required pod anti-affinity on the domain (the scheduler applies it both ways)
+    excludes: tuple[tuple[str, str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    cluster: str
+    group: GroupConfig
+    profile: Profile
+    zone_label: str
+    domain: str | None
+    zones: tuple[str, ...]
+    tolerations: tuple[Toleration, ...]
+    identity: tuple[str, str] | None
+    topology_key: str
+    jobs: tuple[str, ...]
+    kueue_jobs: tuple[str, ...]
+    refused: str | None
+    denied_zone_pairs: tuple[tuple[str, str, tuple[str, ...]], ...]  # (zone, zone, policies)
+    note: str = ""  # e.g. the jobs fit one at a time but not all at once
+    placement: str = "pin"  # the group's placement, as planned (spread | pin)
+    # spread: static (the policy names each job's zone), placement (stamped at binding and
+    # kept by Cilium) or none (the zone does not change the identity); topogen.plan.identity_source
+    identity_source: str = "static"
+    domains: tuple[tuple[str, tuple[str, ...]], ...] = ()  # spread: every domain it may use
+    job_domains: tuple[JobDomain, ...] = ()  # spread: the known jobs' domains
+    fallback: str = ""  # spread: what a job that appears after the render gets
+    fallback_domains: tuple[str, ...] = ()  # spread: the domains such a job may use
+    # per worker selector of the profile: what its co-location term adds to the job label
+    # (empty: the profile's own); and the detached pods' selectors (KubeRay's submitters)
+    anchors: tuple[LabelSelector, ...] = ()
+    detached: tuple[LabelSelector, ...] = ()
+
+    @property
+    def enforceable(self) -> bool:
+        return self.domain is not None
+
+    @property
+    def spread(self) -> bool:
+        return self.placement == "spread"
+
+    @property
+    def fallback_zones(self) -> tuple[str, ...]:
+        """Spread: the zones a job that appears after the render may use (in zone order)."""
+        named = dict(self.domains)
+        mine = {z for d in self.fallback_domains for z in named.get(d, ())}
+        return tuple(z for z in self.zones if z in mine)
+
+    def describe_fix(self) -> str:
+        if self.refused:
+            return f"none: {self.refused}"
+        if self.domain is None:
+            return "none: no jobs of this group to plan for"
+        if self.spread and len(self.domains) > 1:  # one domain: as pinned
+            return self._describe_spread()
+        tols = ", ".join(_tol(t) for t in self.tolerations) or "none needed"
+        ident = f", identity {self.identity[0]}={self.identity[1]}" if self.identity else ""
+        # a domain of its own name's one zone is said once, not `zone-a (zone-a)`
+        zones = "" if list(self.zones) == [self.domain] else f" ({', '.join(self.zones)})"
+        return (
+            f"confine to {self.domain}{zones}: coordinator tolerates "
+            f"{tols}, node affinity {self.zone_label} in [{', '.join(self.zones)}]{ident}; "
+            f"workers require pod affinity to {self._anchor_text()} on {self.topology_key}"
+        )
+
+    def _anchor_text(self) -> str:
+        anchors = sorted({str(a) for a in self.anchors if a != self.profile.coordinator[-1]})
+        return (
+            f"a pod of their own job ({' or '.join(anchors)})" if anchors else "their coordinator"
+        )
+
+    def _describe_spread(self) -> str:
+        tols = ", ".join(_tol(t) for t in self.tolerations) or "none needed"
+        names = ", ".join(n for n, _ in self.domains)
+        per = (
+            "each known job pinned to its assigned domain, identity label set to its zone"
+            if self.identity_source == "static"
+            else "each known job pinned to its assigned domain"
+        )
+        return (
+            f"spread over {names}: coordinator tolerates {tols}; {per}; "
+            f"{self.fallback}; workers require pod affinity to {self._anchor_text()} on "
+            f"{self.topology_key}"
+        )
+
+    def job_placement(self) -> list[dict[str, object]]:
+        """Per job: its domain or set, and why (analyze's plans[].jobPlacements)."""
+        return [
+            {
+                "job": j.job,
+                "domain": j.domain,
+                "zones": list(j.zones),
+                "reason": j.reason,
+                "excludes": [f"{ns}/{name}" for ns, _, name in j.excludes],
+            }
+            for j in self.job_domains
+        ]
+
+
+def _tol(t: Toleration) -> str:
+    value = f"={t.value}" if t.value else ""
+    return f"{t.key}{value}:{t.effect}" if t.effect else f"{t.key}{value}"
