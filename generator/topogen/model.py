@@ -10,7 +10,10 @@ from functools import cached_property
 
 __all__ = [
     "ALL_PORTS",
+    "KUEUE_TAS_ANNOTATIONS",
+    "KUEUE_TAS_GATE",
     "KUEUE_TAS_KEYS",
+    "KUEUE_TAS_LABEL",
     "NO_ZONE_PREFIX",
     "CiliumSettings",
     "Container",
@@ -52,13 +55,19 @@ def quantity(q: Fraction | int) -> str:
 # Node.zone of a node without the zone label: the prefix, then the node's name (a zone of
 # its own, never a candidate domain, never stamped as an identity)
 NO_ZONE_PREFIX = "<no-zone>:"
-# Kueue Topology Aware Scheduling marks the pods it places (label) and the templates it
-# will place (annotations); topogen never layers affinity on them.
-KUEUE_TAS_KEYS = (
-    "kueue.x-k8s.io/tas",
+# Kueue's Topology Aware Scheduling (v0.17.0) marks the pods it places: its scheduling gate
+# (at creation), a PodSet topology annotation (Kueue adds podset-unconstrained-topology for
+# implicit TAS), or, before v0.14, a label; topogen never layers affinity on them.
+# topogen.kueue has the rest of Kueue's vocabulary.
+KUEUE_TAS_GATE = "kueue.x-k8s.io/topology"
+KUEUE_TAS_ANNOTATIONS = (
     "kueue.x-k8s.io/podset-required-topology",
     "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+    "kueue.x-k8s.io/podset-slice-required-topology",
 )
+KUEUE_TAS_LABEL = "kueue.x-k8s.io/tas"
+KUEUE_TAS_KEYS = (KUEUE_TAS_LABEL, *KUEUE_TAS_ANNOTATIONS)  # label or annotation keys
 
 
 @dataclass(frozen=True, order=True)
@@ -245,6 +254,7 @@ class PodTemplate:
     ports: tuple[tuple[str, int, str], ...] = ()  # named container ports
     annotations: Labels = field(default_factory=dict)
     service_account: str = ""  # spec.serviceAccountName ("": the namespace's default)
+    scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates[].name
 
 
 @dataclass(frozen=True)

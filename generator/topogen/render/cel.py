@@ -94,9 +94,12 @@ def namespace_in(namespaces: Sequence[str]) -> str:
 
 def not_kueue(intent: AdmissionIntent) -> str:
     annotations = "(has(object.metadata.annotations) ? object.metadata.annotations : {})"
-    return " && ".join(
-        f"!({lit(k)} in {LABELS}) && !({lit(k)} in {annotations})" for k in intent.skip_keys
+    gated = (
+        "has(object.spec.schedulingGates) && "
+        f"object.spec.schedulingGates.exists(g, g.name == {lit(intent.skip_gate)})"
     )
+    keys = [f"!({lit(k)} in {LABELS}) && !({lit(k)} in {annotations})" for k in intent.skip_keys]
+    return " && ".join([*keys, f"!({gated})"])
 
 
 def is_member(intent: AdmissionIntent) -> str:

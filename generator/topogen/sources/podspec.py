@@ -67,7 +67,20 @@ def parse_pod_spec(
         ports=ports,
         annotations=annotations,
         service_account=_service_account(spec, what, obj),
+        scheduling_gates=_scheduling_gates(spec, what, obj),
     )
+
+
+def _scheduling_gates(spec: Mapping[str, Any], what: str, obj: KubeObject) -> tuple[str, ...]:
+    """spec.schedulingGates[].name (Kueue's TAS gate marks the pods it places)."""
+    out = []
+    for i, gate in enumerate(as_list(spec.get("schedulingGates"), f"{what}.schedulingGates", obj)):
+        at = f"{what}.schedulingGates[{i}]"
+        name = as_str(as_map(gate, at, obj).get("name"), f"{at}.name", obj)
+        if not name:
+            raise InputError(f"{obj.where()}: {at}.name is required", path=obj.path)
+        out.append(name)
+    return tuple(out)
 
 
 def _service_account(spec: Mapping[str, Any], what: str, obj: KubeObject) -> str:
