@@ -276,6 +276,7 @@ class Workload:
     # the template holds the first pod's
     indexed: tuple[str, ...] = ()
     late: bool = False  # created only once other pods of its job run: never an anchor
+    queue: str = ""  # the object's kueue.x-k8s.io/queue-name label: queued to Kueue
 
     @property
     def ref(self) -> str:
@@ -482,6 +483,7 @@ class FindingKind(StrEnum):
     UNSCHEDULABLE = "UNSCHEDULABLE"
     IDENTITY_MISMATCH = "IDENTITY_MISMATCH"
     KUEUE_MANAGED = "KUEUE_MANAGED"
+    KUEUE_CONSTRAINED = "KUEUE_CONSTRAINED"
     OK = "OK"
 
     @property

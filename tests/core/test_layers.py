@@ -220,7 +220,9 @@ STDLIB_OK += ("hashlib", "re")  # pure: the hashed and matched names controllers
 
 
 @pytest.mark.parametrize(
-    "path", _modules("operators", "cilium", "kueue", "model", "manifest", "names", "errors"), ids=_rel
+    "path",
+    _modules("operators", "cilium", "kueue", "model", "manifest", "names", "errors"),
+    ids=_rel,
 )
 def test_model_and_knowledge_packages_import_no_stage_and_read_no_files(path: Path) -> None:
     own = f"topogen.{path.parent.name}" if path.parent != PACKAGE else "topogen.none"

@@ -16,6 +16,7 @@ from topogen.analysis.families import Engine
 from topogen.analysis.nodeindex import NodeIndex
 from topogen.analysis.ports import PortSet
 from topogen.analysis.reachability import PolicyIndex
+from topogen.kueue.objects import KueueSetup
 from topogen.model import NO_ZONE_PREFIX, Namespace, Node, Taint, Toleration, Topology, Workload
 
 __all__ = [
@@ -96,10 +97,12 @@ class ClusterIndex:
         index: PolicyIndex,
         namespaces: Mapping[str, Namespace],
         workloads: Sequence[Workload] = (),
+        kueue: KueueSetup | None = None,
     ) -> None:
         self.topology = topology
         self.index = index
         self.namespaces = namespaces
+        self.kueue = kueue or KueueSetup()  # the cluster's Kueue objects (queued jobs)
         # every analysed pod template by namespace, and whether it comes late (created once
         # others run): what a required pod affinity term can find besides its job's members
         self.pods: dict[str, list[tuple[Mapping[str, str], bool]]] = {}

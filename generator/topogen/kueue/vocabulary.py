@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from topogen.model import KUEUE_TAS_ANNOTATIONS, KUEUE_TAS_GATE, KUEUE_TAS_LABEL
 
 __all__ = [
+    "DEFAULT_LOCAL_QUEUE",
     "GROUP_NAME",
     "HOSTNAME",
     "LEGACY_TAS_LABEL",

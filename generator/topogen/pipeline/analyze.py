@@ -15,12 +15,13 @@ from topogen.analysis import (
     find_groups,
 )
 from topogen.analysis.groups import check_profiles
+from topogen.analysis.kueue import admitted_workloads
 from topogen.analysis.members import Member
 from topogen.analysis.paths import BlockedPath
 from topogen.analysis.policychecks import policy_notes, policy_warnings
 from topogen.config import ClusterConfig, GroupConfig, TopogenConfig
 from topogen.errors import InputError, Notice
-from topogen.model import Finding, TrainingGroup, Workload
+from topogen.model import Finding, FindingKind, TrainingGroup, Workload
 from topogen.operators.registry import profile_for
 from topogen.pipeline.parallel import Shared, map_groups, no_cycle_collection, workers
 from topogen.plan.group_plan import GroupPlan
@@ -169,10 +170,12 @@ def _analyze(
     pods = [(w.namespace, tuple(w.template.labels)) for w in all_workloads]
     for cluster in chosen:
         step(f"cluster {cluster.name}: reading nodes and policies")
-        inputs = load_cluster_inputs(cfg, cluster, loaded.services)
+        inputs = load_cluster_inputs(cfg, cluster, loaded.services, loaded.objects)
         namespaces = {**loaded.namespaces, **inputs.namespaces}
         policy_index = PolicyIndex(inputs.policies, namespaces)
-        index = ClusterIndex(inputs.topology, policy_index, namespaces, all_workloads)
+        # a queued job's pods as Kueue admits them (its flavor's nodeSelector, tolerations)
+        admitted = admitted_workloads(all_workloads, inputs.kueue)
+        index = ClusterIndex(inputs.topology, policy_index, namespaces, admitted, inputs.kueue)
         warnings.extend(inputs.warnings)
         warnings.extend(engine_warnings(cfg, cluster))
         groups = cfg.groups_for(cluster.name)
@@ -186,11 +189,11 @@ def _analyze(
             Notice(cluster.name, n) for n in policy_notes(policy_index, all_workloads, namespaces)
         )
         step(f"cluster {cluster.name}: analysing {len(groups)} groups")
-        found = [find_groups(group, all_workloads) for group in groups]
+        found = [find_groups(group, admitted) for group in groups]
         _no_overlap(cfg, cluster.name, groups, found)
-        check_profiles(groups, all_workloads, found)
+        check_profiles(groups, admitted, found)
         run = ClusterRun(cluster.name, index, cluster.domain_label, groups, found)
-        analyzed = run.analyze(all_workloads)
+        analyzed = run.analyze(admitted)
         jobs: list[JobAnalysis] = []
         plans: list[GroupPlan] = []
         findings: list[Finding] = []
@@ -209,7 +212,10 @@ def _analyze(
                 warnings.append(Notice(cluster.name, plan.note, group.name))
             fix = plan.describe_fix()
             for j in group_jobs:
-                findings.extend(replace(f, fix=fix) if f.kind.is_problem else f for f in j.findings)
+                findings.extend(
+                    replace(f, fix=fix) if f.kind.is_problem else _kueue_finding(f, j, plan)
+                    for f in j.findings
+                )
             jobs.extend(group_jobs)
             plans.append(plan)
         results.append(
@@ -273,6 +279,18 @@ class ClusterRun:
     def _blocked(self, g: int, members: tuple[Member, ...]) -> Callable[[], Iterator[BlockedPath]]:
         """The blocked paths of a job of group g, listed when asked for (in the parent)."""
         return lambda: self._context(g).job_paths(members).blocked()
+
+
+def _kueue_finding(f: Finding, job: JobAnalysis, plan: GroupPlan) -> Finding:
+    """A KUEUE_CONSTRAINED job with the plan's fix; left to Kueue (KUEUE_MANAGED) when the
+    plan constrains none of the group's Kueue jobs (they share no allowed zone)."""
+    if f.kind is not FindingKind.KUEUE_CONSTRAINED:
+        return f
+    if plan.kueue is not None and job.job.key in plan.kueue.jobs:
+        return replace(f, fix=plan.describe_kueue_fix())
+    return replace(
+        f, kind=FindingKind.KUEUE_MANAGED, message=f"{plan.note}; topogen adds no affinity"
+    )
 
 
 def largest_first(jobs: Sequence[int]) -> list[int]:

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from topogen.errors import InputError, Notice
+from topogen.kueue.objects import KueueSetup
 from topogen.manifest import KubeObject
 from topogen.model import NO_ZONE_PREFIX, Namespace, PolicySet, Service, Topology, Workload
+from topogen.sources.kueue import is_kueue_object, read_kueue
 from topogen.sources.nodes import read_nodes
 from topogen.sources.objects import flatten
 from topogen.sources.policies import read_policies, read_services
@@ -37,6 +39,7 @@ class ClusterInputs:
     namespaces: dict[str, Namespace]
     skipped: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()  # e.g. nodes without the zone label, once each
+    kueue: KueueSetup = field(default_factory=KueueSetup)  # its Kueue objects, if any
 
 
 @dataclass(frozen=True)
@@ -66,9 +69,14 @@ def read_objects(
 
 
 def load_cluster_inputs(
-    cfg: TopogenConfig, cluster: ClusterConfig, services: Sequence[Service] = ()
+    cfg: TopogenConfig,
+    cluster: ClusterConfig,
+    services: Sequence[Service] = (),
+    workload_objects: Sequence[KubeObject] = (),
 ) -> ClusterInputs:
-    """`services`: Services read elsewhere (beside the workloads), for toServices rules."""
+    """`services`: Services read elsewhere (beside the workloads), for toServices rules;
+    `workload_objects`: the objects read beside the workloads, for the Kueue objects a
+    GitOps repository holds (the cluster's own sources first: a snapshot's)."""
     base = cfg.base_dir
     node_objs = read_objects(cluster.nodes, base, f"clusters.{cluster.name}.nodes", cfg)
     nodes = read_nodes(node_objs, cluster.zone_label)
@@ -80,7 +88,11 @@ def load_cluster_inputs(
             hint="point clusters[].nodes at `kubectl get nodes -o yaml` output "
             "or a topogen snapshot",
         )
-    skipped = [f"{o.path}: {o.where()} is not a Node" for o in node_objs if o.kind != "Node"]
+    skipped = [
+        f"{o.path}: {o.where()} is not a Node"
+        for o in node_objs
+        if o.kind != "Node" and not is_kueue_object(o)
+    ]
     # a snapshot may carry the policies too: read them from the node sources as well
     policy_objs = read_objects(
         cluster.network_policies, base, f"clusters.{cluster.name}.networkPolicies", cfg
@@ -108,7 +120,10 @@ def load_cluster_inputs(
         for n in topology.nodes
         if n.zone.startswith(NO_ZONE_PREFIX)
     )
-    return ClusterInputs(cluster.name, topology, policies, namespaces, tuple(skipped), warnings)
+    kueue = read_kueue([*node_objs, *policy_objs, *ns_objs, *workload_objects])
+    return ClusterInputs(
+        cluster.name, topology, policies, namespaces, tuple(skipped), warnings, kueue
+    )
 
 
 def load_workload_inputs(

@@ -19,7 +19,7 @@ from topogen.names import check_label_key, check_label_value, check_labels
 from topogen.sources.label_selectors import read_label_selector, read_requirements
 from topogen.sources.objects import parse_quantity
 
-__all__ = ["parse_pod_template"]
+__all__ = ["parse_pod_template", "parse_tolerations"]
 
 _EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
 
@@ -60,7 +60,7 @@ def parse_pod_spec(
         labels=labels,
         node_selector=_node_selector(spec, what, obj),
         node_affinity=_node_affinity(affinity, f"{what}.affinity", obj),
-        tolerations=_tolerations(spec, what, obj),
+        tolerations=parse_tolerations(spec, what, obj),
         pod_affinity=_pod_affinity(affinity, f"{what}.affinity", obj),
         requests=requests,
         host_network=as_bool(spec.get("hostNetwork"), f"{what}.hostNetwork", obj),
@@ -100,7 +100,10 @@ def _node_selector(spec: Mapping[str, Any], what: str, obj: KubeObject) -> dict[
     return selector
 
 
-def _tolerations(spec: Mapping[str, Any], what: str, obj: KubeObject) -> tuple[Toleration, ...]:
+def parse_tolerations(
+    spec: Mapping[str, Any], what: str, obj: KubeObject
+) -> tuple[Toleration, ...]:
+    """spec.tolerations (`what`: the spec's field path)."""
     out = []
     for i, raw in enumerate(as_list(spec.get("tolerations"), f"{what}.tolerations", obj)):
         t = as_map(raw, f"{what}.tolerations[{i}]", obj)
