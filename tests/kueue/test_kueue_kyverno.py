@@ -5,14 +5,16 @@ checks each job fails before and after the mutation."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from engines.engines import _dump, _failures, _kyverno_report, _run, _split, _values
-from kueue.jobs import Job, intent, jobsets, pytorch_jobs
-from tooling import require_tool
+from kueue.jobs import ZONE, Job, intent, jobsets, pytorch_jobs
+from tooling import REPO, require_tool
 from topogen.render.kueue_intent import KueueIntent
 from topogen.render.kueue_reference import mutate_job, violations
 from topogen.render.kyverno_kueue import mutating_policy, validating_policy
@@ -94,3 +96,39 @@ def test_the_checks_are_the_references_before_and_after(
             assert sorted(c for c, _ in failed.get(name, ())) == sorted(want), (stage, name)
     assert all(not violations(j, ki) for j in mutated)  # the mutation satisfies the checks
     assert any(violations(j, ki) for j in jobs)
+
+
+def test_the_rendered_policies_constrain_the_example_job(tmp_path: Path) -> None:
+    """`topogen render` of examples/kueue-tas, then `kyverno apply` of its job policy to the
+    example's PyTorchJob: every role template requires zone-a or zone-b and both carry one
+    podset group; the validation passes on the result and fails on the job as written."""
+    kyverno = require_tool("kyverno")
+    example = REPO / "examples" / "kueue-tas"
+    out = tmp_path / "out"
+    render = subprocess.run(
+        [sys.executable, "-m", "topogen", "render", "-c", str(example / "topogen.yaml"),
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert render.returncode == 0, render.stderr
+    policies = out / "policies" / "gpu-east" / "kyverno"
+    job = example / "workloads" / "resnet.yaml"
+    values = _values([{"metadata": {"namespace": "research"}}], tmp_path)
+    mutate = policies / "topogen-pytorch-kueue-pytorchjob-mutate.yaml"
+    (mutated,) = _mutate(kyverno, mutate, job, tmp_path / "mutated", values).values()
+    groups = set()
+    for spec in mutated["spec"]["pytorchReplicaSpecs"].values():
+        t = spec["template"]
+        terms = t["spec"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]["nodeSelectorTerms"]
+        assert terms == [
+            {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["zone-a", "zone-b"]}]}
+        ]
+        groups.add(t["metadata"]["annotations"]["kueue.x-k8s.io/podset-group-name"])
+    assert groups == {"topogen-pytorch"}
+    validate = policies / "topogen-pytorch-kueue-pytorchjob-validate.yaml"
+    result = _kyverno_report(kyverno, [validate], _dump(tmp_path / "m.yaml", [mutated]), values)
+    assert {r["result"] for r in result} == {"pass"}
+    result = _kyverno_report(kyverno, [validate], job, values)
+    assert {r["result"] for r in result} == {"warn"}  # Audit, as rendered (--audit-warn)

@@ -203,14 +203,16 @@ JOB_CHECKS: tuple[Callable[[_Job], None], ...] = (_hard_block, _cross_zone, _no_
 
 def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAnalysis:
     j = _Job(cluster, job, ctx, members_of(job, ctx.cluster.nodes))
-    for m in j.members:
+    kueue = kueue_job(job, ctx.cluster.kueue, ctx.domain_key)
+    # a queued job whose flavor topogen does not know: its pods are not known either
+    known = kueue is None or (kueue.route is not None and kueue.route.flavor is not None)
+    for m in j.members if known else ():
         for member_check in MEMBER_CHECKS:
             member_check(j, m)
     if not j.stuck and all(m.placement.nodes for m in j.members):
         j.paths = ctx.job_paths(j.members)
         if j.paths.blocked_count:
             j.blocked = BlockedPaths(j.paths.blocked_count, j.paths.blocked, tuple(j.members))
-    kueue = kueue_job(job, ctx.cluster.kueue, ctx.domain_key)
     if kueue is not None:
         _kueue(j, kueue)
     else:
@@ -232,9 +234,11 @@ def _kueue(j: _Job, k: KueueJob) -> None:
     """Kueue's TAS, not kube-scheduler, picks the domain: constrain the job's templates to
     the allowed domains where TAS honours that (KUEUE_CONSTRAINED), else report why not."""
     queue = f" (queue {k.route.name})" if k.route is not None else ""
-    if k.judgement is None or not k.judgement.constrainable:
-        reason = k.unknown or (k.judgement.reason if k.judgement else "")
-        _kueue_managed(j, f"placed by Kueue Topology Aware Scheduling{queue}: {reason}")
+    if k.judgement is None:
+        _kueue_managed(j, k.unknown)
+        return
+    if not k.judgement.constrainable:
+        _kueue_managed(j, f"placed by Kueue Topology Aware Scheduling{queue}: {k.judgement.reason}")
         return
     j.domains = tuple(
         check_domains(
@@ -245,13 +249,15 @@ def _kueue(j: _Job, k: KueueJob) -> None:
     zones = tuple(sorted({z for d in allowed for z in d.zones}))
     key = k.judgement.level
     flavor = k.route.flavor if k.route is not None else None
-    pinned = flavor.node_labels.get(key) if flavor is not None else None
+    pinned = flavor.node_labels.get(j.ctx.topology.zone_label) if flavor is not None else None
     if pinned is not None and pinned not in zones:
+        there = next((d for d in j.domains if pinned in d.zones), None)
+        why = there.problems[0] if there is not None and there.problems else "no domain has it"
         _kueue_managed(
             j,
             f"placed by Kueue Topology Aware Scheduling{queue}: its ResourceFlavor "
-            f"{flavor.name if flavor else ''} pins {key}={pinned}, outside the allowed "
-            f"domains [{', '.join(zones)}]",
+            f"{flavor.name if flavor else ''} pins {j.ctx.topology.zone_label}={pinned}, "
+            f"where it cannot be kept with its traffic allowed ({why})",
         )
         return
     if not allowed:

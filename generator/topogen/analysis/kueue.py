@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from topogen.kueue.jobs import job_kind
 from topogen.kueue.objects import KueueSetup, QueueRoute
 from topogen.kueue.placement import PodSetTemplate, TasJudgement, judge_tas
+from topogen.kueue.vocabulary import QUEUE_LABEL
 from topogen.model import TrainingGroup, Workload
 
 __all__ = ["KueueJob", "admitted_workloads", "kueue_job"]
@@ -54,19 +55,27 @@ def kueue_job(job: TrainingGroup, setup: KueueSetup, zone_key: str) -> KueueJob 
     route = setup.route(job.namespace, queue)
     if route is None:
         if job.kueue_managed:
-            return KueueJob(None, unknown="its pods carry Kueue's TAS marks but it names no queue")
+            return KueueJob(
+                None,
+                unknown="placed by Kueue Topology Aware Scheduling (its pods carry Kueue's TAS "
+                f"marks), but it names no queue ({QUEUE_LABEL})",
+            )
         return None
     if route.missing and (route.flavor is None or not route.tas):
         return KueueJob(
             route,
-            unknown=f"it is queued to {route.name}, but topogen was not given {route.missing}",
+            unknown=f"queued to Kueue ({route.name}), but topogen was not given "
+            f"{route.missing}: it cannot tell whether Kueue's TAS places it",
         )
     if not route.tas:
-        return (
-            KueueJob(None, unknown="its pods carry Kueue's TAS marks")
-            if job.kueue_managed
-            else None
-        )
+        if job.kueue_managed:  # a topology request on a flavor without one: never admitted
+            return KueueJob(
+                route,
+                unknown=f"it asks Kueue for a topology, but its queue {route.name} has no TAS "
+                f"flavor ({route.flavor.name if route.flavor else ''} names no Topology): "
+                "Kueue admits it nowhere",
+            )
+        return None
     kinds = {(w.api_version, w.kind) for w in workloads}
     mutable = len(kinds) == 1 and job_kind(*next(iter(kinds))) is not None
     return KueueJob(route, judge_tas(route, _podsets(workloads), zone_key, mutable))

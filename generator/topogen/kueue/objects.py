@@ -58,7 +58,7 @@ class QueueRoute:
     flavor: ResourceFlavor | None = None
     topology: KueueTopology | None = None
     missing: str = ""
-    queue: str = ""  # the queue name the job asks for
+    queue: str = ""  # namespace/name of the LocalQueue the job asks for
 
     @property
     def tas(self) -> bool:
@@ -67,8 +67,7 @@ class QueueRoute:
 
     @property
     def name(self) -> str:
-        lq = self.local_queue
-        return f"{lq.namespace}/{lq.name}" if lq else self.queue
+        return self.queue
 
 
 @dataclass(frozen=True)
@@ -97,19 +96,20 @@ class KueueSetup:
         name = self.queue_of(namespace, queue)
         if not name:
             return None
+        at = f"{namespace}/{name}"
         lq = self.local_queues.get((namespace, name))
         if lq is None:
-            return QueueRoute(None, missing=f"LocalQueue {namespace}/{name}", queue=name)
+            return QueueRoute(None, missing=f"LocalQueue {at}", queue=at)
         cq = self.cluster_queues.get(lq.cluster_queue)
         if cq is None:
-            return QueueRoute(lq, missing=f"ClusterQueue {lq.cluster_queue}", queue=name)
+            return QueueRoute(lq, missing=f"ClusterQueue {lq.cluster_queue}", queue=at)
         if not cq.flavors:
-            return QueueRoute(lq, cq, missing=f"a ResourceFlavor of {cq.name}", queue=name)
+            return QueueRoute(lq, cq, missing=f"a ResourceFlavor of {cq.name}", queue=at)
         flavor = self.flavors.get(cq.flavors[0])
         if flavor is None:
-            return QueueRoute(lq, cq, missing=f"ResourceFlavor {cq.flavors[0]}", queue=name)
+            return QueueRoute(lq, cq, missing=f"ResourceFlavor {cq.flavors[0]}", queue=at)
         if not flavor.topology:
-            return QueueRoute(lq, cq, flavor, queue=name)
+            return QueueRoute(lq, cq, flavor, queue=at)
         topology = self.topologies.get(flavor.topology)
         missing = "" if topology else f"Topology {flavor.topology}"
-        return QueueRoute(lq, cq, flavor, topology, missing, queue=name)
+        return QueueRoute(lq, cq, flavor, topology, missing, queue=at)
