@@ -101,3 +101,46 @@ def kueue_plane(
     yield cp, k
     clear_kueue(cp, k)
     cp.reset()
+
+
+@pytest.fixture(scope="session")
+def kueue_kyverno_session(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ControlPlane, Kueue, Kyverno]]:
+    """One control plane with Kueue's controller manager and Kyverno's admission controller
+    (topogen's job policies through Kyverno, the jobs through Kueue): for every
+    test_live_kueue*.py file that needs both."""
+    kueue_binary = require_plane_tool("kueue")
+    kyverno_binary = require_plane_tool("kyverno-admission-controller")
+    work = tmp_path_factory.mktemp("kueue-kyverno-plane")
+    kueue: Kueue | None = None
+
+    def start(cp: ControlPlane) -> Kyverno:
+        nonlocal kueue
+        kueue = start_kueue(cp, kueue_binary, work / "kueue")  # its CRDs first
+        return start_kyverno(cp, kyverno_binary, work / "kyverno")
+
+    try:
+        for cp, k in plane_with(work, PLUGINS, start):
+            assert kueue is not None
+            yield cp, kueue, k
+    finally:
+        if kueue is not None:
+            kueue.stop()
+
+
+@pytest.fixture
+def kueue_kyverno_plane(
+    kueue_kyverno_session: tuple[ControlPlane, Kueue, Kyverno],
+) -> Iterator[tuple[ControlPlane, Kueue, Kyverno]]:
+    """The plane emptied of nodes, pods, jobs, Workloads, Kueue's objects and policies."""
+    cp, q, k = kueue_kyverno_session
+    for c in (q, k):
+        if not c.alive():
+            c.start()
+    cp.reset()
+    yield cp, q, k
+    clear_kueue(cp, q)
+    cp.reset()
+    for kind in ("mutatingpolicies", "validatingpolicies"):
+        cp.kube().delete(f"/apis/policies.kyverno.io/v1/{kind}")

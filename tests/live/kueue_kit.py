@@ -1,4 +1,4 @@
-"""The Kueue scenario of tests/live (kueue_scenario/) and what a test does with it: queue a
+"""The Kueue scenario of tests/live (examples/kueue-tas) and what a test does with it: queue a
 job, wait for Kueue to admit its Workload, create the job's pods as its operator does from
 the templates Kueue unsuspended, wait for Kueue's ungater and kube-scheduler.
 
@@ -29,7 +29,16 @@ from kueue_harness import Kueue
 from live_harness import ControlPlane, KubeError, collection_path, wait_until
 from webhook_harness import CONTROLLER_TIMEOUT
 
-SCENARIO = Path(__file__).parent / "kueue_scenario"
+# the scenario: examples/kueue-tas (nodes, Kueue objects, policy, PyTorchJob), and the
+# same job as a JobSet
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kueue-tas"
+SCENARIO = {
+    "nodes.yaml": EXAMPLE / "cluster" / "nodes.yaml",
+    "kueue.yaml": EXAMPLE / "kueue" / "queues.yaml",
+    "cilium.yaml": EXAMPLE / "cilium" / "training-zones.yaml",
+    "pytorchjob.yaml": EXAMPLE / "workloads" / "resnet.yaml",
+    "jobset.yaml": Path(__file__).parent / "kueue_scenario" / "jobset.yaml",
+}
 NAMESPACE = "research"
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -46,7 +55,7 @@ QUEUE_OBJECTS = ("clusterqueues", "resourceflavors", "topologies")
 
 
 def scenario(name: str) -> list[dict[str, Any]]:
-    docs = [d for d in yaml.safe_load_all((SCENARIO / name).read_text()) if d]
+    docs = [d for d in yaml.safe_load_all(SCENARIO[name].read_text()) if d]
     if len(docs) == 1 and docs[0]["kind"] == "List":
         return list(docs[0]["items"])
     return docs

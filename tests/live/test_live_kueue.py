@@ -2,7 +2,7 @@
 queued job's templates, before topogen generates anything (the job edits here are written
 by hand, as the mutation issue 31 asks for would write them).
 
-Scenario (kueue_scenario/): zones a and b with 16 GPUs each, zone c with 4; Topology
+Scenario (examples/kueue-tas): zones a and b with 16 GPUs each, zone c with 4; Topology
 [zone, hostname]; a policy that denies training pods in zone c everything. A 4-GPU job
 asking for one zone per PodSet:
 - the control: TAS admits it into zone c (its best fit) and the pods, created as the
