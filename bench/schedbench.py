@@ -23,6 +23,7 @@ sys.path.insert(0, str(HERE))
 
 import bounds  # noqa: E402
 import schedfleet as sf  # noqa: E402
+import schedkarp  # noqa: E402
 import schedrun as sr  # noqa: E402
 from fleet_kit import Client, PodWatch  # noqa: E402
 
@@ -250,8 +251,36 @@ def limits_table(timed: Sequence[Row], scored: Sequence[Row]) -> list[str]:
     return out
 
 
+def scaled_part(rows: Sequence[Row]) -> list[str]:
+    """The scale-from-zero clusters (bench/schedkarp.py): the static table, Karpenter
+    provisioning the GPU nodes."""
+    if not rows:
+        return []
+    worst = min(ratio_static(r) for r in rows)
+    bad = sum(len(r.runs[p].violations) for r in rows for p in ("pin", "spread"))
+    return [
+        "### Scaled to zero: NodePools instead of GPU nodes",
+        "",
+        "The clusters above with their GPU nodes gone and, per zone that had them, a Karpenter "
+        "NodePool limited to that zone's GPUs (the same bound); Karpenter v1.15.0 (its KWOK "
+        "provider, the KWOK controller) launches the nodes as pods ask for them. topogen "
+        "reads the NodePools and the instance types and plans on what they can add. Without "
+        "a policy, Karpenter launches each node in the cheapest zone its pods allow.",
+        "",
+        *static_table(rows),
+        "",
+        f"spread: useful GPUs of the bound, worst {worst:.1%}; pin and spread: {bad} "
+        "violations (split, outside the allowed or planned zones, identity, traffic).",
+        "",
+    ]
+
+
 def report(
-    static: Sequence[Row], timed: Sequence[Row], scored: Sequence[Row], seconds: float
+    static: Sequence[Row],
+    timed: Sequence[Row],
+    scored: Sequence[Row],
+    seconds: float,
+    scaled: Sequence[Row] = (),
 ) -> str:
     lines = [
         "## Fleet: GPUs kept busy under the real kube-scheduler",
@@ -274,6 +303,7 @@ def report(
         "",
         *static_table(static),
         "",
+        *scaled_part(scaled),
         "### Over time: jobs arrive, run their drawn duration once wholly bound, and leave",
         "",
         "A split job (`none`) holds its GPUs for its duration and does nothing. Bound: useful "
@@ -331,7 +361,13 @@ def run(quick: bool) -> str:
         static = measure(QUICK if quick else SCENARIOS, False, work)
         timed = measure(QUICK_TIMED if quick else TIMED, True, work)
         scored = measure(QUICK_TIMED if quick else TIMED, True, work, ("spread",), sr.GPU_SCORING)
-    return report(static, timed, scored, time.monotonic() - began)
+        scaled = [
+            Row(sc, bound, exact, runs)
+            for sc, bound, exact, runs in schedkarp.measure(
+                schedkarp.QUICK_SCALED if quick else schedkarp.SCALED, work / "scaled"
+            )
+        ]
+    return report(static, timed, scored, time.monotonic() - began, scaled)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

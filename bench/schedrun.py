@@ -364,8 +364,17 @@ def _clear(client: Client, watch: PodWatch, sc: sf.Scenario) -> None:
 
 
 def static_run(
-    cp: ControlPlane, client: Client, watch: PodWatch, sc: sf.Scenario, plan: str, work: Path
+    cp: ControlPlane,
+    client: Client,
+    watch: PodWatch,
+    sc: sf.Scenario,
+    plan: str,
+    work: Path,
+    settled: Callable[[ControlPlane, PodWatch], None] = settle,
+    zones: Callable[[sf.Scenario], dict[str, str]] = _zone_of,
 ) -> PlanRun:
+    """`settled`: until nothing more will be bound; `zones`: node -> zone (bench/schedkarp.py
+    passes Karpenter's: its nodes come and go)."""
     rendered = render(sc, plan, [j for j in sc.jobs if j.known], work)
     run = PlanRun(plan, refused=rendered.refused, render_seconds=rendered.seconds)
     install(client, sc, rendered)
@@ -376,10 +385,10 @@ def static_run(
         run.pods = sum(len(b) for b in batches)
         began = time.monotonic()
         client.create_pods(batches)
-        settle(cp, watch)
+        settled(cp, watch)
         run.seconds = time.monotonic() - began
         pods = watch.snapshot()
-        zone_of = _zone_of(sc)
+        zone_of = zones(sc)
         run.outcomes = [outcome(j, pods, zone_of) for j in sc.jobs]
         if plan != "none":
             run.violations = violations(sc, rendered, run.outcomes, pods, zone_of)

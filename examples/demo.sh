@@ -13,13 +13,13 @@ section "zone-split AFTER: the workloads as topogen's policies admit them"
 $TOPOGEN analyze -c examples/zone-split/topogen-after.yaml
 after=$?
 
-section "the other examples: PyTorchJob on three zones, hostNetwork MPI"
-for example in pytorch-three-zone hostnetwork-mpi; do
+section "the other examples: PyTorchJob on three zones (with GPU nodes, and scaled to zero with a Karpenter NodePool), hostNetwork MPI"
+for example in pytorch-three-zone pytorch-scale-from-zero hostnetwork-mpi; do
   $TOPOGEN analyze -c "examples/$example/topogen.yaml" | grep -E "^(HARD_BLOCK|CROSS_ZONE|UNSCHEDULABLE|IDENTITY_MISMATCH)|^  (policies|fix):"
 done
 
 section "render: policies, CLI tests, Kustomize and signals for every example"
-for example in zone-split pytorch-three-zone hostnetwork-mpi; do
+for example in zone-split pytorch-three-zone pytorch-scale-from-zero hostnetwork-mpi; do
   $TOPOGEN render -c "examples/$example/topogen.yaml" --out "out/$example" || exit 1
   echo "demo: $example rendered under out/$example/ (policies/, kustomize/, monitoring/)"
 done

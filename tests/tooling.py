@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -32,8 +33,14 @@ def require_plane_tool(name: str) -> Path:
 
 
 def module_dir(folder: str, module: str) -> Path:
-    """The source of `module` as tools/<folder>/go.mod pins it (from the module cache)."""
+    """The source of `module` as tools/<folder>/go.mod pins it (from the module cache), with
+    the Go of that go.mod's `toolchain` line, as tools/build.sh uses (a module may ask for a
+    newer Go than the machine's)."""
     env = {**os.environ, "GOWORK": "off"}
+    gomod = (REPO / "tools" / folder / "go.mod").read_text(encoding="utf-8")
+    toolchain = re.search(r"^toolchain (go\S+)$", gomod, re.MULTILINE)
+    if toolchain:
+        env["GOTOOLCHAIN"] = toolchain[1]
     proc = subprocess.run(
         ["go", "list", "-m", "-json", module],
         cwd=REPO / "tools" / folder,

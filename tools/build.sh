@@ -44,9 +44,13 @@ set -euo pipefail
 # the aggregation of admission reports into PolicyReports) share tools/kyverno/
 # with the CLI; gatekeeper-controller-manager (the
 # Gatekeeper module's root package, upstream's `manager` binary) shares
-# tools/gatekeeper/ with gator. argocd-cmp is our own program on Argo CD v3.6.2's packages
-# (the CMP server, the repo-server's GenerateManifests and discovery, the ApplicationSet
-# controller's rendering, kustomize); v3.6 asks for go 1.27, so its go.mod carries
+# tools/gatekeeper/ with gator. karpenter-kwok is Karpenter's controller with its
+# KWOK cloud provider (the module's kwok/ main package); its go.mod carries
+# `toolchain go1.27.3` (Karpenter v1.15.0 asks for 1.26.9). kwok is the KWOK
+# controller (cmd/kwok), whose version is a constant in its source.
+# argocd-cmp is our own program on Argo CD v3.6.2's packages (the CMP server, the
+# repo-server's GenerateManifests and discovery, the ApplicationSet controller's
+# rendering, kustomize); v3.6 asks for go 1.27, so its go.mod carries
 # `toolchain go1.27.3`, which choose_toolchain exports as GOTOOLCHAIN for that build only.
 # kueue is Kueue's controller manager (cmd/kueue, upstream's `manager`), run out of cluster
 # by tests/live/kueue_harness.py.
@@ -65,7 +69,10 @@ kyverno-admission-controller | github.com/kyverno/kyverno | github.com/kyverno/k
 kyverno-reports-controller | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/reports-controller | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@ | kyverno
 gatekeeper-controller-manager | github.com/open-policy-agent/gatekeeper/v3 | github.com/open-policy-agent/gatekeeper/v3 | -X github.com/open-policy-agent/gatekeeper/v3/pkg/version.Version=@VERSION@ | gatekeeper
 cyclonus | github.com/mattfenwick/cyclonus | topogen.local/tools/cyclonus | -X github.com/mattfenwick/cyclonus/pkg/cli.version=@VERSION@ | cyclonus | src
+karpenter-kwok | sigs.k8s.io/karpenter | sigs.k8s.io/karpenter/kwok | -X sigs.k8s.io/karpenter/pkg/operator.Version=@VERSION@
+kwok | sigs.k8s.io/kwok | sigs.k8s.io/kwok/cmd/kwok |
 argocd-cmp | github.com/argoproj/argo-cd/v3 | topogen.local/tools/argocd-cmp | | argocd-cmp | src
+actionlint | github.com/rhysd/actionlint | github.com/rhysd/actionlint/cmd/actionlint | -X github.com/rhysd/actionlint.version=@VERSION@
 kueue | sigs.k8s.io/kueue | sigs.k8s.io/kueue/cmd/kueue | -X sigs.k8s.io/kueue/pkg/version.GitVersion=@VERSION@
 '
 

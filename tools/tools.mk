@@ -9,8 +9,7 @@ TOOLS_DIR   := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 TOOLS_BIN   ?= .tools/bin
 TOOLS_LIST  ?= kyverno promtool etcd kube-apiserver kube-scheduler gator opa cilium-oracle \
                kyverno-webhooks kyverno-admission-controller kyverno-reports-controller gatekeeper-controller-manager cyclonus \
-               argocd-cmp \
-               kueue
+               karpenter-kwok kwok argocd-cmp actionlint kueue
 TOOLS_BUILD := $(TOOLS_DIR)/build.sh
 
 TOOLS_TARGETS := $(addprefix $(TOOLS_BIN)/,$(TOOLS_LIST))
@@ -24,6 +23,7 @@ TOOLS_OPA   := $(TOOLS_BIN)/opa
 TOOLS_CILIUM_ORACLE := $(TOOLS_BIN)/cilium-oracle
 TOOLS_CYCLONUS := $(TOOLS_BIN)/cyclonus
 TOOLS_ARGOCD_CMP := $(TOOLS_BIN)/argocd-cmp
+TOOLS_ACTIONLINT := $(TOOLS_BIN)/actionlint
 
 .PHONY: tools tools-clean tools-smoke
 

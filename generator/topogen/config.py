@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
-    ConfigDict,
     Field,
     StringConstraints,
     ValidationError,
@@ -18,15 +16,13 @@ from pydantic import (
     model_validator,
 )
 
+from topogen.autoscaling import AutoscalingConfig
 from topogen.cilium.labelfilter import LabelPrefixError, parse_prefix
 from topogen.errors import InputError
+from topogen.fields import InputPath, LabelKey, LabelValue, Name, Strict
 from topogen.model import CiliumSettings
 from topogen.names import (
-    DNS_LABEL_PATTERN,
-    LABEL_KEY_PATTERN,
-    LABEL_VALUE_PATTERN,
     dns_label_problem,
-    label_key_problem,
     name_limit,
 )
 from topogen.operators.registry import PROFILES, operator
@@ -50,38 +46,13 @@ __all__ = [
 
 API_VERSION = "topogen.io/v1alpha1"
 
-Name = Annotated[str, StringConstraints(pattern=DNS_LABEL_PATTERN, max_length=63)]
-# a file or folder of topogen.yaml: no control characters (a NUL is no path anywhere)
-InputPath = Annotated[
-    str, StringConstraints(pattern=r"^[^\x00-\x1f\x7f]+$", min_length=1, max_length=4096)
-]
-
-
-def _label_key(key: str) -> str:
-    """names.py's rule, lengths of the prefix and the name included."""
-    problem = label_key_problem(key)
-    if problem:
-        raise ValueError(problem)
-    return key
-
-
-LabelKey = Annotated[
-    str,
-    StringConstraints(pattern=LABEL_KEY_PATTERN, max_length=317),
-    AfterValidator(_label_key),
-]
-LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE_PATTERN, max_length=63)]
 Engine = Literal["kyverno", "kyverno-legacy", "gatekeeper", "native"]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
 _CILIUM = CiliumSettings()  # the defaults: Cilium's
 
 
-class CiliumConfig(_Strict):
+class CiliumConfig(Strict):
     """`clusters[].cilium`: the cilium-agent options that change verdicts, as the model's
     CiliumSettings has them (its defaults, Cilium's, unless set; its docstring says what
     each means). identityLabels is the agent's `labels` option, verbatim."""
@@ -116,7 +87,7 @@ class CiliumConfig(_Strict):
         return dataclasses.replace(_CILIUM, **values)
 
 
-class ClusterConfig(_Strict):
+class ClusterConfig(Strict):
     name: Name
     nodes: list[InputPath] = Field(min_length=1)
     network_policies: list[InputPath] = Field(default_factory=list, alias="networkPolicies")
@@ -137,6 +108,9 @@ class ClusterConfig(_Strict):
     engines: list[Engine] | None = None
     validation_action: Literal["Audit", "Enforce"] | None = Field(None, alias="validationAction")
     cilium: CiliumConfig = Field(default_factory=lambda: CiliumConfig.model_validate({}))
+    autoscaling: AutoscalingConfig = Field(
+        default_factory=lambda: AutoscalingConfig.model_validate({})
+    )
 
 
 _PORT = re.compile(r"^(\d{1,5})(?:-(\d{1,5}))?(?:/(TCP|UDP|SCTP))?$")
@@ -158,7 +132,7 @@ def parse_port(p: Any) -> tuple[str, int, int]:
     return protocol, lo, hi
 
 
-class GroupConfig(_Strict):
+class GroupConfig(Strict):
     name: Name
     profile: str  # an operator's name (operators/registry.py)
     namespaces: list[Name] = Field(min_length=1)
@@ -222,7 +196,7 @@ MetricName = Annotated[
 ]
 
 
-class MonitoringMetrics(_Strict):
+class MonitoringMetrics(Strict):
     """Exporter metric names the generated rules read (defaults: kube-state-metrics v2,
     NVIDIA DCGM exporter with Kubernetes pod mapping, Hubble with labelsContext)."""
 
@@ -236,7 +210,7 @@ class MonitoringMetrics(_Strict):
     flows: MetricName | None = Field("hubble_flows_processed_total", alias="flows")
 
 
-class MonitoringConfig(_Strict):
+class MonitoringConfig(Strict):
     """`monitoring:` Prometheus rules and a Grafana dashboard per cluster (render/monitoring.py).
 
     Alerts: idle (all pods Running, GPU utilisation under idleGpuUtilisationPercent and no
@@ -264,7 +238,7 @@ class MonitoringConfig(_Strict):
     metrics: MonitoringMetrics = Field(default_factory=lambda: MonitoringMetrics.model_validate({}))
 
 
-class GatekeeperConfig(_Strict):
+class GatekeeperConfig(Strict):
     """`gatekeeper:` the Gatekeeper install the rendered policies run on.
 
     failurePolicy of Gatekeeper's own webhooks (its install sets them, default Ignore: a
@@ -276,7 +250,7 @@ class GatekeeperConfig(_Strict):
     failure_policy: Literal["Ignore", "Fail"] = Field("Ignore", alias="failurePolicy")
 
 
-class KyvernoConfig(_Strict):
+class KyvernoConfig(Strict):
     """`kyverno:` how the Kyverno (CEL) engine's policies run.
 
     generateValidatingAdmissionPolicy: under Enforce, each ValidatingPolicy asks Kyverno to
@@ -303,7 +277,7 @@ class KyvernoConfig(_Strict):
     audit_at_admission: bool = Field(False, alias="auditAtAdmission")
 
 
-class TopogenConfig(_Strict):
+class TopogenConfig(Strict):
     api_version: Literal["topogen.io/v1alpha1"] = Field(alias="apiVersion")
     kind: Literal["TopogenConfig"]
     clusters: list[ClusterConfig] = Field(min_length=1)

@@ -14,6 +14,7 @@ __all__ = [
     "KUEUE_TAS_GATE",
     "KUEUE_TAS_KEYS",
     "KUEUE_TAS_LABEL",
+    "LAST_PLACEMENTS_FILE",
     "NO_ZONE_PREFIX",
     "CiliumSettings",
     "Container",
@@ -21,6 +22,7 @@ __all__ = [
     "Finding",
     "FindingKind",
     "LabelSelector",
+    "LastPlacements",
     "Namespace",
     "Node",
     "NodeSelectorRequirement",
@@ -34,6 +36,7 @@ __all__ = [
     "PortRange",
     "Requirement",
     "Role",
+    "ScaleUp",
     "Service",
     "Taint",
     "Toleration",
@@ -98,6 +101,17 @@ class Toleration:
 
 
 @dataclass(frozen=True)
+class ScaleUp:
+    """Marks a node that does not exist yet: one an autoscaler can add (topogen.nodepools,
+    analysis/provisioning.py). `cost` is what it counts against its pool's limits;
+    `over_limit` says which limits it would exceed (such a node only carries the reason)."""
+
+    pool: str  # the pool's title: `NodePool gpu`, `node group gpu-1a`
+    cost: Mapping[str, Fraction] = field(default_factory=dict)
+    over_limit: str = ""
+
+
+@dataclass(frozen=True)
 class Node:
     name: str
     labels: Labels
@@ -106,6 +120,7 @@ class Node:
     unschedulable: bool = False
     pod_cidrs: tuple[str, ...] = ()
     zone: str = ""  # value of the zone label, or NO_ZONE_PREFIX + the node's name
+    scale_up: ScaleUp | None = None  # a node an autoscaler can add (none exists yet)
 
 
 @dataclass(frozen=True)
@@ -513,3 +528,22 @@ class Finding:
     policies: tuple[str, ...]
     message: str
     fix: str = ""
+
+
+# policies/<cluster>/LAST_PLACEMENTS_FILE in the output tree: the domains render gave
+# each group and known job, which the next render keeps (render/placements.py writes it,
+# sources/last_render.py reads it back)
+LAST_PLACEMENTS_FILE = "placements.yaml"
+
+
+@dataclass(frozen=True)
+class LastPlacements:
+    """The domains the last render gave one cluster's groups and known jobs."""
+
+    source: str  # the file they were read from
+    groups: Mapping[str, str] = field(default_factory=dict)  # group -> its domain
+    jobs: Mapping[tuple[str, str], str] = field(default_factory=dict)  # (group, ns/job) -> domain
+    queued: frozenset[tuple[str, str]] = frozenset()  # (group, ns/job) that was queued there
+
+    def job_domain(self, group: str, job: str) -> str | None:
+        return self.jobs.get((group, job))

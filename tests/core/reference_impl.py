@@ -241,7 +241,7 @@ def check_domain(
     already = sum(1 for m in members if set(zones) & set(m.placement.zones))
     return DomainCheck(
         name, zones, tolerations, identity, traffic_ok, fits, tuple(problems),
-        tuple(sorted(policies)), free, need, already,
+        tuple(sorted(policies)), free, need, already, free,
     )  # fmt: skip
 
 

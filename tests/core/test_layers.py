@@ -28,11 +28,11 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         "vocabulary",
         frozenset(
             {"", "errors", "names", "model", "manifest", "plaindata", "textui", "yamlfast"}
-            | {"yamltext"}
+            | {"yamltext", "nodepools"}
         ),
     ),
     ("knowledge", frozenset({"operators", "cilium", "kueue"})),
-    ("config", frozenset({"config"})),
+    ("config", frozenset({"config", "autoscaling", "fields"})),
     ("sources", frozenset({"sources"})),
     ("analysis", frozenset({"analysis"})),
     ("plan", frozenset({"plan"})),

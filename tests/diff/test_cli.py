@@ -76,7 +76,7 @@ def test_two_folders(committed: Path, tmp_path: Path) -> None:
     doc = json.loads(result.output)
     assert doc["kind"] == "DiffReport" and doc["analysis"] is None
     (obj,) = doc["objects"]
-    assert obj["notes"] == ["validation Audit -> Deny"]
+    assert obj["notes"] == ["validation Audit -> Deny (Audit reports, Deny refuses)"]
     assert obj["location"] == "lab/kyverno"
     same = invoke("diff", committed / "policies", committed / "policies", "--check")
     assert same.exit_code == 0
@@ -214,13 +214,16 @@ def test_ci_example_triggers_on_the_inputs_and_edits_only_its_own_comment() -> N
     on = workflow.get("on", workflow.get(True))  # YAML 1.1 reads the key `on` as true
     paths = on["pull_request"]["paths"]
     config = workflow["env"]["CONFIG"]
-    for path in (config, "clusters/lab/nodes.yaml", "workloads/train.yaml", "policies/lab/x"):
+    for path in (config, "cluster/nodes.yaml", "workloads/train.yaml", "policies/lab/x"):
         assert any(fnmatch.fnmatch(path, p.replace("**/", "*")) for p in paths), path
     commands = [ln for ln in text.splitlines() if not ln.strip().startswith("#")]
     assert not [ln for ln in commands if "--edit-last" in ln]
     steps = {s.get("name"): s for s in workflow["jobs"]["diff"]["steps"]}
-    post = steps["Post the report as a pull-request comment"]
-    assert post["env"]["MARKER"].startswith("<!-- topogen-diff ")
+    post = steps["Post the comment"]
+    assert (
+        'echo "<!-- topogen-diff $CONFIG -->"'
+        in steps["Drift, refusals and what this pull request changes"]["run"]
+    )
     assert "startswith(env.MARKER)" in post["run"] and "--method PATCH" in post["run"]
     if shutil.which("bash"):
         for step in workflow["jobs"]["diff"]["steps"]:

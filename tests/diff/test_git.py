@@ -79,7 +79,7 @@ def test_committed_change_against_previous_commit(
         assert doc["old"] == {"source": ref, "what": "inputs at this git ref, rendered now"}
         assert doc["analysis"] == {"findings": [], "plans": []}
         notes = [n for o in doc["objects"] for n in o["notes"]]
-        assert "validation Audit -> Deny" in notes
+        assert "validation Audit -> Deny (Audit reports, Deny refuses)" in notes
     check = invoke(repo, "diff", "-c", CFG, "--against", "v1", "--check", monkeypatch=monkeypatch)
     assert check.exit_code == 1
     same = invoke(repo, "diff", "-c", CFG, "--against", "HEAD", "--check", monkeypatch=monkeypatch)

@@ -205,22 +205,22 @@ def test_no_annotation_notes_when_one_side_predates_them() -> None:
         (
             {"spec": {"validationActions": ["Audit"]}},
             {"spec": {"validationActions": ["Deny"]}},
-            "validation Audit -> Deny",  # the field's own word
+            "validation Audit -> Deny (Audit reports, Deny refuses)",  # the field's own word
         ),
         (
             {"spec": {"validationFailureAction": "Audit"}},
             {"spec": {"validationFailureAction": "Enforce"}},
-            "validation Audit -> Enforce",
+            "validation Audit -> Enforce (Audit reports, Enforce refuses)",
         ),
         (
             {"spec": {"rules": [{"validate": {"failureAction": "Enforce"}}]}},
             {"spec": {"rules": [{"validate": {"failureAction": "Audit"}}]}},
-            "validation Enforce -> Audit",
+            "validation Enforce -> Audit (Audit reports, Enforce refuses)",
         ),
         (
             {"spec": {"enforcementAction": "dryrun"}},
             {"spec": {"enforcementAction": "deny"}},
-            "validation dryrun -> deny",
+            "validation dryrun -> deny (deny refuses, dryrun reports)",
         ),
         (
             {

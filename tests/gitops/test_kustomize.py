@@ -137,7 +137,8 @@ def test_only_current_kustomize_fields(root: Path | None, fleet: Path) -> None:
 
 
 def test_policy_folders_list_policy_files_only(fleet: Path) -> None:
-    for engine_dir in sorted((fleet / "policies").glob("*/*")):
+    # policies/<cluster>/ holds one folder per engine (and placements.yaml, no object)
+    for engine_dir in sorted(p for p in (fleet / "policies").glob("*/*") if p.is_dir()):
         listed = yaml.safe_load((engine_dir / "kustomization.yaml").read_text())["resources"]
         files = sorted(p.name for p in engine_dir.glob("*.yaml") if p.name != "kustomization.yaml")
         assert listed == files and all("test" not in f for f in listed)

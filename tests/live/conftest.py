@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from karpenter_harness import KarpenterPlane, start_karpenter
+from karpenter_kit import INSTANCE_TYPES
 from kueue_harness import Kueue, start_kueue
 from kueue_kit import clear as clear_kueue
 from kyverno_harness import PLUGINS, Kyverno, start_kyverno
@@ -144,3 +146,68 @@ def kueue_kyverno_plane(
     cp.reset()
     for kind in ("mutatingpolicies", "validatingpolicies"):
         cp.kube().delete(f"/apis/policies.kyverno.io/v1/{kind}")
+
+
+@pytest.fixture(scope="session")
+def karpenter_session(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[KarpenterPlane, Kyverno]]:
+    """A control plane with Karpenter (its KWOK provider), the KWOK controller and
+    Kyverno's admission controller in front of the API server (for topogen's policies),
+    for test_live_karpenter*.py."""
+    for tool in ("etcd", "kube-apiserver", "kube-scheduler"):
+        require_tool(tool)
+    karpenter, kwok = require_tool("karpenter-kwok"), require_tool("kwok")
+    kyverno = require_tool("kyverno-admission-controller")
+    work = tmp_path_factory.mktemp("karpenter-plane")
+    cp = start_control_plane(TOOLS_BIN, work, admission=PLUGINS)
+    try:
+        k = start_kyverno(cp, kyverno, work / "kyverno")
+    except BaseException:
+        cp.stop()
+        raise
+    try:
+        plane = start_karpenter(cp, karpenter, kwok, work / "karpenter", INSTANCE_TYPES)
+    except BaseException:
+        k.stop()
+        cp.stop()
+        raise
+    try:
+        yield plane, k
+    finally:
+        plane.stop()
+        k.stop()
+        cp.stop()
+
+
+@pytest.fixture
+def karpenter_plane(
+    karpenter_session: tuple[KarpenterPlane, Kyverno],
+) -> Iterator[KarpenterPlane]:
+    """The Karpenter plane without pods, NodePools, NodeClaims, nodes or topogen's
+    policies; KWOK, Karpenter and Kyverno running."""
+    plane, k = karpenter_session
+    for controller in (plane.kwok, plane.karpenter, k):
+        if not controller.alive():
+            controller.start()
+    kube = plane.cp.kube()
+    names = [
+        p["metadata"]["name"]
+        for kind in ("mutatingpolicies", "validatingpolicies")
+        for p in kube.get(f"/apis/policies.kyverno.io/v1/{kind}")["items"]
+    ]
+    for kind in ("mutatingpolicies", "validatingpolicies"):
+        kube.delete(f"/apis/policies.kyverno.io/v1/{kind}")
+    k.delete_generated()
+    k.wait_unregistered(names)
+    for ns in sorted(plane.cp.dirty_namespaces):
+        plane.cp.delete_pods(ns)
+    plane.karpenter.clear()
+    plane.cp.reset()
+    yield plane
+
+
+@pytest.fixture
+def karpenter_kyverno(karpenter_session: tuple[KarpenterPlane, Kyverno]) -> Kyverno:
+    """Kyverno of the Karpenter plane (take karpenter_plane too: it empties the plane)."""
+    return karpenter_session[1]

@@ -9,27 +9,32 @@ an object made per cluster and run, never in the model's frozen objects.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from topogen.analysis.families import Engine
 from topogen.analysis.nodeindex import NodeIndex
 from topogen.analysis.ports import PortSet
+from topogen.analysis.provisioning import PoolRoom, Provisioning
 from topogen.analysis.reachability import PolicyIndex
 from topogen.kueue.objects import KueueSetup
 from topogen.model import NO_ZONE_PREFIX, Namespace, Node, Taint, Toleration, Topology, Workload
+from topogen.nodepools import NodePool
 
 __all__ = [
     "ClusterIndex",
     "Domains",
     "OneZoneDomains",
+    "Packs",
     "candidate_domains",
     "gpu_taints",
     "tolerations_for",
 ]
 
 Candidates = Sequence[tuple[str, tuple[str, ...]]]  # (domain name, its zones)
-Packs = list[tuple[bool, str] | None]  # pack() per domain, filled when asked
+# per domain, filled when asked: (fits, what is missing, (pool, zone) of the new nodes it
+# needs), domains._JobInDomains.pack
+Packs = list[tuple[bool, str, tuple[tuple[str, str], ...]] | None]
 
 
 def candidate_domains(
@@ -73,9 +78,12 @@ class Domains:
     zones: tuple[tuple[str, ...], ...]
     tolerations: tuple[tuple[Toleration, ...], ...]  # the coordinator's, per domain
     none: tuple[tuple[Toleration, ...], ...]  # the workers' (none), per domain
-    nodes: tuple[tuple[Node, ...], ...]
-    gpus_free: tuple[Fraction, ...]
+    nodes: tuple[tuple[Node, ...], ...]  # the nodes an autoscaler would add among them
+    gpus_free: tuple[Fraction, ...]  # the GPUs of its nodes, and what autoscalers can add
     masks: tuple[int, ...]  # the domain's zones as bits over topology.zones
+    gpus_now: tuple[Fraction, ...] = ()  # the GPUs of its existing nodes
+    rooms: tuple[tuple[PoolRoom, ...], ...] = ()  # what each pool can add there
+    scale_up: tuple[bool, ...] = ()  # whether an autoscaler could add a node there
 
 
 @dataclass(frozen=True)
@@ -97,8 +105,16 @@ class ClusterIndex:
         index: PolicyIndex,
         namespaces: Mapping[str, Namespace],
         workloads: Sequence[Workload] = (),
+        pools: Sequence[NodePool] = (),
         kueue: KueueSetup | None = None,
     ) -> None:
+        # the nodes the autoscalers can add join the existing ones (analysis/provisioning.py)
+        self.provisioning = Provisioning(
+            pools, topology.zone_label, topology.gpu_resources, workloads
+        )
+        if pools:
+            added = tuple(self.provisioning.nodes())
+            topology = replace(topology, nodes=(*topology.nodes, *added))
         self.topology = topology
         self.index = index
         self.namespaces = namespaces
@@ -158,6 +174,19 @@ class ClusterIndex:
         zones = tuple(z for _, z in candidates)
         nodes = tuple(tuple(n for n in topology.nodes if n.zone in set(zs)) for zs in zones)
         bit = self.zone_bits
+        now = tuple(
+            sum(
+                (
+                    n.allocatable.get(g, Fraction(0))
+                    for n in ns
+                    if n.scale_up is None
+                    for g in topology.gpu_resources
+                ),
+                Fraction(0),
+            )
+            for ns in nodes
+        )
+        rooms = tuple(self.provisioning.room(zs) for zs in zones)
         return Domains(
             tuple(n for n, _ in candidates),
             zones,
@@ -165,13 +194,12 @@ class ClusterIndex:
             tuple(() for _ in zones),
             nodes,
             tuple(
-                sum(
-                    (n.allocatable.get(g, Fraction(0)) for n in ns for g in topology.gpu_resources),
-                    Fraction(0),
-                )
-                for ns in nodes
+                g + sum((r.gpus for r in rs), Fraction(0)) for g, rs in zip(now, rooms, strict=True)
             ),
             tuple(sum(bit[z] for z in zs) for zs in zones),
+            now,
+            rooms,
+            tuple(any(n.scale_up is not None for n in ns) for ns in nodes),
         )
 
     def zones_mask(self, zones: Sequence[str]) -> int:

@@ -6,13 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from topogen.analysis.cluster import Domains
+from topogen.analysis.cluster import Domains, Packs
 from topogen.analysis.context import AnalysisContext
 from topogen.analysis.families import Family, Side
-from topogen.analysis.job_fit import PodDemand, pack, room
+from topogen.analysis.job_fit import PodDemand, pack, pack_pods, room
 from topogen.analysis.links import LinkView, linked_pairs, links
 from topogen.analysis.members import Member
 from topogen.analysis.placement import place_in_domains
+from topogen.analysis.provisioning import PoolRoom
 from topogen.analysis.zonepaths import JobPaths
 from topogen.model import PodAffinityTerm, Toleration
 
@@ -29,9 +30,13 @@ class DomainCheck:
     capacity_ok: bool
     problems: tuple[str, ...]
     policies: tuple[str, ...]
-    gpus_free: Fraction
+    gpus_free: Fraction  # its GPUs, with what autoscalers can add there (rooms)
     gpus_needed: Fraction
     already_eligible: int
+    gpus_now: Fraction = Fraction(0)  # the GPUs of its existing nodes
+    rooms: tuple[PoolRoom, ...] = ()  # what each autoscaler's pool can add there
+    # the job fits only once autoscalers add nodes: where, and up to what (PoolRoom.describe)
+    scale_up: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -71,10 +76,14 @@ def check_domains(
         policies: tuple[str, ...] = ()
         traffic_ok = True
         fits = False
+        scale_up: tuple[str, ...] = ()
         for i, m in enumerate(members):
             if not job.pinned[i].nonempty(d):
                 why = job.pinned[i].why_not(d)
+                gap = ctx.cluster.provisioning.gaps(zones)
                 problems.append(f"{m.role} {m.name} cannot run in {name}: {why}")
+                if gap:
+                    problems[-1] += f"; {gap}"
         if not problems:
             blocked = job.blocked(d)
             if blocked:
@@ -82,9 +91,11 @@ def check_domains(
                 problems += blocked[0]
                 policies = tuple(sorted(blocked[1]))
             else:
-                fits, short = job.pack(packs, d)
+                fits, short, opened = job.pack(packs, d)
                 if short:
                     problems.append(f"{name}: {short}")
+                elif opened:
+                    scale_up = _scale_up_texts(opened, ctx)
         mask = doms.masks[d]
         out.append(
             DomainCheck(
@@ -99,9 +110,22 @@ def check_domains(
                 doms.gpus_free[d],
                 gpus_needed,
                 sum(1 for zm in member_zones if zm & mask),
+                doms.gpus_now[d],
+                doms.rooms[d],
+                scale_up,
             )
         )
     return out
+
+
+def _scale_up_texts(opened: Sequence[tuple[str, str]], ctx: AnalysisContext) -> tuple[str, ...]:
+    """`NodePool gpu in us-east-1b, up to 16 GPUs` for each pool and zone a job's pods
+    went to new nodes of."""
+    out = []
+    for pool, zone in opened:
+        room = next((r for r in ctx.cluster.provisioning.room((zone,)) if r.pool == pool), None)
+        out.append(room.describe() if room is not None else f"{pool} in {zone}")
+    return tuple(out)
 
 
 class _JobInDomains:
@@ -290,7 +314,7 @@ class _JobInDomains:
                 return False
         return True
 
-    def packs(self) -> list[tuple[bool, str] | None]:
+    def packs(self) -> Packs:
         """pack() per domain, shared by every job of the same shape (filled when asked)."""
         cache = self.ctx.cluster.packs
         key = (
@@ -306,23 +330,32 @@ class _JobInDomains:
             self.ctx.cluster.keep(self.pinned, self.doms)
         return results
 
-    def pack(self, results: list[tuple[bool, str] | None], d: int) -> tuple[bool, str]:
+    def pack(self, results: Packs, d: int) -> tuple[bool, str, tuple[tuple[str, str], ...]]:
+        """(fits, what is missing, the (pool, zone) of the new nodes it needs): on the
+        existing nodes when they hold it, else with the nodes autoscalers can add."""
         hit = results[d]
         if hit is None:
             if self._surely_fits(d):
-                hit = results[d] = (True, "")
+                hit = results[d] = (True, "", ())
             else:
                 names = self.ctx.cluster.nodes.names
                 demands = [
                     PodDemand(m.role, m.replicas, m.template.requests, names(self.pinned[i][d]))
                     for i, m in enumerate(self.members)
                 ]
-                hit = results[d] = pack(
-                    demands, self.doms.nodes[d], self.ctx.topology.gpu_resources
-                )
+                nodes, gpus = self.doms.nodes[d], self.ctx.topology.gpu_resources
+                if not self.doms.scale_up[d]:
+                    hit = (*pack(demands, nodes, gpus), ())
+                else:
+                    now = [n for n in nodes if n.scale_up is None]
+                    hit = (True, "", ())
+                    if not self._surely_fits(d, now_only=True) and not pack(demands, now, gpus)[0]:
+                        budgets = self.ctx.cluster.provisioning.budgets()
+                        hit = pack_pods(demands, nodes, gpus, budgets)
+                results[d] = hit
         return hit
 
-    def _surely_fits(self, d: int) -> bool:
+    def _surely_fits(self, d: int, now_only: bool = False) -> bool:
         """True when packing.pack cannot fail, without placing pod by pod.
 
         pack places the demands in order, each first-fit; identical pods first-fit onto a
@@ -341,11 +374,16 @@ class _JobInDomains:
                 ),
             )
         order = self._order
+        if self.doms.scale_up[d] and not now_only:
+            return False  # the pools' limits are shared: only pack_pods can tell
         earlier = 0
         nodes = self.ctx.cluster.nodes
         for i in order:
             m = self.members[i]
-            total, most = room(self.pinned[i].allocatables(d), nodes, m.template.requests)
+            counts = self.pinned[i].allocatables(d)
+            if now_only:
+                counts = {a: c for a, c in counts.items() if a not in nodes.new_allocatables}
+            total, most = room(counts, nodes, m.template.requests)
             if total - earlier * most < m.replicas:
                 return False
             earlier += m.replicas

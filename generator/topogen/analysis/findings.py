@@ -14,6 +14,7 @@ from topogen.analysis.members import Member, members_of
 from topogen.analysis.paths import BlockedPath, BlockedPaths
 from topogen.analysis.zonepaths import JobPaths
 from topogen.model import Finding, FindingKind, PodAffinityTerm, TrainingGroup, quantity
+from topogen.nodepools import gpus_text
 
 __all__ = ["CROSS_ZONE_COST", "JobAnalysis", "analyze_job", "unmatched_affinity"]
 
@@ -347,6 +348,6 @@ def _n(domains: list[DomainCheck]) -> str:
 
 
 def _domain_problem(d: DomainCheck) -> str:
-    free = quantity(d.gpus_free)
+    free = gpus_text(d.gpus_free)
     first = d.problems[0] if d.problems else "does not fit"
     return f"{d.name} ({free} GPUs): {first}"

@@ -11,7 +11,7 @@ from topogen.analysis.nodeindex import NodeIndex
 from topogen.analysis.placed import Placement
 from topogen.model import Node, quantity
 
-__all__ = ["PodDemand", "fits", "pack", "room"]
+__all__ = ["PodDemand", "fits", "pack", "pack_pods", "room"]
 
 
 def room(
@@ -66,8 +66,42 @@ def pack(
     demands: Sequence[PodDemand], nodes: Sequence[Node], gpu_resources: Sequence[str]
 ) -> tuple[bool, str]:
     """First-fit decreasing of every pod onto nodes; (fits, what is missing)."""
+    fits, short, _ = pack_pods(demands, nodes, gpu_resources)
+    return fits, short
+
+
+def pack_pods(
+    demands: Sequence[PodDemand],
+    nodes: Sequence[Node],
+    gpu_resources: Sequence[str],
+    budgets: Mapping[str, Mapping[str, Fraction]] | None = None,
+) -> tuple[bool, str, tuple[tuple[str, str], ...]]:
+    """pack(), where a node an autoscaler would add (Node.scale_up) is used only while its
+    pool's limits (`budgets`: pool -> what they leave) hold its cost, and the cost is then
+    drawn from them; also the (pool, zone) of every such node the pods went to."""
     allocatable = {n.name: n.allocatable for n in nodes}
+    new = {n.name: n for n in nodes if n.scale_up is not None}
+    left = {p: dict(b) for p, b in (budgets or {}).items()}
+    limited: set[str] = set()  # pools whose limits kept a pod off a node
     free: dict[str, dict[str, Fraction]] = {}  # nodes a pod went to (the rest: allocatable)
+
+    def affordable(name: str) -> bool:
+        """An unused new node whose pool's limits still hold it (others: True)."""
+        node = new.get(name)
+        if node is None or name in free or node.scale_up is None:
+            return True
+        budget = left.get(node.scale_up.pool, {})
+        if all(node.scale_up.cost.get(r, 0) <= v for r, v in budget.items()):
+            return True
+        limited.add(node.scale_up.pool)
+        return False
+
+    def opened(name: str) -> None:
+        node = new.get(name)
+        if node is not None and node.scale_up is not None:
+            budget = left.get(node.scale_up.pool, {})
+            for r in budget:
+                budget[r] -= node.scale_up.cost.get(r, Fraction(0))
 
     def free_of(name: str) -> Mapping[str, Fraction]:
         return free.get(name) or allocatable[name]
@@ -84,19 +118,57 @@ def pack(
         names = sorted(n for n in d.nodes if n in allocatable)
         i = 0  # first fit only moves forward: free capacity never grows back
         for placed in range(d.count):
-            while i < len(names) and not fits(d.requests, free_of(names[i])):
+            while i < len(names) and not (
+                fits(d.requests, free_of(names[i])) and affordable(names[i])
+            ):
                 i += 1
             if i == len(names):
-                return False, _shortfall(d, d.count - placed, free_of, gpu_resources)
+                short = _shortfall(d, d.count - placed, free_of, gpu_resources)
+                usable = [new[n] for n in names if n in new]
+                over = [n for n in new.values() if _over_limit(n, d.requests)]
+                spent = (
+                    limited | _spent(usable, left) | {n.scale_up.pool for n in over if n.scale_up}
+                )
+                if spent:
+                    short += f"; the limits of {', '.join(sorted(spent))} are reached"
+                return False, short, _opened(free, new)
             target = free.get(names[i])
             if target is None:
+                opened(names[i])
                 target = free[names[i]] = dict(allocatable[names[i]])
             for res, want in d.requests.items():
                 if res in target:
                     target[res] -= want
             if "pods" in target:
                 target["pods"] -= 1
-    return True, ""
+    return True, "", _opened(free, new)
+
+
+def _over_limit(node: Node, requests: Mapping[str, Fraction]) -> bool:
+    """A new node its pool's limits leave no room for, which would hold such a pod."""
+    return (
+        node.scale_up is not None
+        and bool(node.scale_up.over_limit)
+        and (fits(requests, node.allocatable))
+    )
+
+
+def _spent(nodes: Sequence[Node], left: Mapping[str, Mapping[str, Fraction]]) -> set[str]:
+    """The pools of these new nodes whose limits hold none of them any more."""
+    pools: dict[str, bool] = {}
+    for n in nodes:
+        if n.scale_up is not None:
+            budget = left.get(n.scale_up.pool, {})
+            room = all(n.scale_up.cost.get(r, 0) <= v for r, v in budget.items())
+            pools[n.scale_up.pool] = pools.get(n.scale_up.pool, False) or room
+    return {p for p, room in pools.items() if not room}
+
+
+def _opened(free: Mapping[str, object], new: Mapping[str, Node]) -> tuple[tuple[str, str], ...]:
+    """(pool, zone) of the new nodes pods went to."""
+    return tuple(
+        sorted({(n.scale_up.pool, n.zone) for k, n in new.items() if k in free and n.scale_up})
+    )
 
 
 def fits(requests: Mapping[str, Fraction], free: Mapping[str, Fraction]) -> bool:

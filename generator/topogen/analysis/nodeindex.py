@@ -42,10 +42,13 @@ class NodeIndex:
         self.topology = topology
         self.nodes = topology.nodes
         self.zone_label = topology.zone_label
-        ids: dict[tuple[tuple[str, Fraction], ...], int] = {}
+        # nodes an autoscaler would add are counted apart (analysis/provisioning.py)
+        ids: dict[tuple[tuple[tuple[str, Fraction], ...], bool], int] = {}
         self.allocatable = [
-            ids.setdefault(tuple(sorted(n.allocatable.items())), len(ids)) for n in topology.nodes
+            ids.setdefault((tuple(sorted(n.allocatable.items())), n.scale_up is not None), len(ids))
+            for n in topology.nodes
         ]
+        self.new_allocatables = frozenset(i for (_, new), i in ids.items() if new)
         self.allocatables: list[Mapping[str, Fraction]] = [{}] * len(ids)
         for i, n in enumerate(topology.nodes):
             self.allocatables[self.allocatable[i]] = n.allocatable

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
+from topogen.analysis.filters.base import SCALE_UP
 from topogen.model import Node
 
 __all__ = ["Placement", "why_not"]
@@ -34,10 +35,15 @@ class Placement:
 
 
 def why_not(excluded: Mapping[str, int], limit: int = 3) -> str:
-    """Placement.why_not for these exclusion counts."""
+    """Placement.why_not for these exclusion counts; reasons about nodes an autoscaler
+    would add come after the others, each of them, without a count (those nodes do not
+    exist yet)."""
+    ordered = sorted(excluded.items(), key=lambda kv: (-kv[1], kv[0]))
     parts = [
         f"{count} node{'s' if count > 1 else ''}: {reason}"
-        for reason, count in sorted(excluded.items(), key=lambda kv: (-kv[1], kv[0]))
+        for reason, count in ordered
+        if not reason.startswith(SCALE_UP)
     ]
     more = f" (+{len(parts) - limit} more)" if len(parts) > limit else ""
-    return "; ".join(parts[:limit]) + more
+    new = [reason for reason, _ in ordered if reason.startswith(SCALE_UP)]
+    return "; ".join([*parts[:limit], *new]) + more

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import overload
 
 from topogen.analysis import filters
+from topogen.analysis.filters import SCALE_UP
 from topogen.analysis.fit import Judge
 from topogen.analysis.nodeindex import NodeClass, NodeIndex, read_keys
 from topogen.analysis.placed import Placement, why_not
@@ -171,7 +172,7 @@ class PinnedPlacements(Sequence[Placement]):
                 if inside is not None:
                     excluded[inside] += len(ps)
         for reason, count in outside.items():
-            if count > 0:
+            if count > 0 and not reason.startswith(SCALE_UP):  # new nodes elsewhere: moot
                 excluded[reason] += count
         return why_not(excluded)
 
@@ -212,7 +213,7 @@ class PinnedPlacements(Sequence[Placement]):
                     if ps[0] < first.get(inside, len(idx.nodes)):
                         first[inside] = ps[0]
         for reason, count in outside.items():
-            if count > 0:
+            if count > 0 and not reason.startswith(SCALE_UP):
                 excluded[reason] += count
                 pos = j.first_outside(reason, wanted)
                 if pos < first.get(reason, len(idx.nodes)):

@@ -83,12 +83,12 @@ def render_command(
     unless --partial; 2: usage or input error.
     """
     cfg = with_default_namespace(load_config(config_path, allow_outside=allow_outside), namespace)
+    out = Path(out_dir) if out_dir else Path(config_path).parent
     done = install_progress()
-    result = render(cfg, list(clusters) or None)
+    result = render(cfg, list(clusters) or None, out=out)
     done()
     for w in result.report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)
-    out = Path(out_dir) if out_dir else Path(config_path).parent
     config_shown = _shown_config(Path(config_path), out)
     header = GENERATED_HEADER.format(config=config_shown)
     printing = to_stdout or output is not None

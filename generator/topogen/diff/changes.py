@@ -8,12 +8,15 @@ from typing import Any, Literal
 
 __all__ = [
     "AnalysisDelta",
+    "ClusterReview",
     "DiffReport",
     "FieldChange",
     "FindingChange",
     "ObjectChange",
     "ObjectKey",
+    "PlacementRow",
     "PlanChange",
+    "RowStatus",
     "Tree",
     "TreeEntry",
     "cluster_of",
@@ -23,6 +26,7 @@ __all__ = [
 FieldOp = Literal["added", "removed", "changed", "reordered"]
 ObjectStatus = Literal["added", "removed", "changed"]
 FindingStatus = Literal["appears", "disappears", "changes"]
+RowStatus = Literal["new", "kept", "moved", "removed", "refused"]
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,40 @@ class ObjectChange:
 
 
 @dataclass(frozen=True)
+class PlacementRow:
+    """One known job of a cluster, before and after (the renders' placements files)."""
+
+    group: str
+    job: str  # namespace/name
+    gpus: str
+    before: str  # its domain before ("" when it had none)
+    after: str  # its domain after ("" when it has none)
+    status: RowStatus
+    reason: str = ""  # moved: why (the re-pin), refused: why not
+    queued: bool = False  # after: it waits its turn for GPUs in its domain
+
+
+@dataclass(frozen=True)
+class ClusterReview:
+    """What a reviewer decides from, for one cluster (diff/review.py)."""
+
+    cluster: str
+    engines: tuple[tuple[str, ...], tuple[str, ...]]  # before, after
+    actions: tuple[str, str]  # Audit | Enforce ("" without validating policies), before, after
+    failure_policies: tuple[Mapping[str, str], Mapping[str, str]]  # engine -> Fail | Ignore
+    rows: tuple[PlacementRow, ...]
+    free: tuple[tuple[str, str, str], ...]  # (domain, GPUs left before, after)
+    mutation: str  # what the mutation now does differently, naming the component
+    validation: str  # what validation refuses or reports, and by which component
+    risks: tuple[str, ...]  # re-pins, refusals, fail-open, Enforce turned on, queued
+    refused: tuple[str, ...] = ()  # the new render's refusals: it writes nothing
+    warnings: tuple[str, ...] = ()  # the new render's warnings
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.rows if r.status == status)
+
+
+@dataclass(frozen=True)
 class FindingChange:
     status: FindingStatus
     kind: str  # HARD_BLOCK, UNSCHEDULABLE, ...
@@ -117,6 +155,11 @@ class FindingChange:
     message: str  # the finding's message (the new one, or the old one when it disappears)
     old_message: str = ""  # for `changes`
     fix: str = ""
+    # a problem whose group's verdict is new or worse than on the old side (a job joining
+    # a group with the same verdict and the same rendered fix is a known problem)
+    new_problem: bool = False
+    # the new side renders a fix for it (its group planned and enforced, not UNSCHEDULABLE)
+    fixed: bool = True
 
 
 @dataclass(frozen=True)
@@ -147,11 +190,15 @@ class DiffReport:
     warnings: tuple[str, ...] = ()
     old_what: str = ""  # "committed output", "rendered at a git ref", ...
     new_what: str = ""
+    reviews: tuple[ClusterReview, ...] = ()  # per cluster: the reviewer's summary
+    refused: tuple[str, ...] = ()  # the new render's refusals (it writes nothing)
 
     @property
     def empty(self) -> bool:
-        """No difference at all: nothing for --check to fail on."""
-        return not self.objects and (self.analysis is None or self.analysis.empty)
+        """No difference at all: nothing for --check to fail on (a refused render is one)."""
+        return (
+            not self.objects and not self.refused and (self.analysis is None or self.analysis.empty)
+        )
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.objects if o.status == status)
@@ -182,4 +229,5 @@ def only_clusters(report: DiffReport, clusters: Sequence[str]) -> DiffReport:
             tuple(f for f in analysis.findings if f.cluster in keep),
             tuple(p for p in analysis.plans if p.cluster in keep),
         )
-    return replace(report, objects=objects, analysis=analysis)
+    reviews = tuple(r for r in report.reviews if r.cluster in keep)
+    return replace(report, objects=objects, analysis=analysis, reviews=reviews)

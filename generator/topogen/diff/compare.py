@@ -2,8 +2,9 @@
 
 Lists whose order carries no meaning (tolerations, selector values, match
 expressions, ...) are compared as sets; every other list (rules, validations,
-mutations, variables, containers, ...) as a list, where items that carry a
-`name` are matched by it, so a reordering is reported as such.
+mutations, variables, containers, patches, ...) as a list, where items are matched by
+what identifies them (a name, a JSON patch operation's op and path, a patch file's
+path, a key: ITEM_KEYS), so an insertion or a reordering is reported as such.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from deepdiff.helper import CannotCompare
 
 from topogen.diff.changes import FieldChange
 
-__all__ = ["UNORDERED_KEYS", "compare", "format_path"]
+__all__ = ["ITEM_KEYS", "UNORDERED_KEYS", "compare", "format_path", "item_identity"]
 
 # Lists, by the key that holds them, whose order the API ignores.
 UNORDERED_KEYS = frozenset(
@@ -53,12 +54,28 @@ def _unordered(level: Any) -> bool:
     return bool(path) and isinstance(path[-1], str) and path[-1] in UNORDERED_KEYS
 
 
+# What identifies an item of an ordered list, tried in order: a name (rules, variables,
+# containers), a JSON patch operation's op and path, a kustomize patch's file or target,
+# a toleration's or requirement's key.
+ITEM_KEYS: tuple[tuple[str, ...], ...] = (("name",), ("op", "path"), ("path",), ("key",))
+
+
+def item_identity(item: Any) -> tuple[str, ...] | None:
+    if not isinstance(item, dict):
+        return None
+    for keys in ITEM_KEYS:
+        values = [item.get(k) for k in keys]
+        if all(isinstance(v, str) and v for v in values):
+            return (*keys, *(str(v) for v in values))
+    return None
+
+
 def _same_item(x: Any, y: Any, level: Any = None) -> bool:
-    """Items of an ordered list are the same item when they carry the same name."""
-    if isinstance(x, dict) and isinstance(y, dict):
-        nx, ny = x.get("name"), y.get("name")
-        if isinstance(nx, str) and isinstance(ny, str):
-            return nx == ny
+    """Items of an ordered list are the same item when they carry the same identity
+    (ITEM_KEYS), so an insertion is reported as one item added, not a shift of all."""
+    ix, iy = item_identity(x), item_identity(y)
+    if ix is not None and iy is not None:
+        return ix == iy
     raise CannotCompare() from None
 
 
@@ -95,8 +112,23 @@ def _field_change(report_type: str, level: Any, old: Any, new: Any) -> FieldChan
             format_path(_path(level, new_side=False), old), "removed", level.t1, None
         )
     if report_type == "iterable_item_moved":
+        if _same_relative_order(level):
+            return None  # items inserted or removed around it: reported as such
         return FieldChange(format_path(_path(level, new_side=True)[:-1], new), "reordered")
     return None  # repetition changes and the like: not produced with these options
+
+
+def _same_relative_order(level: Any) -> bool:
+    """The items both versions of the list hold are in the same order in both."""
+    up = level.up
+    old, new = getattr(up, "t1", None), getattr(up, "t2", None)
+    if not (isinstance(old, list) and isinstance(new, list)):
+        return False
+    a, b = [item_identity(i) for i in old], [item_identity(i) for i in new]
+    if None in a or None in b:
+        return False
+    common = set(a) & set(b)
+    return [i for i in a if i in common] == [i for i in b if i in common]
 
 
 def _path(level: Any, *, new_side: bool) -> list[Any]:
@@ -138,12 +170,11 @@ def format_path(path: list[Any], root: Any) -> str:
 
 
 def _item_label(item: Any, index: int) -> str:
-    if isinstance(item, dict):
-        for field in ("name", "key"):
-            value = item.get(field)
-            if isinstance(value, str) and value:
-                return f"{field}={value}"
-    return str(index)
+    identity = item_identity(item)
+    if identity is None:
+        return str(index)
+    half = len(identity) // 2
+    return " ".join(f"{k}={v}" for k, v in zip(identity[:half], identity[half:], strict=True))
 
 
 def _quote(key: str) -> str:

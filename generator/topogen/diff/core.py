@@ -8,6 +8,7 @@ from topogen.diff.changes import DiffReport, ObjectChange, Tree, TreeEntry
 from topogen.diff.compare import compare
 from topogen.diff.delta import analysis_delta
 from topogen.diff.meaning import added_notes, changed_notes, removed_notes, subject
+from topogen.diff.review import Rendered, cluster_reviews
 from topogen.pipeline.analyze import AnalysisReport
 
 __all__ = ["diff"]
@@ -24,6 +25,7 @@ def diff(
     old_what: str = "",
     new_what: str = "",
     warnings: Iterable[str] = (),
+    rendered: Rendered | None = None,
 ) -> DiffReport:
     """What differs between two rendered trees, and what it means.
 
@@ -42,6 +44,9 @@ def diff(
         else None
     )
     notes = [*warnings, *(f"old: {w}" for w in old.warnings), *(f"new: {w}" for w in new.warnings)]
+    refused = tuple(
+        line for lines in (rendered.refused if rendered else {}).values() for line in lines
+    )
     return DiffReport(
         old_label,
         new_label,
@@ -50,6 +55,8 @@ def diff(
         tuple(dict.fromkeys(notes)),
         old_what,
         new_what,
+        cluster_reviews(old, new, rendered),
+        refused,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from topogen.diff.changes import AnalysisDelta, FindingChange, PlanChange
 from topogen.model import Finding, FindingKind
@@ -14,10 +15,45 @@ __all__ = ["analysis_delta"]
 FindingKey = tuple[str, str, str, str, str]  # cluster, group, namespace, job, kind
 
 
+# how bad a verdict is: a group's problem is new only where its verdict gets worse
+SEVERITY = {
+    FindingKind.UNSCHEDULABLE: 4,
+    FindingKind.HARD_BLOCK: 3,
+    FindingKind.IDENTITY_MISMATCH: 2,
+    FindingKind.CROSS_ZONE: 1,
+}
+
+
 def analysis_delta(old: AnalysisReport, new: AnalysisReport) -> AnalysisDelta:
+    changes = _finding_changes(old.findings, new.findings)
+    worst: dict[tuple[str, str], FindingKind] = {}
+    for f in old.findings:
+        key = (f.cluster, f.group)
+        if SEVERITY.get(f.kind, 0) > SEVERITY.get(worst.get(key, FindingKind.OK), 0):
+            worst[key] = f.kind
+    fixed = {(p.cluster, p.group.name) for p in new.plans if p.enforceable and not p.refused}
     return AnalysisDelta(
-        _finding_changes(old.findings, new.findings), _plan_changes(old.plans, new.plans)
+        tuple(_truthful(c, worst, fixed) for c in changes), _plan_changes(old.plans, new.plans)
     )
+
+
+def _truthful(
+    c: FindingChange, worst: dict[tuple[str, str], FindingKind], fixed: set[tuple[str, str]]
+) -> FindingChange:
+    """New only where the group's verdict is new or worse; fixed where a fix is rendered."""
+    if not c.problem or c.status == "disappears":
+        return c
+    before = worst.get((c.cluster, c.group))
+    new = SEVERITY.get(FindingKind(c.kind), 0) > SEVERITY.get(before or FindingKind.OK, 0)
+    has_fix = (c.cluster, c.group) in fixed and c.kind != FindingKind.UNSCHEDULABLE.value
+    headline = c.headline
+    if c.status == "appears" and not new and before is not None:
+        fix = ": the rendered fix covers it" if has_fix else ", and nothing fixes it"
+        if before.value == c.kind:
+            headline = f"job {c.namespace}/{c.job} joins group {c.group}, already {c.kind}{fix}"
+        else:
+            headline = f"group {c.group} is now {c.kind}, no worse than {before.value} before{fix}"
+    return replace(c, new_problem=new, fixed=has_fix, headline=headline)
 
 
 def _by_key(findings: Iterable[Finding]) -> dict[FindingKey, Finding]:

@@ -16,10 +16,12 @@ from pathlib import Path
 from topogen.config import load_config
 from topogen.diff.changes import DiffReport, Tree
 from topogen.diff.core import diff
+from topogen.diff.review import Rendered, rendered_facts
 from topogen.diff.tree import KNOWN_TOPS, generated_tops, load_tree
 from topogen.emit.writer import GENERATED_HEADER, write_tree
 from topogen.errors import InputError, Refusal, TopogenError
 from topogen.pipeline.analyze import AnalysisReport
+from topogen.pipeline.analyze import repins as repins_of
 from topogen.pipeline.render import render
 
 __all__ = ["RenderedSide", "diff_configs", "diff_dirs", "diff_rendered", "render_side"]
@@ -35,11 +37,37 @@ class RenderedSide:
     analysis: AnalysisReport
     refused: tuple[Refusal, ...]
 
+    def facts(self) -> Rendered:
+        """What this render said beyond its tree, for the reviewer's summary."""
+        repins = {
+            (p.cluster, j.job): j.repin
+            for p in self.analysis.plans
+            for j in p.job_domains
+            if j.change == "moved"
+        }
+        said = {f"cluster {c}: {line}" for p in self.analysis.plans for c, line in
+                ((p.cluster, r) for r in repins_of(p))}  # fmt: skip
+        warnings = [
+            (c, str(getattr(w, "message", w)))
+            for w in self.analysis.warnings
+            if (c := getattr(w, "cluster", None)) is not None and str(w) not in said
+        ]
+        jobs = {(p.cluster, p.group.name): p.job_gpus for p in self.analysis.plans}
+        refusals = [(r.cluster, r.group, r.reason) for r in self.refused]
+        return rendered_facts(refusals, warnings, repins, jobs)
 
-def render_side(config_path: Path, allow_outside: bool = False) -> RenderedSide:
-    """Render a config into a temporary folder and read the tree back."""
+    def compared(self, old: Tree) -> Tree:
+        """The tree to compare: a refused render writes nothing, so the old one stays."""
+        return old if self.refused else self.tree
+
+
+def render_side(
+    config_path: Path, allow_outside: bool = False, out: Path | None = None
+) -> RenderedSide:
+    """Render a config into a temporary folder and read the tree back; `out`: the output
+    tree of its last render (default: the config's folder), whose placements it keeps."""
     cfg = load_config(config_path, allow_outside=allow_outside)
-    result = render(cfg)
+    result = render(cfg, out=out)
     with tempfile.TemporaryDirectory(prefix="topogen-diff-") as tmp:
         header = GENERATED_HEADER.format(config=config_path.name)
         if result.files:
@@ -71,25 +99,28 @@ def diff_rendered(
     """
     shown = _shown(config_path)
     if against is not None and not Path(against).is_dir():
-        return _diff_against_ref(config_path, against, allow_outside)
-    new = render_side(config_path, allow_outside)
+        return _diff_against_ref(config_path, against, allow_outside, out_dir)
     old_dir = Path(against) if against is not None else (out_dir or config_path.parent)
     if not old_dir.is_dir():
         raise InputError("no such folder", path=_shown(old_dir))
+    # the old tree's placements are what the new render keeps: the report says what the
+    # change moves from there
+    new = render_side(config_path, allow_outside, old_dir)
     tops = new.tree.tops | generated_tops(old_dir, set(KNOWN_TOPS) - new.tree.tops)
     old = load_tree(old_dir, tops)
     where = _shown(old_dir)
-    warnings = [f"new render: {r}" for r in new.refused]
+    warnings = []
     if not _has_output(old_dir, tops):
         warnings.append(f"{where} holds no rendered output: everything is new")
     return diff(
         old,
-        new.tree,
+        new.compared(old),
         old_label=where,
         new_label=shown,
         old_what="committed output" if against is None else "rendered tree",
         new_what=FRESH,
         warnings=warnings,
+        rendered=new.facts(),
     )
 
 
@@ -135,7 +166,9 @@ def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
         raise InputError("git is not installed: --against GIT_REF needs it") from None
 
 
-def _diff_against_ref(config_path: Path, ref: str, allow_outside: bool) -> DiffReport:
+def _diff_against_ref(
+    config_path: Path, ref: str, allow_outside: bool, out_dir: Path | None = None
+) -> DiffReport:
     here = config_path.resolve().parent
     if not here.is_dir():
         raise InputError("config file not found", path=_shown(config_path))
@@ -152,34 +185,49 @@ def _diff_against_ref(config_path: Path, ref: str, allow_outside: bool) -> DiffR
         raise InputError(
             "the config is not inside the git repository", path=_shown(config_path)
         ) from None
-    new = render_side(config_path, allow_outside)
+    committed = (out_dir or config_path.parent).resolve()
     with tempfile.TemporaryDirectory(prefix="topogen-diff-ref-") as tmp:
         _extract(commit.stdout.strip(), top, Path(tmp))
         old_config = Path(tmp) / rel
+        old_out = _under(committed, top, Path(tmp))
+        # the new render keeps the placements of the ref's output: the report says what
+        # the change moves from there
+        new = render_side(config_path, allow_outside, old_out or committed)
         if not old_config.is_file():
             return diff(
                 Tree({}),
-                new.tree,
+                new.compared(Tree({})),
                 old_label=ref,
                 new_label=_shown(config_path),
                 old_what=AT_REF,
                 new_what=FRESH,
                 warnings=[f"{rel.as_posix()} does not exist at {ref}: everything is new"],
+                rendered=new.facts(),
             )
         try:
-            old = render_side(old_config, allow_outside)
+            old = render_side(old_config, allow_outside, old_out)
         except TopogenError as exc:
             raise InputError(f"at {ref}: " + _unrooted(str(exc), Path(tmp))) from None
     return diff(
         old.tree,
-        new.tree,
+        new.compared(old.tree),
         old_analysis=old.analysis,
         new_analysis=new.analysis,
         old_label=ref,
         new_label=_shown(config_path),
         old_what=AT_REF,
         new_what=FRESH,
+        rendered=new.facts(),
     )
+
+
+def _under(path: Path, top: Path, checkout: Path) -> Path | None:
+    """The folder of the checkout at `path`'s place in the repository (None: outside it)."""
+    try:
+        mine = checkout / path.relative_to(top)
+    except ValueError:
+        return None
+    return mine if mine.is_dir() else None
 
 
 def _extract(commit: str, top: Path, dest: Path) -> None:

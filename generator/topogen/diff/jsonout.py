@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from topogen.diff.changes import DiffReport, FieldChange, FindingChange, ObjectChange, PlanChange
+from topogen.diff.changes import (
+    ClusterReview,
+    DiffReport,
+    FieldChange,
+    FindingChange,
+    ObjectChange,
+    PlanChange,
+)
+from topogen.diff.first_screen import unfixed, verdict, verdict_of
 from topogen.diff.present import finding_label, meaning
 
 __all__ = ["report_dict", "to_json"]
@@ -36,13 +44,53 @@ def report_dict(report: DiffReport) -> dict[str, Any]:
                 s: sum(1 for f in report.analysis.findings if f.status == s)
                 for s in ("appears", "disappears", "changes")
             },
+            # a group's verdict new or worse than on the old side
             "newProblems": None
             if report.analysis is None
-            else sum(1 for f in report.analysis.findings if f.problem and f.status == "appears"),
+            else sum(1 for f in report.analysis.findings if f.new_problem),
+            # what a CI gate counts: problems this change brings or changes that the new
+            # side renders no fix for (UNSCHEDULABLE, a group refused or not planned)
+            "unfixedProblems": None
+            if report.analysis is None
+            else sum(1 for f in report.analysis.findings if unfixed(f)),
+            "refused": len(report.refused),
+            "repins": sum(r.count("moved") for r in report.reviews),
         },
+        "verdict": verdict(report),
+        "clusters": [_review(r) for r in report.reviews],
+        "refused": list(report.refused),
         "analysis": analysis,
         "objects": [_object(o) for o in report.objects],
         "warnings": list(report.warnings),
+    }
+
+
+def _review(r: ClusterReview) -> dict[str, Any]:
+    return {
+        "cluster": r.cluster,
+        "verdict": verdict_of(r),
+        "engines": {"old": list(r.engines[0]), "new": list(r.engines[1])},
+        "validationAction": {"old": r.actions[0] or None, "new": r.actions[1] or None},
+        "failurePolicies": {"old": dict(r.failure_policies[0]), "new": dict(r.failure_policies[1])},
+        "placements": [
+            {
+                "group": p.group,
+                "job": p.job,
+                "gpus": p.gpus,
+                "old": p.before or None,
+                "new": p.after or None,
+                "change": p.status,
+                "reason": p.reason or None,
+                "queued": p.queued,
+            }
+            for p in r.rows
+        ],
+        "freeGpus": [{"domain": d, "old": b or None, "new": a or None} for d, b, a in r.free],
+        "mutation": r.mutation,
+        "validation": r.validation,
+        "risks": list(r.risks),
+        "refused": list(r.refused),
+        "renderWarnings": list(r.warnings),
     }
 
 
@@ -60,6 +108,8 @@ def _finding(f: FindingChange) -> dict[str, Any]:
         "message": f.message,
         "oldMessage": f.old_message or None,
         "fix": f.fix or None,
+        "newProblem": f.new_problem,
+        "fixed": f.fixed,
     }
 
 

@@ -25,7 +25,7 @@ from topogen.render.vocabulary import (
     ZONES,
 )
 
-__all__ = ["added_notes", "changed_notes", "removed_notes", "subject"]
+__all__ = ["actions_of", "added_notes", "changed_notes", "removed_notes", "subject"]
 
 DENIED = DENIED_ZONE_PAIRS
 _ROLE_NAMES = {"validate": "validation", "worker": "workers", "mutate": "mutation"}
@@ -50,7 +50,9 @@ def removed_notes(obj: Any) -> tuple[str, ...]:
 
 def changed_notes(old: Any, new: Any) -> tuple[str, ...]:
     notes = [
-        *_annotation_notes(_meta(old, "annotations"), _meta(new, "annotations")),
+        *_annotation_notes(
+            _meta(old, "annotations"), _meta(new, "annotations"), bool(_actions(new) & REFUSING)
+        ),
         *_action_notes(old, new),
         *_toleration_notes(old, new),
         *_requirement_notes(old, new),
@@ -75,10 +77,11 @@ def _intent_summary(obj: Any, verb: str) -> tuple[str, ...]:
         parts.append(f"tolerations {_list(tols)}" if tols else "no tolerations")
     if isinstance(ann.get(IDENTITY), str):
         parts.append(f"identity {ann[IDENTITY]}" if ann[IDENTITY] else "no identity label")
+    actions = _actions(obj)
     if isinstance(ann.get(DENIED), str) and ann[DENIED]:
         pairs = ", ".join(_pair(p) for p in _split(ann[DENIED]))
-        parts.append(f"rejects pods spanning {pairs}")
-    actions = _actions(obj)
+        verb = "refuses" if actions & REFUSING else "reports"
+        parts.append(f"{verb} pods spanning {pairs}")
     if actions:
         parts.append(f"validation {'/'.join(sorted(actions))}")
     return (f"policy {verb} ({'; '.join(parts)})",)
@@ -96,7 +99,9 @@ def _list(values: list[str] | tuple[str, ...]) -> str:
     return "[" + ", ".join(values) + "]"
 
 
-def _annotation_notes(old: dict[str, Any], new: dict[str, Any]) -> Iterator[str]:
+def _annotation_notes(
+    old: dict[str, Any], new: dict[str, Any], refuses: bool = False
+) -> Iterator[str]:
     if not (isinstance(old.get(ZONES), str) and isinstance(new.get(ZONES), str)):
         return  # one side predates the intent summary: the field changes say the rest
     oz, nz = _split(old[ZONES]), _split(new[ZONES])
@@ -112,10 +117,11 @@ def _annotation_notes(old: dict[str, Any], new: dict[str, Any]) -> Iterator[str]
     od, nd = old.get(DENIED), new.get(DENIED)
     if isinstance(od, str) or isinstance(nd, str):
         before, after = set(_split(od or "")), set(_split(nd or ""))
+        verb = "refuses" if refuses else "reports (Audit refuses nothing)"
         for pair in sorted(after - before):
-            yield f"now rejects pods spanning {_pair(pair)} (their traffic is denied)"
+            yield f"now {verb} pods spanning {_pair(pair)} (their traffic is denied)"
         for pair in sorted(before - after):
-            yield f"no longer rejects pods spanning {_pair(pair)}"
+            yield f"no longer checks pods spanning {_pair(pair)}"
     oi, ni = old.get(IDENTITY), new.get(IDENTITY)
     if isinstance(oi, str) and isinstance(ni, str) and oi != ni:
         if oi and ni:
@@ -149,10 +155,38 @@ def _actions(obj: Any) -> frozenset[str]:
     return frozenset(found)
 
 
+def actions_of(obj: Any) -> frozenset[str]:
+    """The validation actions an object's fields name, in each field's own words."""
+    return _actions(obj)
+
+
+# what each action value does, in its field's words
+ACTION_WORDS = {
+    "Audit": "reports",
+    "Deny": "refuses",
+    "Warn": "warns",
+    "Enforce": "refuses",
+    "deny": "refuses",
+    "dryrun": "reports",
+    "warn": "warns",
+    "scoped": "depends on the enforcement point",
+}
+REFUSING = frozenset(k for k, v in ACTION_WORDS.items() if v == "refuses")
+
+
+def _words(actions: frozenset[str]) -> str:
+    return ", ".join(
+        f"{a} {ACTION_WORDS.get(a, 'is not known to topogen')}" for a in sorted(actions)
+    )
+
+
 def _action_notes(old: Any, new: Any) -> Iterator[str]:
     before, after = _actions(old), _actions(new)
     if before != after and before and after:
-        yield f"validation {'/'.join(sorted(before))} -> {'/'.join(sorted(after))}"
+        yield (
+            f"validation {'/'.join(sorted(before))} -> {'/'.join(sorted(after))} "
+            f"({_words(before | after)})"
+        )
 
 
 def _walk(obj: Any, path: str = "") -> Iterator[tuple[str, str, Any]]:

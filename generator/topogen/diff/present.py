@@ -91,18 +91,21 @@ def _window(text: str, start: int, end: int) -> str:
     return ("…" if lo > 0 else "") + middle + ("…" if hi < len(text) else "")
 
 
-def field_lines(change: FieldChange) -> tuple[str, list[str], list[str]]:
-    """(header, old lines, new lines) for one field change."""
+def field_lines(
+    change: FieldChange, limit: int = MAX_VALUE, excerpt: int = 10 * MAX_VALUE
+) -> tuple[str, list[str], list[str]]:
+    """(header, old lines, new lines) for one field change; values cut to `limit`, the
+    changed parts of two long strings to `excerpt`."""
     if change.op == "reordered":
-        return f"{change.path} (order changed)", [], []
+        return f"{change.path or '(the list)'} (order changed)", [], []
     if change.op == "added":
-        return f"{change.path} (added)", [], [show(change.new)]
+        return f"{change.path} (added)", [], [show(change.new, limit)]
     if change.op == "removed":
-        return f"{change.path} (removed)", [show(change.old)], []
+        return f"{change.path} (removed)", [show(change.old, limit)], []
     if isinstance(change.old, str) and isinstance(change.new, str):
         o, n = excerpt_pair(change.old, change.new)
-        return change.path, [show(o, 10 * MAX_VALUE)], [show(n, 10 * MAX_VALUE)]
-    return change.path, [show(change.old)], [show(change.new)]
+        return change.path, [show(o, excerpt)], [show(n, excerpt)]
+    return change.path, [show(change.old, limit)], [show(change.new, limit)]
 
 
 def meaning(change: ObjectChange, max_fields: int = 3) -> str:
@@ -133,6 +136,8 @@ FINDING_STATUS = {
 
 
 def finding_label(f: FindingChange) -> str:
+    if f.problem and f.status == "appears" and not f.new_problem:
+        return "known problem"
     return FINDING_STATUS[(f.status, f.problem)]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from topogen.diff.changes import DiffReport, ObjectChange
+from topogen.diff.first_screen import findings_line, free_line, verdict
 from topogen.diff.present import field_lines, finding_label, meaning, summary_parts
 from topogen.textui import paint
 
@@ -49,6 +50,22 @@ def _text(report: DiffReport, fields: bool) -> str:
         else "analysis: not compared (the old inputs are not known; use --against GIT_REF)"
     )
     lines.append(f"output: {output}")
+    lines.append(f"verdict: {verdict(report)}")
+    for r in report.reviews:
+        lines += [f"  {r.cluster}:"]
+        lines += [
+            f"    {row.job} ({row.gpus} GPUs) {row.before or 'none'} -> {row.after or 'none'}: "
+            f"{row.status}" + (f" ({row.reason})" if row.reason else "")
+            for row in r.rows
+        ]
+        if r.free:
+            lines.append(f"    free GPUs: {free_line(r)}")
+        lines += [f"    mutation: {r.mutation}", f"    validation: {r.validation}"]
+        lines += [f"    refused: {x}" for x in r.refused]
+        lines += [f"    render warns: {w}" for w in r.warnings]
+    said = findings_line(report)
+    if said is not None:
+        lines.append(f"findings: {said}")
     lines += [f"note: {w}" for w in report.warnings]
     if report.analysis is not None and not report.analysis.empty:
         lines += ["", "ANALYSIS"]

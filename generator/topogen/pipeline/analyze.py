@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from topogen.analysis import (
     AnalysisContext,
@@ -21,11 +22,12 @@ from topogen.analysis.paths import BlockedPath
 from topogen.analysis.policychecks import policy_notes, policy_warnings
 from topogen.config import ClusterConfig, GroupConfig, TopogenConfig
 from topogen.errors import InputError, Notice
-from topogen.model import Finding, FindingKind, TrainingGroup, Workload
+from topogen.model import Finding, FindingKind, LastPlacements, TrainingGroup, Workload
 from topogen.operators.registry import profile_for
 from topogen.pipeline.parallel import Shared, map_groups, no_cycle_collection, workers
 from topogen.plan.group_plan import GroupPlan
 from topogen.plan.planner import plan_cluster, plan_group
+from topogen.sources.last_render import read_last_placements
 from topogen.sources.loader import (
     ClusterInputs,
     WorkloadInputs,
@@ -41,6 +43,7 @@ __all__ = [
     "ClusterRun",
     "analyze",
     "engine_warnings",
+    "repins",
 ]
 
 # Gatekeeper's install registers its webhooks with failurePolicy Ignore (and 1 s / 3 s
@@ -141,12 +144,14 @@ def analyze(
     cfg: TopogenConfig,
     clusters: list[str] | None = None,
     workloads: tuple[Workload, ...] | None = None,
+    out: Path | None = None,
 ) -> AnalysisReport:
     """Analyze every (or the named) cluster of the config against its workloads, and plan
     each group (the cluster's spread groups packed together). How the groups are shared
-    out among the cores: ClusterRun, parallel.py."""
+    out among the cores: ClusterRun, parallel.py. `out`: the output tree of the last
+    render (default: the config's folder), whose placements each job keeps."""
     with no_cycle_collection():
-        return _analyze(cfg, clusters, workloads)
+        return _analyze(cfg, clusters, workloads, cfg.base_dir if out is None else out)
 
 
 def engine_warnings(cfg: TopogenConfig, cluster: ClusterConfig) -> list[Notice]:
@@ -160,6 +165,7 @@ def _analyze(
     cfg: TopogenConfig,
     clusters: list[str] | None,
     workloads: tuple[Workload, ...] | None,
+    out: Path,
 ) -> AnalysisReport:
     loaded = load_workload_inputs(cfg)
     all_workloads = loaded.workloads if workloads is None else workloads
@@ -175,7 +181,9 @@ def _analyze(
         policy_index = PolicyIndex(inputs.policies, namespaces)
         # a queued job's pods as Kueue admits them (its flavor's nodeSelector, tolerations)
         admitted = admitted_workloads(all_workloads, inputs.kueue)
-        index = ClusterIndex(inputs.topology, policy_index, namespaces, admitted, inputs.kueue)
+        index = ClusterIndex(
+            inputs.topology, policy_index, namespaces, admitted, inputs.pools, inputs.kueue
+        )
         warnings.extend(inputs.warnings)
         warnings.extend(engine_warnings(cfg, cluster))
         groups = cfg.groups_for(cluster.name)
@@ -192,7 +200,8 @@ def _analyze(
         found = [find_groups(group, admitted) for group in groups]
         _no_overlap(cfg, cluster.name, groups, found)
         check_profiles(groups, admitted, found)
-        run = ClusterRun(cluster.name, index, cluster.domain_label, groups, found)
+        last = read_last_placements(out, cluster.name)
+        run = ClusterRun(cluster.name, index, cluster.domain_label, groups, found, last)
         analyzed = run.analyze(admitted)
         jobs: list[JobAnalysis] = []
         plans: list[GroupPlan] = []
@@ -210,6 +219,7 @@ def _analyze(
                 )
             if plan.note:
                 warnings.append(Notice(cluster.name, plan.note, group.name))
+            warnings.extend(Notice(cluster.name, r, group.name) for r in repins(plan))
             fix = plan.describe_fix()
             for j in group_jobs:
                 findings.extend(
@@ -236,8 +246,10 @@ class ClusterRun:
         domain_label: str | None,
         groups: Sequence[GroupConfig],
         found: Sequence[Sequence[TrainingGroup]],
+        last: LastPlacements | None = None,
     ) -> None:
         self.cluster = cluster
+        self.last = last
         self.index = index
         self.domain_label = domain_label
         self.groups = list(groups)
@@ -260,7 +272,7 @@ class ClusterRun:
         order = largest_first([len(js) for js in self.found])
         analyzed = map_groups(self._one, len(self.groups), procs, shared, order)
         # the spread groups' jobs share the cluster's GPUs: packed together, in one place
-        planned = plan_cluster([p for _, p in analyzed], [js for js, _ in analyzed])
+        planned = plan_cluster([p for _, p in analyzed], [js for js, _ in analyzed], self.last)
         return [(js, p) for (js, _), p in zip(analyzed, planned, strict=True)]
 
     def _context(self, g: int) -> AnalysisContext:
@@ -274,7 +286,9 @@ class ClusterRun:
     def _one(self, g: int) -> tuple[list[JobAnalysis], GroupPlan]:
         ctx = self._context(g)
         group_jobs = [analyze_job(self.cluster, j, ctx) for j in self.found[g]]
-        return group_jobs, plan_group(self.cluster, self.groups[g], group_jobs, ctx)
+        name = self.groups[g].name
+        last = self.last.groups.get(name) if self.last is not None else None
+        return group_jobs, plan_group(self.cluster, self.groups[g], group_jobs, ctx, last)
 
     def _blocked(self, g: int, members: tuple[Member, ...]) -> Callable[[], Iterator[BlockedPath]]:
         """The blocked paths of a job of group g, listed when asked for (in the parent)."""
@@ -291,6 +305,21 @@ def _kueue_finding(f: Finding, job: JobAnalysis, plan: GroupPlan) -> Finding:
     return replace(
         f, kind=FindingKind.KUEUE_MANAGED, message=f"{plan.note}; topogen adds no affinity"
     )
+
+
+def repins(plan: GroupPlan) -> list[str]:
+    """What the plan moves from where the last render put it, and why (one line each)."""
+    if plan.repin:
+        return [
+            f"group {plan.group.name} re-pinned from {plan.previous_domain} to {plan.domain}: "
+            f"{plan.repin}"
+        ]
+    return [
+        f"job {j.job} of group {plan.group.name} re-pinned from {j.previous} to {j.domain}: "
+        f"{j.repin}"
+        for j in plan.job_domains
+        if j.change == "moved"
+    ]
 
 
 def largest_first(jobs: Sequence[int]) -> list[int]:

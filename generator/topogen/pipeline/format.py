@@ -103,6 +103,7 @@ def analysis_json(report: AnalysisReport) -> str:
                 "fallback": p.fallback,
                 "fallbackDomains": list(p.fallback_domains),
                 "fallbackZones": list(p.fallback_zones),
+                "scaleUp": list(p.scale_up),
             }
             for p in report.plans
         ],

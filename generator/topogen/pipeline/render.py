@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
+from pathlib import Path
 
 from topogen.config import TopogenConfig
 from topogen.errors import Refusal
@@ -27,6 +28,7 @@ from topogen.render.kyverno_tests import kyverno_test_files
 from topogen.render.limits import check_limits
 from topogen.render.monitoring import render_monitoring
 from topogen.render.native import native_policies
+from topogen.render.placements import placement_files
 
 __all__ = ["RenderResult", "render"]
 
@@ -57,13 +59,17 @@ def _under(prefix: str, files: list[RenderedFile]) -> list[RenderedFile]:
     return [replace(f, path=f"{prefix}/{f.path}") for f in files]
 
 
-def render(cfg: TopogenConfig, clusters: list[str] | None = None) -> RenderResult:
+def render(
+    cfg: TopogenConfig, clusters: list[str] | None = None, out: Path | None = None
+) -> RenderResult:
+    """Every file of the output tree; `out`: where the last render's tree is (default: the
+    config's folder), whose placements the known jobs keep."""
     with no_cycle_collection():  # see pipeline/parallel.py
-        return _render(cfg, clusters)
+        return _render(cfg, clusters, out)
 
 
-def _render(cfg: TopogenConfig, clusters: list[str] | None) -> RenderResult:
-    report = analyze(cfg, clusters)
+def _render(cfg: TopogenConfig, clusters: list[str] | None, out: Path | None) -> RenderResult:
+    report = analyze(cfg, clusters, out=out)
     files: list[RenderedFile] = []
     refused: list[Refusal] = []
     for ca in report.clusters:
@@ -93,6 +99,7 @@ def _render(cfg: TopogenConfig, clusters: list[str] | None) -> RenderResult:
     for k in range(len(report.clusters)):
         files += done[2 * k]
     files += kustomize_files(files, report, cfg, patches)
+    files += placement_files([(ca.cluster, ca.plans) for ca in report.clusters])
     check_limits(files, cfg.path)
     return RenderResult(tuple(sorted(files, key=lambda f: f.path)), tuple(refused), report)
 

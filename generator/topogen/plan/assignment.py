@@ -20,6 +20,13 @@ alternative it fits beside adds none; the queues drain side by side), then where
 fewest GPUs would idle if it started first: an alternative it fills further, a slot close
 to its size, or a new slot of the packed jobs closest above its size. One that no slot
 can hold runs alone in its domain (it excludes every other known job there).
+
+Stable: a job the last render placed (`keep`: its domain then, still one of its own) stays
+there. Those jobs go in first, largest first, each into its old domain while it has room;
+the repair pass never moves them; the other jobs are packed into what is left. A kept job
+its domain no longer has room for (the domain lost GPUs) is packed like a new one, its old
+domain first; one that was queued stays queued there (it may be the one of its slot that
+runs).
 """
 
 from __future__ import annotations
@@ -29,7 +36,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-__all__ = ["Assignment", "JobNeed", "assign"]
+from topogen.plan.capacity import Room, SharedPool
+
+__all__ = ["Assignment", "JobNeed", "PoolNeed", "assign"]
 
 _MAX_BITS = 1 << 30  # the bit sets of one domain's subset sum, at most (128 MiB)
 
@@ -52,26 +61,59 @@ class Assignment:
     # domain -> GPUs no known job ever needs: `free` less the room the queue slots take
     # (what a job that appears after the render can have without crowding a known one)
     left: dict[str, Fraction] = field(default_factory=dict)
+    # domain -> the pools whose nodes its packed jobs need (they fit after a scale-up)
+    scale_up: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-def assign(jobs: Sequence[JobNeed], capacity: Mapping[str, Fraction]) -> Assignment:
-    """Every job with a domain gets one (see the module docstring)."""
+def assign(
+    jobs: Sequence[JobNeed],
+    capacity: Mapping[str, Fraction],
+    keep: Mapping[str, str] | None = None,
+    was_queued: frozenset[str] = frozenset(),
+    pools: Sequence[PoolNeed] = (),
+) -> Assignment:
+    """Every job with a domain gets one (see the module docstring); `capacity`: the GPUs of
+    each domain's existing nodes; `keep`: job -> the domain the last render gave it,
+    `was_queued`: those it queued there; `pools`: what autoscalers can add (capacity.py:
+    one budget per pool for all its domains)."""
     scale = math.lcm(1, *(j.gpus.denominator for j in jobs),
-                     *(Fraction(c).denominator for c in capacity.values()))  # fmt: skip
-    cap = {d: int(Fraction(c) * scale) for d, c in capacity.items()}
+                     *(Fraction(c).denominator for c in capacity.values()),
+                     *(Fraction(v).denominator for p in pools
+                       for v in (p.budget, *p.room.values())))  # fmt: skip
+    cap = Room(
+        {d: int(Fraction(c) * scale) for d, c in capacity.items()},
+        [
+            SharedPool(
+                p.name, int(p.budget * scale), {d: int(v * scale) for d, v in p.room.items()}
+            )
+            for p in pools
+        ],
+    )
     order = sorted(
         (_Job(j.key, int(j.gpus * scale), j.domains, j.kind) for j in jobs if j.domains),
         key=lambda j: (-j.gpus, len(j.domains), j.key),
     )
-    tries = [_best_fit(order, cap), _domain_fill(order, cap, True), _domain_fill(order, cap, False)]
-    where, room = max(tries, key=lambda t: sum(j.gpus for j in order if j.key in t[0]))
-    where, room = dict(where), dict(room)
-    left = _repair([j for j in order if j.key not in where], order, where, room)
+    kept, order = _kept_first(order, cap, keep or {}, was_queued)
+    fresh = [j for j in order if j.key not in kept]
+    tries = [_best_fit(fresh, cap), _domain_fill(fresh, cap, True), _domain_fill(fresh, cap, False)]
+    where, room = max(tries, key=lambda t: sum(j.gpus for j in fresh if j.key in t[0]))
+    where, room = {**kept, **where}, room.copy()
+    left = _repair([j for j in order if j.key not in where], order, where, room, set(kept))
     packed = set(where)
     free = {d: Fraction(r, scale) for d, r in room.items()}
+    drawn = room.drawn()
     excludes = _queue(left, order, where, room, packed)
     spare = {d: Fraction(r, scale) for d, r in room.items()}
-    return Assignment(where, frozenset(packed), free, excludes, spare)
+    return Assignment(where, frozenset(packed), free, excludes, spare, drawn)
+
+
+@dataclass(frozen=True)
+class PoolNeed:
+    """What an autoscaler's pool can add: `budget` GPUs in all, at most `room[d]` in d."""
+
+    name: str
+    budget: Fraction
+    room: Mapping[str, Fraction]
 
 
 @dataclass(frozen=True)
@@ -82,11 +124,32 @@ class _Job:
     kind: str = ""
 
 
-def _best_fit(
-    order: Sequence[_Job], capacity: Mapping[str, int]
-) -> tuple[dict[str, str], dict[str, int]]:
+def _kept_first(
+    order: Sequence[_Job], cap: Room, keep: Mapping[str, str], was_queued: frozenset[str]
+) -> tuple[dict[str, str], list[_Job]]:
+    """The jobs the last render packed that stay where it put them, placed first (`cap`
+    loses their GPUs); and every job in packing order, the others it placed with their old
+    domain first among their own (one it queued: its only domain, so it queues there
+    again unless room is left)."""
+    kept: dict[str, str] = {}
+    out: list[_Job] = []
+    for j in order:
+        d = keep.get(j.key)
+        if d is None or d not in j.domains:
+            out.append(j)
+        elif j.key not in was_queued and cap.get(d, 0) >= j.gpus:
+            cap[d] -= j.gpus
+            kept[j.key] = d
+            out.append(j)
+        else:
+            rest = () if j.key in was_queued else tuple(e for e in j.domains if e != d)
+            out.append(_Job(j.key, j.gpus, (d, *rest), j.kind))
+    return kept, out
+
+
+def _best_fit(order: Sequence[_Job], capacity: Room) -> tuple[dict[str, str], Room]:
     """Largest job first, into the domain it leaves the least room in."""
-    room = dict(capacity)
+    room = capacity.copy()
     where: dict[str, str] = {}
     for j in order:
         fits = [d for d in j.domains if room.get(d, 0) >= j.gpus]
@@ -98,11 +161,11 @@ def _best_fit(
 
 
 def _domain_fill(
-    order: Sequence[_Job], capacity: Mapping[str, int], smallest_first: bool
-) -> tuple[dict[str, str], dict[str, int]]:
+    order: Sequence[_Job], capacity: Room, smallest_first: bool
+) -> tuple[dict[str, str], Room]:
     """Domain by domain, the subset of the jobs left that fills it the most (subset sum
     over whole GPUs, as bit sets), jobs with fewer other domains preferred."""
-    room = dict(capacity)
+    room = capacity.copy()
     where: dict[str, str] = {}
     domains = sorted(capacity, key=lambda d: (capacity[d] if smallest_first else -capacity[d], d))
     for d in domains:
@@ -131,17 +194,19 @@ def _repair(
     left: list[_Job],
     order: Sequence[_Job],
     where: dict[str, str],
-    room: dict[str, int],
+    room: Room,
+    fixed: set[str],
     budget: int = 200_000,
 ) -> list[_Job]:
-    """Fit left-over jobs by moving one packed job out of the way, where that works
-    (moves only shift room between domains: a job larger than all the room left is
-    skipped at once; at most `budget` candidate moves are looked at)."""
+    """Fit left-over jobs by moving one packed job (not a `fixed` one) out of the way,
+    where that works (moves only shift room between domains: a job larger than all the
+    room left is skipped at once; at most `budget` candidate moves are looked at)."""
     still = []
     by_key = {j.key: j for j in order}
     packed: dict[str, list[_Job]] = {}
     for k, d in where.items():
-        packed.setdefault(d, []).append(by_key[k])
+        if k not in fixed:
+            packed.setdefault(d, []).append(by_key[k])
     for d in packed:
         packed[d].sort(key=lambda m: (m.gpus, m.key))
     free = sum(room.values())
@@ -189,7 +254,7 @@ def _queue(
     left: Sequence[_Job],
     order: Sequence[_Job],
     where: dict[str, str],
-    room: dict[str, int],
+    room: Room,
     packed: set[str],
 ) -> dict[str, tuple[str, ...]]:
     """Each job left over into a slot (see the module docstring); `where` gets their

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 from topogen.model import quantity
+from topogen.nodepools import gpus_text
 from topogen.plan.scoring import best_left_over, most_left_over
 
 __all__ = ["Fallback", "choose"]
@@ -42,7 +43,7 @@ def choose(
     if len(order) < len(domains):
         job += f" among the domains that hold each of its known jobs ({', '.join(order)})"
     more = f" and {len(domains) - _SHOWN} more" if len(domains) > _SHOWN else ""
-    spare = ", ".join(f"{n} {quantity(left[n])}" for n in domains[:_SHOWN])
+    spare = ", ".join(f"{n} {gpus_text(left[n])}" for n in domains[:_SHOWN])
     facts = f"GPUs left over once the known jobs are packed: {spare}{more}"
     after = "a job that appears after the render"
     if not room:

@@ -5,6 +5,7 @@ why. planner.py decides it; render and analyze read it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 from topogen.config import GroupConfig
 from topogen.model import LabelSelector, Toleration
@@ -41,6 +42,14 @@ class JobDomain:
     # queued: the known jobs it never shares its domain with, (namespace, job label,
     # value): required pod anti-affinity on the domain (the scheduler applies it both ways)
     excludes: tuple[tuple[str, str, str], ...] = ()
+    gpus: str = ""  # the GPUs it needs, as a quantity
+    queued: bool = False  # waits its turn (see excludes), not packed to run at once
+    # against the last render (its placements file): new (not placed then, or no file),
+    # kept (the same domain), moved (re-pinned: `repin` says why)
+    change: str = "new"
+    previous: str | None = None  # the domain the last render gave it
+    repin: str = ""
+    scale_up: tuple[str, ...] = ()  # the autoscalers' nodes it needs (GroupPlan.scale_up)
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,15 @@ class GroupPlan:
     anchors: tuple[LabelSelector, ...] = ()
     detached: tuple[LabelSelector, ...] = ()
     kueue: KueuePlan | None = None  # jobs Kueue's TAS places, constrained at creation
+    job_gpus: tuple[tuple[str, str], ...] = ()  # (namespace/job, the GPUs it needs)
+    previous_domain: str | None = None  # pin: the domain the last render gave the group
+    repin: str = ""  # pin: why the group leaves previous_domain
+    # per domain of the cluster's packing: (name, GPUs free for the known jobs, GPUs left
+    # once the packed jobs run)
+    room: tuple[tuple[str, Fraction, Fraction], ...] = ()
+    # the autoscalers' nodes its (known) jobs need, where and up to what (empty: they fit
+    # the existing nodes): `NodePool gpu in us-east-1b, up to 16 GPUs`
+    scale_up: tuple[str, ...] = ()
 
     @property
     def renders(self) -> bool:
@@ -108,8 +126,9 @@ class GroupPlan:
             return f"none: {self.refused}"
         if self.domain is None:
             return "none: no jobs of this group to plan for"
+        grown = f"; fits after scale-up: {'; '.join(self.scale_up)}" if self.scale_up else ""
         if self.spread and len(self.domains) > 1:  # one domain: as pinned
-            return self._describe_spread()
+            return self._describe_spread() + grown
         tols = ", ".join(_tol(t) for t in self.tolerations) or "none needed"
         ident = f", identity {self.identity[0]}={self.identity[1]}" if self.identity else ""
         # a domain of its own name's one zone is said once, not `zone-a (zone-a)`
@@ -118,6 +137,7 @@ class GroupPlan:
             f"confine to {self.domain}{zones}: coordinator tolerates "
             f"{tols}, node affinity {self.zone_label} in [{', '.join(self.zones)}]{ident}; "
             f"workers require pod affinity to {self._anchor_text()} on {self.topology_key}"
+            f"{grown}"
         )
 
     def _anchor_text(self) -> str:
@@ -149,6 +169,10 @@ class GroupPlan:
                 "zones": list(j.zones),
                 "reason": j.reason,
                 "excludes": [f"{ns}/{name}" for ns, _, name in j.excludes],
+                "change": j.change,
+                "previousDomain": j.previous,
+                "repin": j.repin or None,
+                "scaleUp": list(j.scale_up),
             }
             for j in self.job_domains
         ]

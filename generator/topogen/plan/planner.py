@@ -6,7 +6,7 @@ a constraint the capacity cannot meet turns a network failure into an eternal Pe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from fractions import Fraction
 
@@ -16,23 +16,30 @@ from topogen.analysis.domains import DomainCheck
 from topogen.analysis.findings import JobAnalysis
 from topogen.cilium.labelfilter import label_filter
 from topogen.config import GroupConfig
-from topogen.model import Toleration
+from topogen.model import LastPlacements, Toleration
 from topogen.model import quantity as _count
+from topogen.nodepools import gpus_text
 from topogen.operators.registry import profile_for
 from topogen.plan.anchors import detached_selectors, worker_anchors
-from topogen.plan.assignment import Assignment, JobNeed, assign
+from topogen.plan.assignment import Assignment, JobNeed, PoolNeed, assign
 from topogen.plan.fallback import Fallback, choose
 from topogen.plan.group_plan import GroupPlan, JobDomain
 from topogen.plan.identity_source import identity_source
 from topogen.plan.kueue import plan_kueue
 from topogen.plan.scoring import best_for_pin, spread_order
 
-__all__ = ["plan_cluster", "plan_group"]
+__all__ = ["plan_cluster", "plan_group", "why_not"]
 
 
 def plan_group(
-    cluster: str, group: GroupConfig, jobs: Sequence[JobAnalysis], ctx: AnalysisContext
+    cluster: str,
+    group: GroupConfig,
+    jobs: Sequence[JobAnalysis],
+    ctx: AnalysisContext,
+    last_domain: str | None = None,
 ) -> GroupPlan:
+    """The group's plan; `last_domain`: the domain the last render pinned it to (kept
+    while it still holds every job)."""
     profile = profile_for(group)
     key = (
         ctx.topology.zone_label
@@ -79,6 +86,13 @@ def plan_group(
         anchors=anchors,
         detached=detached,
         note="; ".join(n for n in (base.note, anchor_note) if n),
+        job_gpus=tuple(
+            sorted(
+                (f"{j.job.namespace}/{j.job.job}", _count(j.domains[0].gpus_needed))
+                for j in planned
+                if j.domains
+            )
+        ),
     )
     why_pinned = ""
     if group.placement == "spread":
@@ -97,10 +111,12 @@ def plan_group(
             f"group {group.name}: placement spread pins each job by its {profile.job_label} "
             f"label, and the group has {what}: all its jobs go to one domain"
         )
-    return _plan_pin(base, planned, why_pinned)
+    return _plan_pin(base, planned, why_pinned, last_domain)
 
 
-def _plan_pin(base: GroupPlan, planned: Sequence[JobAnalysis], why: str) -> GroupPlan:
+def _plan_pin(
+    base: GroupPlan, planned: Sequence[JobAnalysis], why: str, last: str | None = None
+) -> GroupPlan:
     """One domain that holds each job (one at a time) with its traffic allowed."""
     group = base.group
     index = [_domain_index(j) for j in planned]
@@ -120,14 +136,20 @@ def _plan_pin(base: GroupPlan, planned: Sequence[JobAnalysis], why: str) -> Grou
             )
         refused = f"group {group.name}: no domain can hold it: " + " | ".join(reasons)
         return replace(base, refused=refused)
-    chosen = best_for_pin(good, group.prefer_zones, index)
+    chosen = last if last in good else best_for_pin(good, group.prefer_zones, index)
+    repin = ""
+    if last is not None and chosen != last:
+        repin = next((w for w in (why_not(j, last) for j in planned) if w), "")
     check = index[0][chosen]
     notes = [base.note, why]
     total = sum((ix[chosen].gpus_needed for ix in index), Fraction(0))
+    scale_up = {t for ix in index for t in ix[chosen].scale_up}
+    if total > check.gpus_now:  # together they need more than its existing nodes have
+        scale_up.update(r.describe() for r in check.rooms)
     if len(planned) > 1 and total > check.gpus_free:
         notes.append(
             f"group {group.name}: its {len(planned)} jobs fit {chosen} one at a time but "
-            f"together need {_count(total)} GPUs of its {_count(check.gpus_free)}: "
+            f"together need {_count(total)} GPUs of its {gpus_text(check.gpus_free)}: "
             "some will wait Pending until others finish"
         )
     return replace(
@@ -137,7 +159,22 @@ def _plan_pin(base: GroupPlan, planned: Sequence[JobAnalysis], why: str) -> Grou
         tolerations=tuple(sorted({t for ix in index for t in ix[chosen].tolerations})),
         identity=check.identity,
         note="; ".join(n for n in notes if n),
+        previous_domain=last,
+        repin=repin,
+        scale_up=tuple(sorted(scale_up)),
     )
+
+
+def why_not(job: JobAnalysis, name: str) -> str:
+    """Why a job can no longer go to domain `name` ("" when it can)."""
+    check = _domain_index(job).get(name)
+    if check is None:
+        return f"{name} is no longer a domain of the cluster"
+    if not check.traffic_ok:
+        return f"{name} no longer allows its traffic: " + (check.problems or ("denied",))[0]
+    if not check.capacity_ok:
+        return f"{name} can no longer hold it: " + (check.problems or ("too few GPUs",))[0]
+    return ""
 
 
 def _plan_spread(
@@ -195,9 +232,45 @@ def _plan_spread(
             if len(domains) == 1 or any(p[0] in zs and p[1] in zs for _, zs in domains)
         ),
     )
-    capacity = {_unit(plan.topology_key, n): check[n].gpus_free for n in used}
-    a = assign(_needs(plan, planned), capacity)
+    capacity, pools = _capacity((_unit(plan.topology_key, n), check[n]) for n in used)
+    a = assign(_needs(plan, planned), capacity, pools=pools)
     return _with_jobs(plan, planned, a, _job_names([(plan, planned)]))
+
+
+def _capacity(
+    checks: Iterable[tuple[str, DomainCheck]],
+) -> tuple[dict[str, Fraction], list[PoolNeed]]:
+    """The packing's capacity: each domain's existing GPUs, and per autoscaler pool what it
+    can add in each domain, its budget shared by all of them (plan/capacity.py)."""
+    fixed: dict[str, Fraction] = {}
+    budgets: dict[str, Fraction] = {}
+    rooms: dict[str, dict[str, Fraction]] = {}
+    for unit, c in checks:
+        if unit in fixed:
+            continue
+        fixed[unit] = c.gpus_now
+        for r in c.rooms:
+            budgets[r.pool] = r.budget
+            rooms.setdefault(r.pool, {})[unit] = r.gpus
+    return fixed, [PoolNeed(p, budgets[p], rooms[p]) for p in sorted(rooms)]
+
+
+def _total_gpus(checks: Sequence[DomainCheck]) -> Fraction:
+    """The GPUs of these domains together: their nodes', and each pool's once (its limits
+    are one budget for all of them)."""
+    fixed, pools = _capacity((c.name, c) for c in checks)
+    grown = sum((min(p.budget, sum(p.room.values(), Fraction(0))) for p in pools), Fraction(0))
+    return sum(fixed.values(), Fraction(0)) + grown
+
+
+def _scale_up_texts(j: JobAnalysis, name: str, pools: Sequence[str]) -> tuple[str, ...]:
+    """Where the job's domain gets the nodes it needs: its own (it does not fit the existing
+    nodes alone) and the pools the packing drew on there."""
+    check = _domain_index(j).get(name)
+    if check is None:
+        return ()
+    texts = {*check.scale_up, *(r.describe() for r in check.rooms if r.pool in pools)}
+    return tuple(sorted(texts))
 
 
 def _needs(plan: GroupPlan, planned: Sequence[JobAnalysis]) -> list[JobNeed]:
@@ -228,8 +301,10 @@ def _with_jobs(
     planned: Sequence[JobAnalysis],
     a: Assignment,
     names: dict[str, JobName],
+    last: LastPlacements | None = None,
 ) -> GroupPlan:
     zones = dict(plan.domains)
+    scale_up: set[str] = set()
     waits: dict[str, list[str]] = {}  # a packed job -> the queued jobs that wait for it
     for q, ks in a.excludes.items():
         for k in ks:
@@ -239,8 +314,10 @@ def _with_jobs(
         key = f"{plan.group.name}\0{j.job.key}"
         name = a.domain[key].partition("\0")[2]
         need = _count(j.domains[0].gpus_needed)
-        free = _count(a.free.get(_unit(plan.topology_key, name), Fraction(0)))
+        free = gpus_text(a.free.get(_unit(plan.topology_key, name), Fraction(0)))
         excludes = tuple(sorted(names[k] for k in a.excludes.get(key, ())))
+        grown = _scale_up_texts(j, name, a.scale_up.get(_unit(plan.topology_key, name), ()))
+        scale_up.update(grown)
         if key not in a.runs_at_once:
             reason = (
                 f"queued: the known jobs need more GPUs than their domains have at once; "
@@ -256,21 +333,39 @@ def _with_jobs(
             if key in waits:
                 later = tuple(sorted(names[q] for q in waits[key]))
                 reason += f"; {_jobs_text(later)} queued behind it"
+        if grown:
+            reason += f"; fits after scale-up: {'; '.join(grown)}"
+        job = f"{j.job.namespace}/{j.job.job}"
+        previous = last.job_domain(plan.group.name, job) if last is not None else None
+        change, repin = _change(j, previous, name, need)
+        if repin:
+            reason = f"re-pinned from {previous}: {repin}; {reason}"
         out.append(
             JobDomain(
-                f"{j.job.namespace}/{j.job.job}", j.job.job, name, zones[name], reason, excludes
+                job,
+                j.job.job,
+                name,
+                zones[name],
+                reason,
+                excludes,
+                need,
+                key not in a.runs_at_once,
+                change,
+                previous,
+                repin,
+                grown,
             )
         )
     note = ""
     queued = [j for j in planned if f"{plan.group.name}\0{j.job.key}" not in a.runs_at_once]
     if queued:
         total = sum((j.domains[0].gpus_needed for j in planned), Fraction(0))
-        have = sum((_domain_index(planned[0])[n].gpus_free for n, _ in plan.domains
-                    if n in _domain_index(planned[0])), Fraction(0))  # fmt: skip
+        first = _domain_index(planned[0])
+        have = _total_gpus([first[n] for n, _ in plan.domains if n in first])
         note = (
             f"group {plan.group.name}: its {len(planned)} jobs fit "
             f"{', '.join(n for n, _ in plan.domains)} one at a time but together need "
-            f"{_count(total)} GPUs of its {_count(have)}: {len(queued)} will wait Pending "
+            f"{_count(total)} GPUs of its {gpus_text(have)}: {len(queued)} will wait Pending "
             "until others finish"
         )
     note = "; ".join(n for n in (worker_anchors(plan.profile, planned)[1], note) if n)
@@ -281,7 +376,20 @@ def _with_jobs(
         note=note,
         fallback_domains=where,
         fallback=why,
+        scale_up=tuple(sorted(scale_up)),
     )
+
+
+def _change(j: JobAnalysis, previous: str | None, now: str, need: str) -> tuple[str, str]:
+    """(new | kept | moved, why it moved) against the domain the last render gave it."""
+    if previous is None:
+        return "new", ""
+    if previous == now:
+        return "kept", ""
+    why = why_not(j, previous) or (
+        f"{previous} no longer has room for its {need} GPUs beside the jobs kept there"
+    )
+    return "moved", why
 
 
 def _fallback(plan: GroupPlan, planned: Sequence[JobAnalysis], a: Assignment) -> Fallback:
@@ -305,35 +413,102 @@ def _jobs_text(jobs: Sequence[JobName], most: int = 3) -> str:
 
 
 def plan_cluster(
-    plans: Sequence[GroupPlan], jobs: Sequence[Sequence[JobAnalysis]]
+    plans: Sequence[GroupPlan],
+    jobs: Sequence[Sequence[JobAnalysis]],
+    last: LastPlacements | None = None,
 ) -> list[GroupPlan]:
     """The spread groups' known jobs packed together onto the cluster's GPUs, less those
     of the pinned groups' jobs, so no two groups count the same GPUs free. Domains are
     told apart by the key they co-locate on (zone or domain label): a cluster mixing both
-    counts each key's capacity on its own."""
-    capacity: dict[str, Fraction] = {}
-    for p, js in zip(plans, jobs, strict=True):
-        for j in js:
-            for d in j.domains:
-                capacity.setdefault(_unit(p.topology_key, d.name), d.gpus_free)
+    counts each key's capacity on its own. `last`: where the last render put each job;
+    a job stays there while the domain allows and holds it (plan/assignment.py)."""
+    checks = [
+        (_unit(p.topology_key, d.name), d)
+        for p, js in zip(plans, jobs, strict=True)
+        for j in js
+        for d in j.domains
+    ]
+    total: dict[str, Fraction] = {}
+    for unit, d in checks:
+        total.setdefault(unit, d.gpus_free)
+    capacity, pools = _capacity(checks)
     for p, js in zip(plans, jobs, strict=True):
         if p.enforceable and not p.spread and p.domain is not None:
             k = _unit(p.topology_key, p.domain)
             need = sum((_domain_index(j)[p.domain].gpus_needed for j in js
                         if j.job.key in p.jobs), Fraction(0))  # fmt: skip
-            capacity[k] = max(Fraction(0), capacity.get(k, Fraction(0)) - need)
+            own = min(need, capacity.get(k, Fraction(0)))
+            capacity[k] = capacity.get(k, Fraction(0)) - own
+            pools = _drawn(pools, k, need - own)
+    # what each domain has left for the known jobs: its nodes' GPUs and the pools' room
+    left = {u: c + sum((min(p.room.get(u, Fraction(0)), p.budget) for p in pools), Fraction(0))
+            for u, c in capacity.items()}  # fmt: skip
     spread = [
         (g, p, [j for j in js if j.job.key in p.jobs])
         for g, (p, js) in enumerate(zip(plans, jobs, strict=True))
         if p.spread and p.enforceable
     ]
     if not spread:
-        return list(plans)
-    a = assign([n for _, p, js in spread for n in _needs(p, js)], capacity)
+        return [_with_room(p, total, left) for p in plans]
+    needs = [n for _, p, js in spread for n in _needs(p, js)]
+    keep, queued = _kept(spread, needs, last)
+    a = assign(needs, capacity, keep, queued, pools)
     names = _job_names([(p, js) for _, p, js in spread])
     out = list(plans)
     for g, p, js in spread:
-        out[g] = _with_jobs(p, js, a, names)
+        out[g] = _with_jobs(p, js, a, names, last)
+    return [_with_room(p, total, {**left, **a.free}) for p in out]
+
+
+def _kept(
+    spread: Sequence[tuple[int, GroupPlan, Sequence[JobAnalysis]]],
+    needs: Sequence[JobNeed],
+    last: LastPlacements | None,
+) -> tuple[dict[str, str], frozenset[str]]:
+    """The packing's job keys -> the domain the last render gave each (where it is still
+    one of the job's own), and those it queued there."""
+    if last is None:
+        return {}, frozenset()
+    own = {n.key: n.domains for n in needs}
+    keep: dict[str, str] = {}
+    queued = set()
+    for _, p, js in spread:
+        for j in js:
+            job = f"{j.job.namespace}/{j.job.job}"
+            previous = last.job_domain(p.group.name, job)
+            key = f"{p.group.name}\0{j.job.key}"
+            unit = _unit(p.topology_key, previous) if previous is not None else None
+            if unit is not None and unit in own.get(key, ()):
+                keep[key] = unit
+                if (p.group.name, job) in last.queued:
+                    queued.add(key)
+    return keep, frozenset(queued)
+
+
+def _with_room(
+    plan: GroupPlan, capacity: dict[str, Fraction], left: dict[str, Fraction]
+) -> GroupPlan:
+    """The plan with the GPUs of the cluster's domains (of its key): free for the known
+    jobs, and left once the packed ones run."""
+    if not plan.enforceable:
+        return plan
+    prefix = _unit(plan.topology_key, "")
+    room = tuple(
+        (unit[len(prefix) :], capacity[unit], left.get(unit, capacity[unit]))
+        for unit in sorted(capacity)
+        if unit.startswith(prefix)
+    )
+    return replace(plan, room=room)
+
+
+def _drawn(pools: Sequence[PoolNeed], unit: str, need: Fraction) -> list[PoolNeed]:
+    """The pools once a pinned group takes `need` GPUs of theirs in that domain."""
+    out = []
+    for p in pools:
+        part = max(Fraction(0), min(need, p.room.get(unit, Fraction(0)), p.budget))
+        need -= part
+        room = {d: v - part if d == unit else v for d, v in p.room.items()}
+        out.append(replace(p, budget=p.budget - part, room=room))
     return out
 
 

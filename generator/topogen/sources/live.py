@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import yaml
 
 from topogen.errors import TopogenError
+from topogen.sources.pools import CAPI_GROUP, CAPI_KINDS, reduced_pool_object
 from topogen.textui import step
 from topogen.yamlfast import YAML_UNSAFE_IN_JSON
 
@@ -94,7 +95,13 @@ CCNP = _Kind(
 CNP = _Kind("CiliumNetworkPolicy", "cilium.io/v2", "ciliumnetworkpolicies", True)
 NETPOL = _Kind("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", True)
 POD = _Kind("Pod", "v1", "pods", True)
-SNAPSHOT_KINDS = (NAMESPACE, NODE, CCNP, CNP, NETPOL)  # also the order of a snapshot's items
+# what autoscalers can add (sources/pools.py); a cluster without their CRDs has none
+AUTOSCALING = (
+    _Kind("NodePool", "karpenter.sh/v1", "nodepools", False),
+    *(_Kind(k, f"{CAPI_GROUP}/v1beta1", f"{k.lower()}s", True) for k in CAPI_KINDS),
+)
+# also the order of a snapshot's items
+SNAPSHOT_KINDS = (NAMESPACE, NODE, *AUTOSCALING, CCNP, CNP, NETPOL)
 
 
 @dataclass(frozen=True)
@@ -157,9 +164,9 @@ def snapshot_document(objects: ClusterObjects) -> dict[str, Any]:
 
 
 SNAPSHOT_HEADER = (
-    "# topogen snapshot: the cluster's Nodes, Namespaces and network policies, reduced to what\n"
-    "# topogen reads. Written by `topogen snapshot`; do not edit. Name this file under\n"
-    "# clusters[].nodes in topogen.yaml (it provides the policies and namespaces too).\n"
+    "# topogen snapshot: the cluster's Nodes, Namespaces, NodePools and node groups, and network\n"
+    "# policies, reduced to what topogen reads. Written by `topogen snapshot`; do not edit.\n"
+    "# Name this file under clusters[].nodes in topogen.yaml (it provides the rest too).\n"
 )
 
 
@@ -179,6 +186,7 @@ def check_snapshot(text: str) -> None:
     from topogen.sources.nodes import read_nodes
     from topogen.sources.objects import flatten
     from topogen.sources.policies import read_policies
+    from topogen.sources.pools import read_pools
     from topogen.sources.workloads import read_namespaces
     from topogen.sources.yamlio import Document
     from topogen.yamltext import load_yaml_text
@@ -187,6 +195,7 @@ def check_snapshot(text: str) -> None:
         docs = load_yaml_text(text, "the snapshot")
         objs = list(flatten(Document(d, "the snapshot", i) for i, d in enumerate(docs) if d))
         read_nodes(objs, "topology.kubernetes.io/zone")
+        read_pools(objs, [], [], "topology.kubernetes.io/zone", "the snapshot")
         read_policies(objs)
         read_namespaces(objs)
     except TopogenError as exc:
@@ -262,6 +271,8 @@ class _Session:
             try:
                 items.extend(minimal(kind, o) for o in self._list(kind))
             except _NotFound:
+                if kind in AUTOSCALING:
+                    continue
                 if kind.group != "cilium.io":
                     raise LiveError(
                         f"{self.host} does not serve {kind.api_version} {kind.plural}"
@@ -512,6 +523,8 @@ def minimal(kind: _Kind, body: Mapping[str, Any]) -> dict[str, Any]:
         allocatable = (body.get("status") or {}).get("allocatable") or {}
         if allocatable:
             out["status"] = {"allocatable": {str(k): str(v) for k, v in allocatable.items()}}
+    elif kind in AUTOSCALING:
+        return reduced_pool_object(out, body)
     elif kind is not NAMESPACE:
         for key in ("spec", "specs"):  # policies: the rules as written (Cilium: one or a list)
             if body.get(key) is not None:

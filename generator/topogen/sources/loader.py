@@ -10,11 +10,22 @@ from typing import TYPE_CHECKING
 from topogen.errors import InputError, Notice
 from topogen.kueue.objects import KueueSetup
 from topogen.manifest import KubeObject
-from topogen.model import NO_ZONE_PREFIX, Namespace, PolicySet, Service, Topology, Workload
+from topogen.model import (
+    NO_ZONE_PREFIX,
+    Namespace,
+    Node,
+    PolicySet,
+    Service,
+    Topology,
+    Workload,
+)
+from topogen.nodepools import NodePool
+from topogen.sources.instance_types import declared_node_groups, instance_types
 from topogen.sources.kueue import is_kueue_object, read_kueue
 from topogen.sources.nodes import read_nodes
 from topogen.sources.objects import flatten
 from topogen.sources.policies import read_policies, read_services
+from topogen.sources.pools import is_pool_object, read_pools
 from topogen.sources.workloads import read_namespaces, read_workloads
 from topogen.sources.yamlio import expand_paths, iter_documents
 from topogen.yamltext import display_path
@@ -39,6 +50,8 @@ class ClusterInputs:
     namespaces: dict[str, Namespace]
     skipped: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()  # e.g. nodes without the zone label, once each
+    # what its autoscalers can add: Karpenter NodePools and Cluster Autoscaler node groups
+    pools: tuple[NodePool, ...] = ()
     kueue: KueueSetup = field(default_factory=KueueSetup)  # its Kueue objects, if any
 
 
@@ -88,6 +101,8 @@ def load_cluster_inputs(
             hint="point clusters[].nodes at `kubectl get nodes -o yaml` output "
             "or a topogen snapshot",
         )
+    pool_objs = [o for o in node_objs if is_pool_object(o)]
+    node_objs = [o for o in node_objs if not is_pool_object(o)]
     skipped = [
         f"{o.path}: {o.where()} is not a Node"
         for o in node_objs
@@ -103,6 +118,7 @@ def load_cluster_inputs(
         for o in node_objs
         if o.kind != "Node" and (o.group, o.kind, o.applied_namespace, o.name) not in seen
     ]
+    pools, pool_notes = _pools(cfg, cluster, pool_objs, nodes)
     policies = read_policies(policy_objs, cluster.cilium.settings(), services)
     ns_objs = read_objects(cluster.namespaces, base, f"clusters.{cluster.name}.namespaces", cfg)
     namespaces = {n.name: n for n in read_namespaces(ns_objs + node_objs + policy_objs)}
@@ -122,8 +138,31 @@ def load_cluster_inputs(
     )
     kueue = read_kueue([*node_objs, *policy_objs, *ns_objs, *workload_objects])
     return ClusterInputs(
-        cluster.name, topology, policies, namespaces, tuple(skipped), warnings, kueue
+        cluster.name,
+        topology,
+        policies,
+        namespaces,
+        tuple(skipped),
+        (*warnings, *pool_notes),
+        tuple(pools),
+        kueue,
     )
+
+
+def _pools(
+    cfg: TopogenConfig, cluster: ClusterConfig, objects: list[KubeObject], nodes: list[Node]
+) -> tuple[list[NodePool], list[Notice]]:
+    """The cluster's NodePools and node groups (read, or declared under autoscaling)."""
+    what = f"clusters.{cluster.name}.autoscaling"
+    auto = cluster.autoscaling
+    types = instance_types(auto, what, cfg.path, cfg.base_dir, cfg.root)
+    pools, notes = read_pools(objects, nodes, types, cluster.zone_label, cluster.name)
+    pools += declared_node_groups(auto.node_groups, nodes, cluster.zone_label, what, cfg.path)
+    names = [p.title for p in pools]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"{twice[0]} is given twice for cluster {cluster.name}", path=cfg.path)
+    return pools, notes
 
 
 def load_workload_inputs(

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
-from topogen.analysis.filters.base import NAME_KEY, NodeFilter, ZoneReader
+from topogen.analysis.filters.base import NAME_KEY, SCALE_UP, NodeFilter, ZoneReader
 from topogen.analysis.filters.cordon import Cordon
+from topogen.analysis.filters.limits import Limits
 from topogen.analysis.filters.node_affinity import NodeAffinity
 from topogen.analysis.filters.node_selector import NodeSelector
 from topogen.analysis.filters.resources import Resources
@@ -19,6 +20,7 @@ from topogen.model import Node, PodTemplate, Toleration
 __all__ = [
     "FILTERS",
     "NAME_KEY",
+    "SCALE_UP",
     "NodeFilter",
     "exclusion",
     "in_domain",
@@ -29,7 +31,20 @@ __all__ = [
     "zone_readers",
 ]
 
-FILTERS: list[NodeFilter] = [Cordon(), NodeSelector(), NodeAffinity(), Taints(), Resources()]
+FILTERS: list[NodeFilter] = [
+    Cordon(),
+    NodeSelector(),
+    NodeAffinity(),
+    Taints(),
+    Resources(),
+    Limits(),
+]
+
+
+def _scale_up(node: Node, reason: str | None) -> str | None:
+    if reason is None or node.scale_up is None:
+        return reason
+    return f"{SCALE_UP}{node.scale_up.pool}: {reason}"
 
 
 def exclusion(template: PodTemplate, node: Node, tolerations: Sequence[Toleration]) -> str | None:
@@ -38,7 +53,7 @@ def exclusion(template: PodTemplate, node: Node, tolerations: Sequence[Toleratio
     for f in FILTERS:
         reason = f.exclusion(template, node, tolerations)
         if reason is not None:
-            return reason
+            return _scale_up(node, reason)
     return None
 
 
@@ -47,7 +62,7 @@ def in_domain(template: PodTemplate, node: Node, tolerations: Sequence[Toleratio
     for f in FILTERS:
         reason = f.in_domain(template, node, tolerations)
         if reason is not None:
-            return reason
+            return _scale_up(node, reason)
     return None
 
 
@@ -57,8 +72,8 @@ def outside_domain(template: PodTemplate, node: Node, tolerations: Sequence[Tole
     for f in FILTERS:
         reason = f.outside_domain(template, node, tolerations)
         if reason is not None:
-            return reason
-    return "outside the chosen domain"
+            return _scale_up(node, reason) or reason
+    return _scale_up(node, "outside the chosen domain") or "outside the chosen domain"
 
 
 def label_keys(template: PodTemplate) -> frozenset[str]:

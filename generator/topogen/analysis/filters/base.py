@@ -14,9 +14,12 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from topogen.model import Node, PodTemplate, Toleration
 
-__all__ = ["NAME_KEY", "NodeFilter", "ZoneReader"]
+__all__ = ["NAME_KEY", "SCALE_UP", "NodeFilter", "ZoneReader"]
 
 NAME_KEY = "metadata.name"  # matchFields: the node's name, read as a pseudo label
+# a reason that concerns nodes an autoscaler would add starts so (placed.why_not says it
+# without a node count: such nodes do not exist yet)
+SCALE_UP = "new nodes of "
 
 # what a filter reads of a node's zone label, from its value (None: the node has none)
 ZoneReader = Callable[[str | None], Hashable]
