@@ -123,7 +123,8 @@ def kueue_kyverno_session(
         return start_kyverno(cp, kyverno_binary, work / "kyverno")
 
     try:
-        for cp, k in plane_with(work, PLUGINS, start):
+        # the native engine's MutatingAdmissionPolicy beside Kyverno's webhooks
+        for cp, k in plane_with(work, (*PLUGINS, "MutatingAdmissionPolicy"), start):
             assert kueue is not None
             yield cp, kueue, k
     finally:
@@ -144,8 +145,17 @@ def kueue_kyverno_plane(
     yield cp, q, k
     clear_kueue(cp, q)
     cp.reset()
-    for kind in ("mutatingpolicies", "validatingpolicies"):
-        cp.kube().delete(f"/apis/policies.kyverno.io/v1/{kind}")
+    kube = cp.kube()
+    kinds = ("mutatingpolicies", "validatingpolicies")
+    names = [
+        p["metadata"]["name"]
+        for kind in kinds
+        for p in kube.get(f"/apis/policies.kyverno.io/v1/{kind}")["items"]
+    ]
+    for kind in kinds:
+        kube.delete(f"/apis/policies.kyverno.io/v1/{kind}")
+    k.delete_generated()
+    k.wait_unregistered(names)  # the next test's jobs meet none of them
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +53,20 @@ from webhook_harness import wait_admitted, wait_bound
 pytestmark = [pytest.mark.tools, pytest.mark.slow]
 
 ALLOWED = {"zone-a", "zone-b"}
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 Plane = tuple[ControlPlane, Kueue, Kyverno]
 Docs = list[dict[str, Any]]
 
 
-def _example(tmp: Path, queues: Callable[[Docs], None] | None = None) -> Path:
+def _example(
+    tmp: Path, queues: Callable[[Docs], None] | None = None, engines: Sequence[str] = ()
+) -> Path:
     root = tmp / "kueue-tas"
     shutil.copytree(EXAMPLE, root)
+    if engines:
+        raw = yaml.safe_load((root / "topogen.yaml").read_text())
+        raw["engines"] = list(engines)
+        (root / "topogen.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
     if queues is not None:
         path = root / "kueue" / "queues.yaml"
         objs = [d for d in yaml.safe_load_all(path.read_text()) if d]
@@ -69,9 +76,21 @@ def _example(tmp: Path, queues: Callable[[Docs], None] | None = None) -> Path:
 
 
 def _with_jobset(config: Path) -> Path:
-    """The example with the JobSet beside the PyTorchJob, and a group of its profile."""
-    shutil.copy(SCENARIO["jobset.yaml"], config.parent / "workloads" / "jobset.yaml")
+    """The example with the JobSet beside the PyTorchJob, a group of its profile, and the
+    example's policy for its pods too (the CCNP selects the training operator's label)."""
+    root = config.parent
+    shutil.copy(SCENARIO["jobset.yaml"], root / "workloads" / "jobset.yaml")
+    policy_path = root / "cilium" / "training-zones.yaml"
+    policy = yaml.safe_load(policy_path.read_text())
+    jobset = copy.deepcopy(policy)
+    jobset["metadata"]["name"] = "jobset-zones"
+    for spec in jobset["specs"]:
+        spec["endpointSelector"]["matchExpressions"] = [
+            {"key": f"k8s:{JOBSET_NAME}", "operator": "Exists"}
+        ]
+    policy_path.write_text(yaml.safe_dump_all([policy, jobset], sort_keys=False))
     raw = yaml.safe_load(config.read_text())
+    raw["clusters"][0]["cilium"]["identityLabels"].append("k8s:jobset.sigs.k8s.io")
     raw["groups"].append(
         {
             "name": "jobset",
@@ -91,20 +110,27 @@ def _setup(cp: ControlPlane, config: Path) -> None:
     cp.apply(docs(root / "cilium" / "training-zones.yaml"))
 
 
+def _affinities(cp: ControlPlane, job: dict[str, Any]) -> list[bool]:
+    """Per template of a dry run of `job` (admission in full, nothing stored): whether it
+    came back with a node affinity. Under another name: `job` itself may exist."""
+    probe = {**job, "metadata": {**job["metadata"], "name": job["metadata"]["name"] + "-probe"}}
+    got = cp.kube().request("POST", collection_path(job), probe, query={"dryRun": "All"})
+    return ["affinity" in t["spec"] for t in role_templates(got).values()]
+
+
+def _pinned(cp: ControlPlane, job: dict[str, Any]) -> bool:
+    try:
+        return all(_affinities(cp, job))
+    except KubeError:  # a webhook not yet answering
+        return False
+
+
 def _install_job_policies(k: Kyverno, policies: Docs, job: dict[str, Any]) -> None:
     """Create the policies; wait until Kyverno has their webhooks and the API server calls
     it for `job` (a dry run comes back with its templates pinned)."""
     k.apply(policies)
     k.wait_registered(policies)
-
-    def pinned() -> bool:
-        try:
-            got = k.cp.kube().request("POST", collection_path(job), job, query={"dryRun": "All"})
-        except KubeError:
-            return False
-        return all("affinity" in t["spec"] for t in role_templates(got).values())
-
-    wait_admitted("the job policies at admission", pinned)
+    wait_admitted("the job policies at admission", lambda: _pinned(k.cp, job))
 
 
 def _bare(job: dict[str, Any]) -> dict[str, Any]:
@@ -132,7 +158,7 @@ def _audit(cp: ControlPlane, config: Path) -> dict[str, Any]:
     kubeconfig = cp.kubeconfig("audit", "topogen-admin-token")
     result = cli("audit", "--kubeconfig", kubeconfig, "-c", config, "-o", "json")
     assert result.exit_code == 0, result.output
-    report: dict[str, Any] = json.loads(result.output)
+    report: dict[str, Any] = json.loads(result.stdout)
     return report
 
 
@@ -159,7 +185,8 @@ def test_kueue_job_policies_keep_the_pytorchjob_in_an_allowed_zone(
         assert request["required"] == ZONE and request["podSetGroupName"] == "topogen-pytorch"
     report = _audit(cp, config)
     (group,) = report["groups"]
-    assert not group["flags"] and group["zones"] == sorted(bound)
+    assert group["status"] == "healthy" and not group["flags"], group
+    assert group["zones"] == sorted(bound)
 
 
 def test_kueue_job_policies_keep_the_jobset_in_an_allowed_zone(
@@ -177,6 +204,50 @@ def test_kueue_job_policies_keep_the_jobset_in_an_allowed_zone(
     workload, bound = _run_to_bound(cp, job)
     assert set().union(*assigned_zones(workload).values()) <= ALLOWED
     assert len(bound) == 1 and bound <= ALLOWED, bound
+    requests = [p["topologyRequest"] for p in workload["spec"]["podSets"]]
+    assert len(requests) == 2 and all(r["required"] == ZONE for r in requests)
+    assert len({r["podSetGroupName"] for r in requests}) == 1
+    groups = {g["group"]: g for g in _audit(cp, config)["groups"]}
+    assert groups["jobset"]["status"] == "healthy" and not groups["jobset"]["flags"]
+    assert groups["jobset"]["zones"] == sorted(bound)
+
+
+def test_kueue_native_policies_keep_the_pytorchjob_in_an_allowed_zone(
+    kueue_kyverno_plane: Plane, tmp_path: Path
+) -> None:
+    """The native engine: the API server's own MutatingAdmissionPolicy mutates the job,
+    its ValidatingAdmissionPolicy (Audit) checks it; no policy engine involved."""
+    cp, _, _ = kueue_kyverno_plane
+    config = _example(tmp_path, engines=["native"])
+    out = tmp_path / "out"
+    assert cli("render", "-c", config, "--out", out).exit_code == 0
+    folder = out / "policies" / "gpu-east" / "native"
+    policies = [d for f in sorted(folder.glob("topogen-*.yaml")) for d in docs(f)]
+    assert [p["kind"] for p in policies] == [
+        "MutatingAdmissionPolicy",
+        "MutatingAdmissionPolicyBinding",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    ]
+    _setup(cp, config)
+    job = the("pytorchjob.yaml")
+    kube = cp.kube()
+    try:
+        cp.apply(policies)
+        wait_admitted("the native job policies", lambda: _pinned(cp, job))
+        workload, bound = _run_to_bound(cp, job)
+    finally:
+        for p in policies:
+            kube.delete(f"{collection_path(p)}/{p['metadata']['name']}")
+        wait_admitted("the native job policies gone", lambda: not any(_affinities(cp, job)))
+    zones = set().union(*assigned_zones(workload).values())
+    assert len(zones) == 1 and zones <= ALLOWED, zones
+    assert len(bound) == 1 and bound <= ALLOWED, bound
+    requests = [p["topologyRequest"] for p in workload["spec"]["podSets"]]
+    assert all(r["required"] == ZONE for r in requests)
+    assert {r["podSetGroupName"] for r in requests} == {"topogen-pytorch"}
+    (group,) = _audit(cp, config)["groups"]
+    assert group["status"] == "healthy" and not group["flags"], group
 
 
 def test_kueue_without_hostname_level_is_reported_and_left_alone(
@@ -192,7 +263,7 @@ def test_kueue_without_hostname_level_is_reported_and_left_alone(
     config = _example(tmp_path, zone_only)
     analysis = cli("analyze", "-c", config, "-o", "json")
     assert analysis.exit_code == 0, analysis.output
-    findings = json.loads(analysis.output)["findings"]
+    findings = json.loads(analysis.stdout)["findings"]
     assert {f["kind"] for f in findings} == {"KUEUE_MANAGED"}
     assert all(
         "add kubernetes.io/hostname as the lowest level of Topology default" in f["message"]

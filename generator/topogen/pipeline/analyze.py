@@ -22,6 +22,7 @@ from topogen.analysis.paths import BlockedPath
 from topogen.analysis.policychecks import policy_notes, policy_warnings
 from topogen.config import ClusterConfig, GroupConfig, TopogenConfig
 from topogen.errors import InputError, Notice
+from topogen.kueue.engines import KUEUE_ENGINE_GAPS, KUEUE_JOB_ENGINES, engine_gap
 from topogen.model import Finding, FindingKind, LastPlacements, TrainingGroup, Workload
 from topogen.operators.registry import profile_for
 from topogen.pipeline.parallel import Shared, map_groups, no_cycle_collection, workers
@@ -206,6 +207,7 @@ def _analyze(
         jobs: list[JobAnalysis] = []
         plans: list[GroupPlan] = []
         findings: list[Finding] = []
+        engines = cfg.engines_for(cluster)
         for group, (group_jobs, plan) in zip(groups, analyzed, strict=True):
             warnings.extend(_system_namespaces(cluster.name, group))
             if not group_jobs:
@@ -221,9 +223,15 @@ def _analyze(
                 warnings.append(Notice(cluster.name, plan.note, group.name))
             warnings.extend(Notice(cluster.name, r, group.name) for r in repins(plan))
             fix = plan.describe_fix()
+            gaps = [e for e in engines if e in KUEUE_ENGINE_GAPS] if plan.kueue else []
+            warnings.extend(
+                Notice(cluster.name, engine_gap(e, group.name), group.name) for e in gaps
+            )
             for j in group_jobs:
                 findings.extend(
-                    replace(f, fix=fix) if f.kind.is_problem else _kueue_finding(f, j, plan)
+                    replace(f, fix=fix)
+                    if f.kind.is_problem
+                    else _kueue_finding(f, j, plan, engines)
                     for f in j.findings
                 )
             jobs.extend(group_jobs)
@@ -295,16 +303,31 @@ class ClusterRun:
         return lambda: self._context(g).job_paths(members).blocked()
 
 
-def _kueue_finding(f: Finding, job: JobAnalysis, plan: GroupPlan) -> Finding:
+def _kueue_finding(
+    f: Finding, job: JobAnalysis, plan: GroupPlan, engines: Sequence[str]
+) -> Finding:
     """A KUEUE_CONSTRAINED job with the plan's fix; left to Kueue (KUEUE_MANAGED) when the
-    plan constrains none of the group's Kueue jobs (they share no allowed zone)."""
+    plan constrains none of the group's Kueue jobs (they share no allowed zone), or when
+    none of the cluster's engines renders the Kueue job policies."""
     if f.kind is not FindingKind.KUEUE_CONSTRAINED:
         return f
-    if plan.kueue is not None and job.job.key in plan.kueue.jobs:
-        return replace(f, fix=plan.describe_kueue_fix())
-    return replace(
-        f, kind=FindingKind.KUEUE_MANAGED, message=f"{plan.note}; topogen adds no affinity"
-    )
+    if plan.kueue is None or job.job.key not in plan.kueue.jobs:
+        return replace(
+            f, kind=FindingKind.KUEUE_MANAGED, message=f"{plan.note}; topogen adds no affinity"
+        )
+    by = [e for e in engines if e in KUEUE_JOB_ENGINES]
+    if not by:
+        return replace(
+            f,
+            kind=FindingKind.KUEUE_MANAGED,
+            message=f"{f.message.split(': topogen constrains')[0]}: engine "
+            f"{', '.join(engines)} renders no Kueue job policy; topogen adds no affinity",
+            fix=f"add kyverno or native to the cluster's engines (README, Kueue); "
+            f"{KUEUE_ENGINE_GAPS[engines[0]]}",
+        )
+    others = [e for e in engines if e not in KUEUE_JOB_ENGINES]
+    note = f" (by {', '.join(by)}; not by {', '.join(others)})" if others else ""
+    return replace(f, message=f.message + note, fix=plan.describe_kueue_fix())
 
 
 def repins(plan: GroupPlan) -> list[str]:

@@ -28,6 +28,7 @@ from topogen.render.kyverno_tests import kyverno_test_files
 from topogen.render.limits import check_limits
 from topogen.render.monitoring import render_monitoring
 from topogen.render.native import native_policies
+from topogen.render.native_kueue import native_kueue_policies
 from topogen.render.placements import placement_files
 
 __all__ = ["RenderResult", "render"]
@@ -141,10 +142,11 @@ def _plan_files(cfg: TopogenConfig, cluster_name: str, plan: GroupPlan) -> list[
     return out
 
 
-# engine -> its policies for a group's Kueue jobs (an engine not listed renders none: see
-# the README's Kueue section)
-KUEUE_ENGINES: dict[str, Callable[[KueueIntent], list[RenderedFile]]] = {
-    "kyverno": kyverno_kueue_policies,
+# engine -> its policies for a group's Kueue jobs on a cluster of that Kubernetes version
+# (an engine not listed renders none: see the README's Kueue section)
+KUEUE_ENGINES: dict[str, Callable[[KueueIntent, str], list[RenderedFile]]] = {
+    "kyverno": lambda ki, _version: kyverno_kueue_policies(ki),
+    "native": native_kueue_policies,
 }
 
 
@@ -161,7 +163,9 @@ def kueue_files(cfg: TopogenConfig, cluster_name: str, plan: GroupPlan) -> list[
         backend = KUEUE_ENGINES.get(engine)
         if backend is not None:
             for ki in intents:
-                out += _under(f"policies/{cluster_name}/{engine}", backend(ki))
+                out += _under(
+                    f"policies/{cluster_name}/{engine}", backend(ki, cluster.kubernetes_version)
+                )
     return out
 
 
