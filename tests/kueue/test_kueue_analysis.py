@@ -18,6 +18,7 @@ from tooling import REPO
 from topogen.config import load_config
 from topogen.model import FindingKind
 from topogen.pipeline.analyze import AnalysisReport, analyze
+from topogen.pipeline.render import render
 
 EXAMPLE = REPO / "examples" / "kueue-tas"
 ZONE = "topology.kubernetes.io/zone"
@@ -180,3 +181,35 @@ def test_a_local_queue_without_cluster_queue_is_an_input_error(tmp_path: Path) -
     assert out.returncode == 2
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) <= 2
     assert "queues.yaml" in out.stderr and "spec.clusterQueue is required" in out.stderr
+
+
+def _with_engines(config: Path, engines: list[str]) -> Path:
+    raw = yaml.safe_load(config.read_text())
+    raw["engines"] = engines
+    config.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return config
+
+
+def test_an_engine_without_kueue_job_policies_is_named(tmp_path: Path) -> None:
+    """gatekeeper and kyverno-legacy render no Kueue job policy: a warning names each;
+    the job stays KUEUE_CONSTRAINED by the engines that do, and says by which."""
+    report = _report(_with_engines(_tree(tmp_path), ["kyverno", "gatekeeper", "kyverno-legacy"]))
+    assert _kinds(report) == {FindingKind.KUEUE_CONSTRAINED}
+    assert all("(by kyverno; not by gatekeeper, kyverno-legacy)" in f.message
+               for f in report.findings)  # fmt: skip
+    gaps = [w for w in report.warnings if "renders no policy for the Kueue" in w]
+    assert [g.split(": ")[1].split(" renders")[0] for g in gaps] == [
+        "engine gatekeeper",
+        "engine kyverno-legacy",
+    ]
+
+
+def test_no_engine_with_kueue_job_policies_leaves_the_job_to_kueue(tmp_path: Path) -> None:
+    report = _report(_with_engines(_tree(tmp_path), ["gatekeeper"]))
+    assert _kinds(report) == {FindingKind.KUEUE_MANAGED}
+    for f in report.findings:
+        assert "engine gatekeeper renders no Kueue job policy" in f.message
+        assert f.fix.startswith("add kyverno or native to the cluster's engines")
+    out = tmp_path / "out"
+    result = render(load_config(tmp_path / "kueue-tas" / "topogen.yaml"), out=out)
+    assert not [f.path for f in result.files if "kueue" in f.path]
