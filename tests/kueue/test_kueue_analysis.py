@@ -213,3 +213,24 @@ def test_no_engine_with_kueue_job_policies_leaves_the_job_to_kueue(tmp_path: Pat
     out = tmp_path / "out"
     result = render(load_config(tmp_path / "kueue-tas" / "topogen.yaml"), out=out)
     assert not [f.path for f in result.files if "kueue" in f.path]
+
+
+def test_a_queued_trainjob_is_left_to_kueue_with_the_reason(tmp_path: Path) -> None:
+    """A TrainJob holds no pod template (its runtime does; Trainer v2.0's podSpecOverrides
+    carry no affinity): topogen's job mutation does not reach it, so KUEUE_MANAGED."""
+    config = _tree(tmp_path)
+    case = REPO / "tests" / "operators" / "cases" / "trainjob-podspecoverrides" / "manifest.yaml"
+    docs = [d for d in yaml.safe_load_all(case.read_text()) if d]
+    for d in docs:
+        d["metadata"]["namespace"] = "research"
+        if d["kind"] == "TrainJob":
+            d["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "training"}
+            del d["spec"]["podSpecOverrides"][0]["nodeSelector"]  # a label no node here has
+    (config.parent / "workloads" / "resnet.yaml").unlink()
+    (config.parent / "workloads" / "trainjob.yaml").write_text(yaml.safe_dump_all(docs))
+    raw = yaml.safe_load(config.read_text())
+    raw["groups"][0]["profile"] = "kubeflow-trainer"
+    config.write_text(yaml.safe_dump(raw, sort_keys=False))
+    report = _report(config)
+    assert _kinds(report) == {FindingKind.KUEUE_MANAGED}
+    assert all("topogen cannot mutate this kind's templates" in f.message for f in report.findings)

@@ -8,6 +8,8 @@ __all__ = ["KUEUE_ENGINE_GAPS", "KUEUE_JOB_ENGINES", "engine_gap"]
 KUEUE_JOB_ENGINES = ("kyverno", "native")
 
 KUEUE_ENGINE_GAPS = {
+    # Gatekeeper v3.23.1 pkg/mutation/path/parser: a path's field is a literal name, a glob
+    # only the value of a list's key field ([name: *])
     "gatekeeper": (
         "Gatekeeper's Assign writes one value at a path: its paths cannot name each entry "
         "of a job's replica map (pytorchReplicaSpecs) or each item of an unkeyed list "
