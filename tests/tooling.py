@@ -24,6 +24,14 @@ def require_tool(name: str) -> Path:
     pytest.skip(f"{name} not built (run `make tools`)")
 
 
+def require_plane_tool(name: str) -> Path:
+    """A controller's binary, and the control plane's (etcd, kube-apiserver, kube-scheduler)
+    it runs in front of."""
+    for tool in ("etcd", "kube-apiserver", "kube-scheduler"):
+        require_tool(tool)
+    return require_tool(name)
+
+
 def module_dir(folder: str, module: str) -> Path:
     """The source of `module` as tools/<folder>/go.mod pins it (from the module cache), with
     the Go of that go.mod's `toolchain` line, as tools/build.sh uses (a module may ask for a

@@ -52,6 +52,8 @@ set -euo pipefail
 # repo-server's GenerateManifests and discovery, the ApplicationSet controller's
 # rendering, kustomize); v3.6 asks for go 1.27, so its go.mod carries
 # `toolchain go1.27.3`, which choose_toolchain exports as GOTOOLCHAIN for that build only.
+# kueue is Kueue's controller manager (cmd/kueue, upstream's `manager`), run out of cluster
+# by tests/live/kueue_harness.py.
 # ---------------------------------------------------------------------------
 TOOLS_TABLE='
 kyverno | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@
@@ -71,6 +73,7 @@ karpenter-kwok | sigs.k8s.io/karpenter | sigs.k8s.io/karpenter/kwok | -X sigs.k8
 kwok | sigs.k8s.io/kwok | sigs.k8s.io/kwok/cmd/kwok |
 argocd-cmp | github.com/argoproj/argo-cd/v3 | topogen.local/tools/argocd-cmp | | argocd-cmp | src
 actionlint | github.com/rhysd/actionlint | github.com/rhysd/actionlint/cmd/actionlint | -X github.com/rhysd/actionlint.version=@VERSION@
+kueue | sigs.k8s.io/kueue | sigs.k8s.io/kueue/cmd/kueue | -X sigs.k8s.io/kueue/pkg/version.GitVersion=@VERSION@
 '
 
 tmp=

@@ -9,7 +9,7 @@ TOOLS_DIR   := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 TOOLS_BIN   ?= .tools/bin
 TOOLS_LIST  ?= kyverno promtool etcd kube-apiserver kube-scheduler gator opa cilium-oracle \
                kyverno-webhooks kyverno-admission-controller kyverno-reports-controller gatekeeper-controller-manager cyclonus \
-               karpenter-kwok kwok argocd-cmp actionlint
+               karpenter-kwok kwok argocd-cmp actionlint kueue
 TOOLS_BUILD := $(TOOLS_DIR)/build.sh
 
 TOOLS_TARGETS := $(addprefix $(TOOLS_BIN)/,$(TOOLS_LIST))

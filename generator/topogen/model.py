@@ -10,7 +10,10 @@ from functools import cached_property
 
 __all__ = [
     "ALL_PORTS",
+    "KUEUE_TAS_ANNOTATIONS",
+    "KUEUE_TAS_GATE",
     "KUEUE_TAS_KEYS",
+    "KUEUE_TAS_LABEL",
     "LAST_PLACEMENTS_FILE",
     "NO_ZONE_PREFIX",
     "CiliumSettings",
@@ -55,13 +58,19 @@ def quantity(q: Fraction | int) -> str:
 # Node.zone of a node without the zone label: the prefix, then the node's name (a zone of
 # its own, never a candidate domain, never stamped as an identity)
 NO_ZONE_PREFIX = "<no-zone>:"
-# Kueue Topology Aware Scheduling marks the pods it places (label) and the templates it
-# will place (annotations); topogen never layers affinity on them.
-KUEUE_TAS_KEYS = (
-    "kueue.x-k8s.io/tas",
+# Kueue's Topology Aware Scheduling (v0.17.0) marks the pods it places: its scheduling gate
+# (at creation), a PodSet topology annotation (Kueue adds podset-unconstrained-topology for
+# implicit TAS), or, before v0.14, a label; topogen never layers affinity on them.
+# topogen.kueue has the rest of Kueue's vocabulary.
+KUEUE_TAS_GATE = "kueue.x-k8s.io/topology"
+KUEUE_TAS_ANNOTATIONS = (
     "kueue.x-k8s.io/podset-required-topology",
     "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+    "kueue.x-k8s.io/podset-slice-required-topology",
 )
+KUEUE_TAS_LABEL = "kueue.x-k8s.io/tas"
+KUEUE_TAS_KEYS = (KUEUE_TAS_LABEL, *KUEUE_TAS_ANNOTATIONS)  # label or annotation keys
 
 
 @dataclass(frozen=True, order=True)
@@ -260,6 +269,7 @@ class PodTemplate:
     ports: tuple[tuple[str, int, str], ...] = ()  # named container ports
     annotations: Labels = field(default_factory=dict)
     service_account: str = ""  # spec.serviceAccountName ("": the namespace's default)
+    scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates[].name
 
 
 @dataclass(frozen=True)
@@ -281,6 +291,7 @@ class Workload:
     # the template holds the first pod's
     indexed: tuple[str, ...] = ()
     late: bool = False  # created only once other pods of its job run: never an anchor
+    queue: str = ""  # the object's kueue.x-k8s.io/queue-name label: queued to Kueue
 
     @property
     def ref(self) -> str:
@@ -487,6 +498,7 @@ class FindingKind(StrEnum):
     UNSCHEDULABLE = "UNSCHEDULABLE"
     IDENTITY_MISMATCH = "IDENTITY_MISMATCH"
     KUEUE_MANAGED = "KUEUE_MANAGED"
+    KUEUE_CONSTRAINED = "KUEUE_CONSTRAINED"
     OK = "OK"
 
     @property

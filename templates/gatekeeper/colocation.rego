@@ -85,6 +85,11 @@ placed_by_kueue if {
 	key in object.keys(annotations)
 }
 
+placed_by_kueue if {
+	some gate in object.get(pod.spec, "schedulingGates", [])
+	gate.name == params.skipGate
+}
+
 in_group if {
 	namespace in params.namespaces
 	params.jobLabel in object.keys(labels)

@@ -296,8 +296,8 @@ def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> Analy
         )
         add(FindingKind.KUEUE_MANAGED, {m.role for m in members},
             {z for b in blocked for z in (b.src_zone, b.dst_zone)}, policies,
-            "placed by Kueue Topology Aware Scheduling (kueue.x-k8s.io/tas): topogen adds no "
-            f"affinity; make the Kueue topology match the network domains{note}")  # fmt: skip
+            "placed by Kueue Topology Aware Scheduling (its pods carry Kueue's TAS marks), but "
+            f"it names no queue (kueue.x-k8s.io/queue-name); topogen adds no affinity{note}")  # fmt: skip
         return Analysis(tuple(members), tuple(findings), (), tuple(blocked))
     if blocked:
         shown = "; ".join(b.describe() for b in blocked[:2])

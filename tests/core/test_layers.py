@@ -6,7 +6,7 @@ TYPE_CHECKING ones too).
 
 A module imports only from its own layer or a lower one; no two files import each other,
 however long the way round; no top-level module shares its name with a module in a folder;
-the model and the knowledge packages (operators/, cilium/) read no files; render reads no
+the model and the knowledge packages (operators/, cilium/, kueue/) read no files; render reads no
 inputs; every module of generator/ and bench/ stays under 600 lines.
 """
 
@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
             | {"yamltext", "nodepools"}
         ),
     ),
-    ("knowledge", frozenset({"operators", "cilium"})),
+    ("knowledge", frozenset({"operators", "cilium", "kueue"})),
     ("config", frozenset({"config", "configerrors", "autoscaling", "fields"})),
     ("sources", frozenset({"sources"})),
     ("analysis", frozenset({"analysis"})),
@@ -220,7 +220,9 @@ STDLIB_OK += ("hashlib", "re")  # pure: the hashed and matched names controllers
 
 
 @pytest.mark.parametrize(
-    "path", _modules("operators", "cilium", "model", "manifest", "names", "errors"), ids=_rel
+    "path",
+    _modules("operators", "cilium", "kueue", "model", "manifest", "names", "errors"),
+    ids=_rel,
 )
 def test_model_and_knowledge_packages_import_no_stage_and_read_no_files(path: Path) -> None:
     own = f"topogen.{path.parent.name}" if path.parent != PACKAGE else "topogen.none"

@@ -430,6 +430,13 @@ def _cases(
             True,
             _gk("kueue-annotation-mutated", *worker_term),
         ),
+        # implicit TAS: Kueue's scheduling gate alone marks the pod
+        Case(
+            "kueue-gate",
+            pod("kueue-gate", ns, coord, schedulingGates=[{"name": i.skip_gate}]),
+            True,
+            _gk("kueue-gate-mutated"),
+        ),
     ]
     if i.identity_label:
         spoofed = {**coord, i.identity_label: "zone-z"}

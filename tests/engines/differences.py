@@ -105,6 +105,15 @@ def _annotations_unseen(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
     return out
 
 
+def _gate_unseen(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
+    """Mutated as a role pod: the mutators do not see Kueue's scheduling gate."""
+    bare = copy.deepcopy(raw)
+    gates = bare["spec"].pop("schedulingGates")
+    out = mutate(bare, intent)
+    out["spec"]["schedulingGates"] = gates
+    return out
+
+
 def _zone_terms_kept(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:
     """Terms that already name the zone label (any operator) stay as the user wrote them."""
     raw_terms = raw["spec"]["affinity"]["nodeAffinity"][
@@ -124,6 +133,7 @@ DIFFERENCES: dict[str, Difference] = {
     "kueue-annotation-mutated": Difference(
         "mutators cannot match annotations", pod=_annotations_unseen
     ),
+    "kueue-gate-mutated": Difference("mutators cannot match scheduling gates", pod=_gate_unseen),
     "covered-toleration-added": Difference(
         "ModifySet merge skips identical tolerations only", pod=_identical_tolerations_only
     ),

@@ -112,9 +112,14 @@ def _kyverno_mutate(
 
 
 def _kyverno_report(
-    kyverno: Path, policies: Sequence[Path], pods: Path, values: Path | None
+    kyverno: Path,
+    policies: Sequence[Path],
+    pods: Path,
+    values: Path | None,
+    extra: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     args = [str(kyverno), "apply", *map(str, policies), "-r", str(pods), "--remove-color"]
+    args += extra
     args += ["--policy-report", "--output-format", "json", "--audit-warn"]
     args += ["--values-file", str(values)] if values else []
     proc = _run(args, ok=(0, 1))

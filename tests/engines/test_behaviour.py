@@ -134,6 +134,7 @@ def test_the_suites_cover_the_shapes() -> None:
             "other-namespace",
             "kueue-label",
             "kueue-annotation",
+            "kueue-gate",
             "unpinned-coordinator",
             *(["coordinator-spoofed-identity"] if i.identity_label else []),
             *(["coordinator-spans-0"] if i.denied_zone_pairs else []),

@@ -117,7 +117,8 @@ def test_workers_exclude_every_coordinator_selector() -> None:
     """A worker's match negates each ORed coordinator selector (disjunctive form)."""
     intent = synthetic_intent()
     worker_sets = [
-        m["spec"]["match"]["labelSelector"]["matchExpressions"][4:]
+        # after the job label and the Kueue keys
+        m["spec"]["match"]["labelSelector"]["matchExpressions"][1 + len(intent.skip_keys) :]
         for m in _objects(intent)[2:]
         if m["metadata"]["name"].startswith("topogen-llm-worker-") and m["kind"] == "ModifySet"
     ]

@@ -141,4 +141,4 @@ def test_generated_kyverno_tests_pass_under_enforce(tmp_path: Path) -> None:
         timeout=300,
     )
     assert result.returncode == 0, result.stdout[-3000:]
-    assert "0 tests failed" in result.stdout and "20 tests passed" in result.stdout
+    assert "0 tests failed" in result.stdout and "22 tests passed" in result.stdout

@@ -48,7 +48,7 @@ def test_generated_kyverno_tests_pass(kyverno: Path, tmp_path: Path) -> None:
     result = _run(kyverno, "test", policies, "--remove-color")
     assert result.returncode == 0, result.stdout[-3000:]
     assert "0 tests failed" in result.stdout
-    assert "20 tests passed" in result.stdout
+    assert "22 tests passed" in result.stdout
 
 
 def test_generated_kyverno_tests_can_fail(kyverno: Path, tmp_path: Path) -> None:
@@ -196,7 +196,7 @@ def test_second_application_and_non_training_pods_change_nothing(
     assert once == [mutate(p, intent) for p in pods]
     twice = _apply(kyverno, mutating, once, tmp_path)
     assert twice == once
-    untouched = {"not-training", "other-namespace", "kueue-tas"}
+    untouched = {"not-training", "other-namespace", "kueue-tas", "kueue-gated"}
     for before, after in zip(pods, once, strict=True):
         if before["metadata"]["name"] in untouched:
             assert before == after

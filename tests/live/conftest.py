@@ -13,11 +13,14 @@ from pathlib import Path
 import pytest
 from karpenter_harness import KarpenterPlane, start_karpenter
 from karpenter_kit import INSTANCE_TYPES
+from kueue_harness import Kueue, start_kueue
+from kueue_kit import clear as clear_kueue
 from kyverno_harness import PLUGINS, Kyverno, start_kyverno
 from kyverno_kit import NAME
 from live_harness import ControlPlane, start_control_plane
+from webhook_harness import plane_with
 
-from tooling import TOOLS_BIN, require_tool
+from tooling import TOOLS_BIN, require_plane_tool, require_tool
 
 
 @pytest.fixture(scope="session")
@@ -56,21 +59,9 @@ def kyverno_session(
 ) -> Iterator[tuple[ControlPlane, Kyverno]]:
     """A control plane with Kyverno's admission controller in front of it, for every
     test_live_kyverno*.py file this test process runs."""
-    for tool in ("etcd", "kube-apiserver", "kube-scheduler"):
-        require_tool(tool)
-    binary = require_tool("kyverno-admission-controller")
+    binary = require_plane_tool("kyverno-admission-controller")
     work = tmp_path_factory.mktemp("kyverno-plane")
-    cp = start_control_plane(TOOLS_BIN, work, admission=PLUGINS)
-    try:
-        k = start_kyverno(cp, binary, work / "kyverno")
-    except BaseException:
-        cp.stop()
-        raise
-    try:
-        yield cp, k
-    finally:
-        k.stop()
-        cp.stop()
+    yield from plane_with(work, PLUGINS, lambda cp: start_kyverno(cp, binary, work / "kyverno"))
 
 
 @pytest.fixture
@@ -87,6 +78,84 @@ def kyverno_plane(
         cp.kube().delete(f"/apis/policies.kyverno.io/v1/{kind}")
     k.delete_generated()
     k.wait_unregistered([NAME + s for s in ("-mutate", "-validate")])
+
+
+@pytest.fixture(scope="session")
+def kueue_session(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ControlPlane, Kueue]]:
+    """A control plane with Kueue's controller manager (TAS on) in front of it, for every
+    test_live_kueue*.py file this test process runs."""
+    binary = require_plane_tool("kueue")
+    work = tmp_path_factory.mktemp("kueue-plane")
+    yield from plane_with(work, PLUGINS, lambda cp: start_kueue(cp, binary, work / "kueue"))
+
+
+@pytest.fixture
+def kueue_plane(
+    kueue_session: tuple[ControlPlane, Kueue],
+) -> Iterator[tuple[ControlPlane, Kueue]]:
+    """The Kueue plane, emptied of nodes, pods, jobs, Workloads and Kueue's objects."""
+    cp, k = kueue_session
+    if not k.alive():
+        k.start()
+    cp.reset()
+    yield cp, k
+    clear_kueue(cp, k)
+    cp.reset()
+
+
+@pytest.fixture(scope="session")
+def kueue_kyverno_session(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ControlPlane, Kueue, Kyverno]]:
+    """One control plane with Kueue's controller manager and Kyverno's admission controller
+    (topogen's job policies through Kyverno, the jobs through Kueue): for every
+    test_live_kueue*.py file that needs both."""
+    kueue_binary = require_plane_tool("kueue")
+    kyverno_binary = require_plane_tool("kyverno-admission-controller")
+    work = tmp_path_factory.mktemp("kueue-kyverno-plane")
+    kueue: Kueue | None = None
+
+    def start(cp: ControlPlane) -> Kyverno:
+        nonlocal kueue
+        kueue = start_kueue(cp, kueue_binary, work / "kueue")  # its CRDs first
+        return start_kyverno(cp, kyverno_binary, work / "kyverno")
+
+    try:
+        # the native engine's MutatingAdmissionPolicy beside Kyverno's webhooks
+        for cp, k in plane_with(work, (*PLUGINS, "MutatingAdmissionPolicy"), start):
+            assert kueue is not None
+            yield cp, kueue, k
+    finally:
+        if kueue is not None:
+            kueue.stop()
+
+
+@pytest.fixture
+def kueue_kyverno_plane(
+    kueue_kyverno_session: tuple[ControlPlane, Kueue, Kyverno],
+) -> Iterator[tuple[ControlPlane, Kueue, Kyverno]]:
+    """The plane emptied of nodes, pods, jobs, Workloads, Kueue's objects and policies."""
+    cp, q, k = kueue_kyverno_session
+    for c in (q, k):
+        if not c.alive():
+            c.start()
+    cp.reset()
+    yield cp, q, k
+    clear_kueue(cp, q)
+    cp.reset()
+    kube = cp.kube()
+    kinds = ("mutatingpolicies", "validatingpolicies")
+    names = [
+        p["metadata"]["name"]
+        for kind in kinds
+        for p in kube.get(f"/apis/policies.kyverno.io/v1/{kind}")["items"]
+    ]
+    for kind in kinds:
+        kube.delete(f"/apis/policies.kyverno.io/v1/{kind}")
+    k.delete_generated()
+    k.wait_unregistered(names)  # the next test's jobs meet none of them
 
 
 @pytest.fixture(scope="session")

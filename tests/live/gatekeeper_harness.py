@@ -18,10 +18,6 @@ Pod, so that Pod object is created from the Deployment's template, bound to no r
 
 from __future__ import annotations
 
-import base64
-import copy
-import subprocess
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,17 +32,24 @@ from live_harness import (
     free_port,
     wait_until,
 )
-from webhook_harness import CONTROLLER_TIMEOUT, Controller, install_crds, manifest_docs
+from webhook_harness import (
+    CONTROLLER_TIMEOUT,
+    WEBHOOK_CONFIGS,
+    Controller,
+    by_url,
+    install_crds,
+    loopback_certificates,
+    manifest_docs,
+    register_webhooks,
+    started,
+)
 
 from tooling import module_dir
 
 NAMESPACE = "gatekeeper-system"
 WEBHOOK_DEPLOYMENT = "gatekeeper-controller-manager"
 POD_NAME = f"{WEBHOOK_DEPLOYMENT}-out-of-cluster"
-CONFIGS = {
-    "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
-    "ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
-}
+CONFIGS = WEBHOOK_CONFIGS
 OPERATIONS = ("webhook", "mutation-webhook", "status", "mutation-status", "generate")
 PLURALS = {
     "ConstraintTemplate": "constrainttemplates",
@@ -54,28 +57,6 @@ PLURALS = {
     "AssignMetadata": "assignmetadata",
     "ModifySet": "modifyset",
 }
-
-
-def _certificates(work: Path) -> bytes:
-    """A CA and a serving pair for 127.0.0.1 in `work` (tls.crt/tls.key); the CA PEM."""
-    work.mkdir(parents=True, exist_ok=True)
-
-    def ssl(*args: str) -> None:
-        subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
-
-    ca_key, ca = work / "ca.key", work / "ca.crt"
-    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-keyout", str(ca_key),
-        "-out", str(ca), "-subj", "/CN=gatekeeper-test-ca",
-        "-addext", "basicConstraints=critical,CA:TRUE",
-        "-addext", "keyUsage=critical,keyCertSign,cRLSign")  # fmt: skip
-    csr = work / "tls.csr"
-    ssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(work / "tls.key"),
-        "-out", str(csr), "-subj", "/CN=127.0.0.1")  # fmt: skip
-    ext = work / "ext.cnf"
-    ext.write_text("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
-    ssl("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key),
-        "-CAcreateserial", "-days", "2", "-extfile", str(ext), "-out", str(work / "tls.crt"))  # fmt: skip
-    return ca.read_bytes()
 
 
 @dataclass
@@ -118,39 +99,13 @@ class Gatekeeper(Controller):
         }
         kube.create(f"/api/v1/namespaces/{NAMESPACE}/pods", pod, exist_ok=True)
         self.port = self.port or free_port()
-        ca = _certificates(self.work / "certs")
-        self.configs = [self._by_url(d, ca) for d in docs if d["kind"] in CONFIGS]
+        ca = loopback_certificates(self.work / "certs", "gatekeeper-test-ca")
+        self.configs = [by_url(d, self.port, ca) for d in docs if d["kind"] in CONFIGS]
         self.register(self.configs)
-
-    def _by_url(self, cfg: dict[str, Any], ca: bytes) -> dict[str, Any]:
-        out = copy.deepcopy(cfg)
-        for hook in out["webhooks"]:
-            path = hook["clientConfig"]["service"]["path"]
-            hook["clientConfig"] = {
-                "url": f"https://127.0.0.1:{self.port}{path}",
-                "caBundle": base64.b64encode(ca).decode(),
-            }
-        return out
 
     def register(self, configs: Sequence[Mapping[str, Any]]) -> None:
         """Create or replace Gatekeeper's webhook configurations."""
-        kube = self.cp.kube()
-        for cfg in configs:
-            base = f"/apis/admissionregistration.k8s.io/v1/{CONFIGS[cfg['kind']]}"
-            name = cfg["metadata"]["name"]
-            try:
-                current = kube.get(f"{base}/{name}")
-            except KubeError as exc:
-                if exc.status != 404:
-                    raise
-                kube.create(base, cfg)
-                continue
-            body = dict(copy.deepcopy(cfg))
-            body["metadata"] = {
-                **body["metadata"],
-                "resourceVersion": current["metadata"]["resourceVersion"],
-            }
-            kube.request("PUT", f"{base}/{name}", body)
+        register_webhooks(self.cp, configs)
 
     def argv(self) -> list[str]:
         args = [a for a in self.installed_args if not a.startswith(("--port=", "--operation="))]
@@ -180,16 +135,7 @@ class Gatekeeper(Controller):
         }
         self.proc = Process("gatekeeper", self.argv(), self.work / "gatekeeper.log", env=env)
         self.proc.start()
-        wait_until(
-            "gatekeeper /readyz",
-            lambda: (
-                urllib.request.urlopen(f"http://127.0.0.1:{self.health}/readyz", timeout=2).status
-                == 200
-            ),
-            CONTROLLER_TIMEOUT,
-            self.proc,
-            interval=0.25,
-        )
+        self.wait_ready("gatekeeper", f"http://127.0.0.1:{self.health}/readyz")
 
     # -- policies --
 
@@ -276,10 +222,4 @@ class Gatekeeper(Controller):
 def start_gatekeeper(cp: ControlPlane, binary: Path, work: Path) -> Gatekeeper:
     module = module_dir("gatekeeper", "github.com/open-policy-agent/gatekeeper/v3")
     work.mkdir(parents=True, exist_ok=True)
-    g = Gatekeeper(cp, binary, work, module)
-    try:
-        g.start()
-    except BaseException:
-        g.stop()
-        raise
-    return g
+    return started(Gatekeeper(cp, binary, work, module))

@@ -49,6 +49,7 @@ from webhook_harness import (
     insecure,
     install_crds,
     manifest_docs,
+    started,
 )
 
 from tooling import module_dir
@@ -426,22 +427,10 @@ def start_reports_controller(cp: ControlPlane, binary: Path, work: Path) -> Repo
     `install` has put the CRDs and ConfigMaps in (start_kyverno does)."""
     module = module_dir("kyverno", "github.com/kyverno/kyverno")
     work.mkdir(parents=True, exist_ok=True)
-    r = ReportsController(cp, binary, work, module)
-    try:
-        r.start()
-    except BaseException:
-        r.stop()
-        raise
-    return r
+    return started(ReportsController(cp, binary, work, module))
 
 
 def start_kyverno(cp: ControlPlane, binary: Path, work: Path) -> Kyverno:
     module = module_dir("kyverno", "github.com/kyverno/kyverno")
     work.mkdir(parents=True, exist_ok=True)
-    k = Kyverno(cp, binary, work, module)
-    try:
-        k.start()
-    except BaseException:
-        k.stop()
-        raise
-    return k
+    return started(Kyverno(cp, binary, work, module))

@@ -228,6 +228,8 @@ def collection_path(obj: Mapping[str, Any]) -> str:
         "MutatingPolicy": "mutatingpolicies",
         "ValidatingPolicy": "validatingpolicies",
         "ClusterPolicy": "clusterpolicies",
+        "MutatingAdmissionPolicy": "mutatingadmissionpolicies",
+        "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
     }.get(kind, kind.lower() + "s")
     base = f"/api/{api}" if "/" not in api else f"/apis/{api}"
     return f"{base}/namespaces/{ns}/{plural}" if ns else f"{base}/{plural}"

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 from gatekeeper_harness import Gatekeeper, start_gatekeeper
-from live_harness import ControlPlane, start_control_plane
+from live_harness import ControlPlane
 from live_kit import (
     EXAMPLE,
     NS,
@@ -35,11 +35,17 @@ from live_kit import (
     project,
     write_config,
 )
-from webhook_harness import WEBHOOK_PLUGINS, Answer, wait_answered, wait_bound
+from webhook_harness import (
+    WEBHOOK_PLUGINS,
+    Answer,
+    plane_with,
+    wait_answered,
+    wait_bound,
+)
 
 from engines.cases import Pod, Suite, expected, suites
 from engines.engines import Checks, gator_expand
-from tooling import TOOLS_BIN, require_tool
+from tooling import require_plane_tool, require_tool
 from topogen.config import load_config
 from topogen.pipeline.analyze import analyze
 from topogen.render.gatekeeper import gatekeeper_policies
@@ -53,21 +59,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.tools]
 def gatekeeper_plane(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[ControlPlane, Gatekeeper]]:
-    for tool in ("etcd", "kube-apiserver", "kube-scheduler"):
-        require_tool(tool)
-    binary = require_tool("gatekeeper-controller-manager")
+    binary = require_plane_tool("gatekeeper-controller-manager")
     work = tmp_path_factory.mktemp("gatekeeper-plane")
-    cp = start_control_plane(TOOLS_BIN, work, admission=WEBHOOK_PLUGINS)
-    try:
-        g = start_gatekeeper(cp, binary, work / "gatekeeper")
-    except BaseException:
-        cp.stop()
-        raise
-    try:
-        yield cp, g
-    finally:
-        g.stop()
-        cp.stop()
+    yield from plane_with(
+        work, WEBHOOK_PLUGINS, lambda cp: start_gatekeeper(cp, binary, work / "gatekeeper")
+    )
 
 
 @pytest.fixture

@@ -3,18 +3,35 @@ from an upstream release manifest, CRDs established, probes."""
 
 from __future__ import annotations
 
+import base64
+import copy
 import re
 import ssl
+import subprocess
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from live_harness import ControlPlane, Process, collection_path, wait_until
+from live_harness import (
+    ControlPlane,
+    KubeError,
+    Process,
+    collection_path,
+    start_control_plane,
+    wait_until,
+)
 from live_kit import create_pod_raw, project
 
+from tooling import TOOLS_BIN
+
 WEBHOOK_PLUGINS = ("MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")
+WEBHOOK_CONFIGS = {
+    "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
+}
 # Waits on an admission controller's conditions (ready, policies registered or enforced,
 # seen at admission): generous, since a loaded 2-core machine can take minutes; a wait
 # ends as soon as its condition holds.
@@ -22,9 +39,23 @@ CONTROLLER_TIMEOUT = 300.0
 
 
 class Controller:
-    """A controller process of the harness's (`proc`, once started): stop, kill, alive."""
+    """A controller process of the harness's (`proc`, once started): start, stop, kill,
+    alive."""
 
     proc: Process | None
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def wait_ready(self, name: str, url: str) -> None:
+        """Until the controller's plain-HTTP readiness endpoint answers 200."""
+        wait_until(
+            f"{name} {url.rsplit('/', 1)[-1]}",
+            lambda: urllib.request.urlopen(url, timeout=2).status == 200,
+            CONTROLLER_TIMEOUT,
+            self.proc,
+            interval=0.25,
+        )
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -36,6 +67,37 @@ class Controller:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.alive()
+
+
+C = TypeVar("C", bound=Controller)
+
+
+def started(controller: C) -> C:
+    """The controller, started; stopped again if it did not come up."""
+    try:
+        controller.start()
+    except BaseException:
+        controller.stop()
+        raise
+    return controller
+
+
+def plane_with(
+    work: Path, admission: Sequence[str], start: Callable[[ControlPlane], C]
+) -> Iterator[tuple[ControlPlane, C]]:
+    """A control plane (these admission plugins on) with a controller in front of it, for a
+    fixture to yield from; both stopped at the end."""
+    cp = start_control_plane(TOOLS_BIN, work, admission=admission)
+    try:
+        controller = start(cp)
+    except BaseException:
+        cp.stop()
+        raise
+    try:
+        yield cp, controller
+    finally:
+        controller.stop()
+        cp.stop()
 
 
 def manifest_docs(path: Path, kinds: Iterable[str]) -> list[dict[str, Any]]:
@@ -68,6 +130,63 @@ def install_crds(cp: ControlPlane, objs: Sequence[dict[str, Any]]) -> None:
         return True
 
     wait_until("CRDs established", established, CONTROLLER_TIMEOUT, cp.apiserver)
+
+
+def loopback_certificates(work: Path, ca_name: str) -> bytes:
+    """A CA and a serving pair for 127.0.0.1 in `work` (tls.crt/tls.key); the CA PEM. For a
+    controller whose release makes its certificate for a Service name, which out of
+    cluster does not exist: its webhooks are called at https://127.0.0.1:PORT instead."""
+    work.mkdir(parents=True, exist_ok=True)
+
+    def ssl_(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+
+    ca_key, ca = work / "ca.key", work / "ca.crt"
+    ssl_("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-keyout", str(ca_key),
+         "-out", str(ca), "-subj", f"/CN={ca_name}",
+         "-addext", "basicConstraints=critical,CA:TRUE",
+         "-addext", "keyUsage=critical,keyCertSign,cRLSign")  # fmt: skip
+    csr = work / "tls.csr"
+    ssl_("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(work / "tls.key"),
+         "-out", str(csr), "-subj", "/CN=127.0.0.1")  # fmt: skip
+    ext = work / "ext.cnf"
+    ext.write_text("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    ssl_("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key),
+         "-CAcreateserial", "-days", "2", "-extfile", str(ext), "-out", str(work / "tls.crt"))  # fmt: skip
+    return ca.read_bytes()
+
+
+def by_url(cfg: Mapping[str, Any], port: int, ca: bytes) -> dict[str, Any]:
+    """A released webhook configuration calling https://127.0.0.1:PORT<its service path>."""
+    out = copy.deepcopy(dict(cfg))
+    for hook in out["webhooks"]:
+        path = hook["clientConfig"]["service"].get("path", "/")
+        hook["clientConfig"] = {
+            "url": f"https://127.0.0.1:{port}{path}",
+            "caBundle": base64.b64encode(ca).decode(),
+        }
+    return out
+
+
+def register_webhooks(cp: ControlPlane, configs: Sequence[Mapping[str, Any]]) -> None:
+    """Create or replace these webhook configurations."""
+    kube = cp.kube()
+    for cfg in configs:
+        base = f"/apis/admissionregistration.k8s.io/v1/{WEBHOOK_CONFIGS[cfg['kind']]}"
+        name = cfg["metadata"]["name"]
+        try:
+            current = kube.get(f"{base}/{name}")
+        except KubeError as exc:
+            if exc.status != 404:
+                raise
+            kube.create(base, cfg)
+            continue
+        body = dict(copy.deepcopy(cfg))
+        body["metadata"] = {
+            **body["metadata"],
+            "resourceVersion": current["metadata"]["resourceVersion"],
+        }
+        kube.request("PUT", f"{base}/{name}", body)
 
 
 def insecure() -> ssl.SSLContext:

@@ -17,6 +17,7 @@ from topogen.analysis.nodeindex import NodeIndex
 from topogen.analysis.ports import PortSet
 from topogen.analysis.provisioning import PoolRoom, Provisioning
 from topogen.analysis.reachability import PolicyIndex
+from topogen.kueue.objects import KueueSetup
 from topogen.model import NO_ZONE_PREFIX, Namespace, Node, Taint, Toleration, Topology, Workload
 from topogen.nodepools import NodePool
 
@@ -105,6 +106,7 @@ class ClusterIndex:
         namespaces: Mapping[str, Namespace],
         workloads: Sequence[Workload] = (),
         pools: Sequence[NodePool] = (),
+        kueue: KueueSetup | None = None,
     ) -> None:
         # the nodes the autoscalers can add join the existing ones (analysis/provisioning.py)
         self.provisioning = Provisioning(
@@ -116,6 +118,7 @@ class ClusterIndex:
         self.topology = topology
         self.index = index
         self.namespaces = namespaces
+        self.kueue = kueue or KueueSetup()  # the cluster's Kueue objects (queued jobs)
         # every analysed pod template by namespace, and whether it comes late (created once
         # others run): what a required pod affinity term can find besides its job's members
         self.pods: dict[str, list[tuple[Mapping[str, str], bool]]] = {}

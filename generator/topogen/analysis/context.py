@@ -64,6 +64,13 @@ class AnalysisContext:
         return self.group.colocate
 
     @property
+    def domain_key(self) -> str:
+        """The node label a domain is a value of: the zone label, or the domain label."""
+        if self.colocate == "zone" or not self.domain_label:
+            return self.topology.zone_label
+        return self.domain_label
+
+    @property
     def profile(self) -> Profile:
         if self._profile is None:
             self._profile = profile_for(self.group)

@@ -1,6 +1,6 @@
-"""Verdicts for one job: HARD_BLOCK, CROSS_ZONE, UNSCHEDULABLE, IDENTITY_MISMATCH, KUEUE_MANAGED
-or OK. Each check is a small function; MEMBER_CHECKS and JOB_CHECKS list them in the order
-their findings are reported."""
+"""Verdicts for one job: HARD_BLOCK, CROSS_ZONE, UNSCHEDULABLE, IDENTITY_MISMATCH, OK, or for a
+job Kueue's TAS places KUEUE_CONSTRAINED or KUEUE_MANAGED. Each check is a small function;
+MEMBER_CHECKS and JOB_CHECKS list them in the order their findings are reported."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from topogen.analysis.context import AnalysisContext
 from topogen.analysis.domains import DomainCheck, check_domains
+from topogen.analysis.kueue import KueueJob, kueue_job
 from topogen.analysis.members import Member, members_of
 from topogen.analysis.paths import BlockedPath, BlockedPaths
 from topogen.analysis.zonepaths import JobPaths
@@ -32,6 +33,8 @@ class JobAnalysis:
     findings: tuple[Finding, ...]
     domains: tuple[DomainCheck, ...]
     blocked: Sequence[BlockedPath]  # listed lazily: a job may have thousands
+    kueue: KueueJob | None = None  # placed by Kueue's TAS, not by kube-scheduler
+    kueue_zones: tuple[str, ...] = ()  # KUEUE_CONSTRAINED: the zones it may go to
 
     @property
     def worst(self) -> FindingKind:
@@ -41,6 +44,7 @@ class JobAnalysis:
             FindingKind.IDENTITY_MISMATCH,
             FindingKind.CROSS_ZONE,
             FindingKind.KUEUE_MANAGED,
+            FindingKind.KUEUE_CONSTRAINED,
             FindingKind.OK,
         ]
         kinds = {f.kind for f in self.findings}
@@ -60,6 +64,7 @@ class _Job:
     paths: JobPaths | None = None  # when every member can be placed
     blocked: Sequence[BlockedPath] = ()
     domains: tuple[DomainCheck, ...] = ()
+    kueue_zones: tuple[str, ...] = ()
 
     def add(
         self, kind: FindingKind, roles: set[str], zones: set[str], policies: set[str], message: str
@@ -199,23 +204,87 @@ JOB_CHECKS: tuple[Callable[[_Job], None], ...] = (_hard_block, _cross_zone, _no_
 
 def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAnalysis:
     j = _Job(cluster, job, ctx, members_of(job, ctx.cluster.nodes))
-    for m in j.members:
+    kueue = kueue_job(job, ctx.cluster.kueue, ctx.domain_key)
+    # a queued job whose flavor topogen does not know: its pods are not known either
+    known = kueue is None or (kueue.route is not None and kueue.route.flavor is not None)
+    for m in j.members if known else ():
         for member_check in MEMBER_CHECKS:
             member_check(j, m)
     if not j.stuck and all(m.placement.nodes for m in j.members):
         j.paths = ctx.job_paths(j.members)
         if j.paths.blocked_count:
             j.blocked = BlockedPaths(j.paths.blocked_count, j.paths.blocked, tuple(j.members))
-    if job.kueue_managed:
-        _kueue(j)
+    if kueue is not None:
+        _kueue(j, kueue)
     else:
         for job_check in JOB_CHECKS:
             job_check(j)
-    return JobAnalysis(cluster, job, tuple(j.members), tuple(j.findings), j.domains, j.blocked)
+    return JobAnalysis(
+        cluster,
+        job,
+        tuple(j.members),
+        tuple(j.findings),
+        j.domains,
+        j.blocked,
+        kueue,
+        j.kueue_zones,
+    )
 
 
-def _kueue(j: _Job) -> None:
-    """Kueue TAS, not the free scheduler, picks the domain: report, never plan."""
+def _kueue(j: _Job, k: KueueJob) -> None:
+    """Kueue's TAS, not kube-scheduler, picks the domain: constrain the job's templates to
+    the allowed domains where TAS honours that (KUEUE_CONSTRAINED), else report why not."""
+    queue = f" (queue {k.route.name})" if k.route is not None else ""
+    if k.judgement is None:
+        _kueue_managed(j, k.unknown)
+        return
+    if not k.judgement.constrainable:
+        _kueue_managed(j, f"placed by Kueue Topology Aware Scheduling{queue}: {k.judgement.reason}")
+        return
+    j.domains = tuple(
+        check_domains(
+            j.members, j.ctx.cluster.candidates(j.ctx.colocate, j.ctx.domain_label), j.ctx
+        )
+    )
+    allowed = [d for d in j.domains if d.ok]
+    zones = tuple(sorted({z for d in allowed for z in d.zones}))
+    key = k.judgement.level
+    flavor = k.route.flavor if k.route is not None else None
+    pinned = flavor.node_labels.get(j.ctx.topology.zone_label) if flavor is not None else None
+    if pinned is not None and pinned not in zones:
+        there = next((d for d in j.domains if pinned in d.zones), None)
+        why = there.problems[0] if there is not None and there.problems else "no domain has it"
+        _kueue_managed(
+            j,
+            f"placed by Kueue Topology Aware Scheduling{queue}: its ResourceFlavor "
+            f"{flavor.name if flavor else ''} pins {j.ctx.topology.zone_label}={pinned}, "
+            f"where it cannot be kept with its traffic allowed ({why})",
+        )
+        return
+    if not allowed:
+        detail = "; ".join(_domain_problem(d) for d in j.domains[:4]) or "the cluster has no zones"
+        _kueue_managed(
+            j,
+            f"placed by Kueue Topology Aware Scheduling{queue}: no single allowed domain can "
+            f"hold the whole group (needs {_n(list(j.domains))} GPUs): {detail}",
+        )
+        return
+    j.kueue_zones = zones
+    topology = k.route.topology.name if k.route and k.route.topology else ""
+    group = ", one podset-group-name for its two PodSets" if k.judgement.grouped else ""
+    j.add(
+        FindingKind.KUEUE_CONSTRAINED,
+        j.roles,
+        set(zones),
+        set(),
+        f"placed by Kueue Topology Aware Scheduling{queue} on Topology {topology}: topogen "
+        f"constrains its templates at creation to {key} in [{', '.join(zones)}] (required node "
+        f"affinity, podset-required-topology {key}{group}), where its traffic is allowed",
+    )
+
+
+def _kueue_managed(j: _Job, why: str) -> None:
+    """Left to Kueue: why, and whether its traffic across zones is denied."""
     policies: set[str] = set()
     zones: set[str] = set()
     if j.paths is not None and j.blocked:
@@ -234,8 +303,7 @@ def _kueue(j: _Job) -> None:
         j.roles,
         zones,
         policies,
-        "placed by Kueue Topology Aware Scheduling (kueue.x-k8s.io/tas): topogen adds no "
-        f"affinity; make the Kueue topology match the network domains{note}",
+        f"{why}; topogen adds no affinity{note}",
     )
 
 

@@ -7,15 +7,17 @@ from collections.abc import Mapping, Sequence
 
 from topogen.config import GroupConfig
 from topogen.errors import InputError
-from topogen.model import KUEUE_TAS_KEYS, Role, TrainingGroup, Workload
+from topogen.kueue.vocabulary import is_tas_pod
+from topogen.model import Role, TrainingGroup, Workload
 from topogen.operators.registry import operator, operator_for, profile_for
 
 __all__ = ["check_profiles", "find_groups", "group_selector", "is_kueue_managed", "left_out"]
 
 
 def is_kueue_managed(workload: Workload) -> bool:
+    """Its pods are marked for Kueue's TAS (gate, topology annotation, or the old label)."""
     t = workload.template
-    return any(k in t.labels or k in t.annotations for k in KUEUE_TAS_KEYS)
+    return is_tas_pod(t.labels, t.annotations, t.scheduling_gates)
 
 
 def group_selector(group: GroupConfig) -> str:

@@ -16,12 +16,14 @@ from topogen.analysis import (
     find_groups,
 )
 from topogen.analysis.groups import check_profiles, group_selector, left_out
+from topogen.analysis.kueue import admitted_workloads
 from topogen.analysis.members import Member
 from topogen.analysis.paths import BlockedPath
 from topogen.analysis.policychecks import policy_notes, policy_warnings
 from topogen.config import ClusterConfig, GroupConfig, TopogenConfig
 from topogen.errors import InputError, Notice
-from topogen.model import Finding, LastPlacements, TrainingGroup, Workload
+from topogen.kueue.engines import KUEUE_ENGINE_GAPS, KUEUE_JOB_ENGINES, engine_gap
+from topogen.model import Finding, FindingKind, LastPlacements, TrainingGroup, Workload
 from topogen.operators.registry import profile_for
 from topogen.pipeline.parallel import Shared, map_groups, no_cycle_collection, workers
 from topogen.plan.group_plan import GroupPlan
@@ -199,10 +201,14 @@ def _analyze(
     pods = [(w.namespace, tuple(w.template.labels)) for w in all_workloads]
     for cluster in chosen:
         step(f"cluster {cluster.name}: reading nodes and policies")
-        inputs = load_cluster_inputs(cfg, cluster, loaded.services)
+        inputs = load_cluster_inputs(cfg, cluster, loaded.services, loaded.objects)
         namespaces = {**loaded.namespaces, **inputs.namespaces}
         policy_index = PolicyIndex(inputs.policies, namespaces)
-        index = ClusterIndex(inputs.topology, policy_index, namespaces, all_workloads, inputs.pools)
+        # a queued job's pods as Kueue admits them (its flavor's nodeSelector, tolerations)
+        admitted = admitted_workloads(all_workloads, inputs.kueue)
+        index = ClusterIndex(
+            inputs.topology, policy_index, namespaces, admitted, inputs.pools, inputs.kueue
+        )
         warnings.extend(inputs.warnings)
         warnings.extend(engine_warnings(cfg, cluster))
         groups = cfg.groups_for(cluster.name)
@@ -216,18 +222,19 @@ def _analyze(
             Notice(cluster.name, n) for n in policy_notes(policy_index, all_workloads, namespaces)
         )
         step(f"cluster {cluster.name}: analysing {len(groups)} groups")
-        found = [find_groups(group, all_workloads) for group in groups]
+        found = [find_groups(group, admitted) for group in groups]
         warnings.extend(
             Notice(cluster.name, w, g.name) for g in groups for w in left_out(g, all_workloads)
         )
         _no_overlap(cfg, cluster.name, groups, found)
-        check_profiles(groups, all_workloads, found)
+        check_profiles(groups, admitted, found)
         last = read_last_placements(out, cluster.name)
         run = ClusterRun(cluster.name, index, cluster.domain_label, groups, found, last)
-        analyzed = run.analyze(all_workloads)
+        analyzed = run.analyze(admitted)
         jobs: list[JobAnalysis] = []
         plans: list[GroupPlan] = []
         findings: list[Finding] = []
+        engines = cfg.engines_for(cluster)
         for group, (group_jobs, plan) in zip(groups, analyzed, strict=True):
             warnings.extend(_system_namespaces(cluster.name, group))
             if not group_jobs and not group.allow_empty:
@@ -238,8 +245,17 @@ def _analyze(
                 warnings.append(Notice(cluster.name, plan.note, group.name))
             warnings.extend(Notice(cluster.name, r, group.name) for r in repins(plan))
             fix = plan.describe_fix()
+            gaps = [e for e in engines if e in KUEUE_ENGINE_GAPS] if plan.kueue else []
+            warnings.extend(
+                Notice(cluster.name, engine_gap(e, group.name), group.name) for e in gaps
+            )
             for j in group_jobs:
-                findings.extend(replace(f, fix=fix) if f.kind.is_problem else f for f in j.findings)
+                findings.extend(
+                    replace(f, fix=fix)
+                    if f.kind.is_problem
+                    else _kueue_finding(f, j, plan, engines)
+                    for f in j.findings
+                )
             jobs.extend(group_jobs)
             plans.append(plan)
         results.append(
@@ -309,6 +325,33 @@ class ClusterRun:
     def _blocked(self, g: int, members: tuple[Member, ...]) -> Callable[[], Iterator[BlockedPath]]:
         """The blocked paths of a job of group g, listed when asked for (in the parent)."""
         return lambda: self._context(g).job_paths(members).blocked()
+
+
+def _kueue_finding(
+    f: Finding, job: JobAnalysis, plan: GroupPlan, engines: Sequence[str]
+) -> Finding:
+    """A KUEUE_CONSTRAINED job with the plan's fix; left to Kueue (KUEUE_MANAGED) when the
+    plan constrains none of the group's Kueue jobs (they share no allowed zone), or when
+    none of the cluster's engines renders the Kueue job policies."""
+    if f.kind is not FindingKind.KUEUE_CONSTRAINED:
+        return f
+    if plan.kueue is None or job.job.key not in plan.kueue.jobs:
+        return replace(
+            f, kind=FindingKind.KUEUE_MANAGED, message=f"{plan.note}; topogen adds no affinity"
+        )
+    by = [e for e in engines if e in KUEUE_JOB_ENGINES]
+    if not by:
+        return replace(
+            f,
+            kind=FindingKind.KUEUE_MANAGED,
+            message=f"{f.message.split(': topogen constrains')[0]}: engine "
+            f"{', '.join(engines)} renders no Kueue job policy; topogen adds no affinity",
+            fix=f"add kyverno or native to the cluster's engines (README, Kueue); "
+            f"{KUEUE_ENGINE_GAPS[engines[0]]}",
+        )
+    others = [e for e in engines if e not in KUEUE_JOB_ENGINES]
+    note = f" (by {', '.join(by)}; not by {', '.join(others)})" if others else ""
+    return replace(f, message=f.message + note, fix=plan.describe_kueue_fix())
 
 
 def repins(plan: GroupPlan) -> list[str]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from topogen.model import Finding
 from topogen.pipeline.analyze import AnalysisReport
+from topogen.plan.group_plan import GroupPlan
 from topogen.textui import Column, fit_table
 
 __all__ = ["analysis_json", "analysis_table", "count_lines", "finding_dict", "placement_lines"]
@@ -68,7 +69,8 @@ def _worst(findings: list[Finding]) -> Finding | None:
         "IDENTITY_MISMATCH": 2,
         "CROSS_ZONE": 3,
         "KUEUE_MANAGED": 4,
-        "OK": 5,
+        "KUEUE_CONSTRAINED": 5,
+        "OK": 6,
     }
     return min(findings, key=lambda f: rank[f.kind.value], default=None)
 
@@ -98,6 +100,7 @@ def analysis_json(report: AnalysisReport) -> str:
                 "fix": p.describe_fix(),
                 "jobs": list(p.jobs),
                 "kueueJobs": list(p.kueue_jobs),
+                "kueue": _kueue_plan(p),
                 "placement": p.placement,
                 "identitySource": p.identity_source,
                 "domains": [name for name, _ in p.domains],
@@ -113,6 +116,23 @@ def analysis_json(report: AnalysisReport) -> str:
         "notes": list(report.notes),
     }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def _kueue_plan(p: GroupPlan) -> dict[str, object] | None:
+    """The group's Kueue job constraint (None: none)."""
+    k = p.kueue
+    if k is None:
+        return None
+    return {
+        "zones": list(k.zones),
+        "level": k.level,
+        "zoneLabel": k.zone_label,
+        "podsetGroupName": k.group_name,
+        "queues": [f"{ns}/{name}" for ns, name in k.queues],
+        "kinds": [f"{v} {kind}" for v, kind in k.kinds],
+        "jobs": list(k.jobs),
+        "fix": p.describe_kueue_fix(),
+    }
 
 
 def _count(report: AnalysisReport) -> dict[str, int]:

@@ -19,13 +19,16 @@ from topogen.render.base import RenderedFile
 from topogen.render.gatekeeper import gatekeeper_policies
 from topogen.render.gatekeeper_tests import gatekeeper_test_files
 from topogen.render.intent import AdmissionIntent, intent_for
+from topogen.render.kueue_intent import KueueIntent, kueue_intents
 from topogen.render.kustomize import kustomize_files, workload_patch_files
 from topogen.render.kyverno import kyverno_policies
+from topogen.render.kyverno_kueue import kyverno_kueue_policies
 from topogen.render.kyverno_legacy import kyverno_legacy_policies
 from topogen.render.kyverno_tests import kyverno_test_files
 from topogen.render.limits import check_limits
 from topogen.render.monitoring import render_monitoring
 from topogen.render.native import native_policies
+from topogen.render.native_kueue import native_kueue_policies
 from topogen.render.placements import placement_files
 
 __all__ = ["RenderResult", "render"]
@@ -77,7 +80,7 @@ def _render(cfg: TopogenConfig, clusters: list[str] | None, out: Path | None) ->
             if plan.refused:
                 refused.append(Refusal(ca.cluster, plan.group.name, plan.refused))
                 continue
-            if not plan.enforceable:
+            if not plan.renders:
                 continue
             refused += [
                 Refusal(
@@ -117,9 +120,13 @@ def _group_files(cfg: TopogenConfig, ca: ClusterAnalysis) -> list[list[RenderedF
 
 
 def _plan_files(cfg: TopogenConfig, cluster_name: str, plan: GroupPlan) -> list[RenderedFile]:
-    """One group's policies and CLI tests for every engine of its cluster."""
-    if plan.refused or not plan.enforceable:
+    """One group's policies and CLI tests for every engine of its cluster: its pods', and
+    its Kueue jobs' (kueue_files)."""
+    if not plan.renders:
         return []
+    out = kueue_files(cfg, cluster_name, plan)
+    if not plan.enforceable:
+        return out
     cluster = cfg.cluster(cluster_name)
     engines = _engines(cluster.kubernetes_version)
     intent = intent_for(
@@ -128,11 +135,37 @@ def _plan_files(cfg: TopogenConfig, cluster_name: str, plan: GroupPlan) -> list[
         api_server_validation=cfg.kyverno.generate_validating_admission_policy,
         audit_at_admission=cfg.kyverno.audit_at_admission,
     )
-    out: list[RenderedFile] = []
     for engine in cfg.engines_for(cluster):
         for backend in engines.get(engine, ()):
             if backend is not None:
                 out += _under(f"policies/{cluster_name}/{engine}", backend(intent))
+    return out
+
+
+# engine -> its policies for a group's Kueue jobs on a cluster of that Kubernetes version
+# (an engine not listed renders none: see the README's Kueue section)
+KUEUE_ENGINES: dict[str, Callable[[KueueIntent, str], list[RenderedFile]]] = {
+    "kyverno": lambda ki, _version: kyverno_kueue_policies(ki),
+    "native": native_kueue_policies,
+}
+
+
+def kueue_files(cfg: TopogenConfig, cluster_name: str, plan: GroupPlan) -> list[RenderedFile]:
+    """The job policies of the group's jobs that Kueue's TAS places, per engine."""
+    cluster = cfg.cluster(cluster_name)
+    intents = kueue_intents(
+        plan,
+        cfg.validation_action_for(cluster),
+        audit_at_admission=cfg.kyverno.audit_at_admission,
+    )
+    out: list[RenderedFile] = []
+    for engine in cfg.engines_for(cluster):
+        backend = KUEUE_ENGINES.get(engine)
+        if backend is not None:
+            for ki in intents:
+                out += _under(
+                    f"policies/{cluster_name}/{engine}", backend(ki, cluster.kubernetes_version)
+                )
     return out
 
 

@@ -11,7 +11,23 @@ from topogen.config import GroupConfig
 from topogen.model import LabelSelector, Toleration
 from topogen.operators.base import Profile
 
-__all__ = ["GroupPlan", "JobDomain"]
+__all__ = ["GroupPlan", "JobDomain", "KueuePlan"]
+
+
+@dataclass(frozen=True)
+class KueuePlan:
+    """The group's jobs that Kueue's TAS places, kept to the allowed domains by a mutation
+    of the jobs themselves at creation (topogen.kueue.placement): on each template, the
+    zones as required node affinity, a required topology at `level`, and one podset group
+    name on a job of two PodSets."""
+
+    zones: tuple[str, ...]  # the zones every such job of the group may use
+    level: str  # the Topology level asked for (the zone label, or the domain label)
+    zone_label: str  # the node label the zones are values of
+    queues: tuple[tuple[str, str], ...]  # (namespace, LocalQueue) they are queued to
+    kinds: tuple[tuple[str, str], ...]  # (apiVersion, kind) of those jobs
+    group_name: str  # the podset-group-name
+    jobs: tuple[str, ...]  # group/namespace/job of each
 
 
 @dataclass(frozen=True)
@@ -64,6 +80,7 @@ class GroupPlan:
     # (empty: the profile's own); and the detached pods' selectors (KubeRay's submitters)
     anchors: tuple[LabelSelector, ...] = ()
     detached: tuple[LabelSelector, ...] = ()
+    kueue: KueuePlan | None = None  # jobs Kueue's TAS places, constrained at creation
     job_gpus: tuple[tuple[str, str], ...] = ()  # (namespace/job, the GPUs it needs)
     previous_domain: str | None = None  # pin: the domain the last render gave the group
     repin: str = ""  # pin: why the group leaves previous_domain
@@ -73,6 +90,11 @@ class GroupPlan:
     # the autoscalers' nodes its (known) jobs need, where and up to what (empty: they fit
     # the existing nodes): `NodePool gpu in us-east-1b, up to 16 GPUs`
     scale_up: tuple[str, ...] = ()
+
+    @property
+    def renders(self) -> bool:
+        """Anything to render: the pod policies, or the Kueue job policies."""
+        return not self.refused and (self.enforceable or self.kueue is not None)
 
     @property
     def enforceable(self) -> bool:
@@ -88,6 +110,16 @@ class GroupPlan:
         named = dict(self.domains)
         mine = {z for d in self.fallback_domains for z in named.get(d, ())}
         return tuple(z for z in self.zones if z in mine)
+
+    def describe_kueue_fix(self) -> str:
+        k = self.kueue
+        if k is None:
+            return ""
+        return (
+            f"constrain the queued jobs' templates at creation: {k.zone_label} in "
+            f"[{', '.join(k.zones)}] (required node affinity), podset-required-topology "
+            f"{k.level}, podset-group-name {k.group_name} on jobs of two PodSets"
+        )
 
     def describe_fix(self) -> str:
         if self.refused:

@@ -25,6 +25,7 @@ from topogen.plan.assignment import Assignment, JobNeed, PoolNeed, assign
 from topogen.plan.fallback import Fallback, choose
 from topogen.plan.group_plan import GroupPlan, JobDomain
 from topogen.plan.identity_source import identity_source
+from topogen.plan.kueue import plan_kueue
 from topogen.plan.scoring import best_for_pin, spread_order
 
 __all__ = ["plan_cluster", "plan_group", "why_not"]
@@ -45,8 +46,9 @@ def plan_group(
         if group.colocate == "zone" or not ctx.domain_label
         else ctx.domain_label
     )
-    planned = [j for j in jobs if not j.job.kueue_managed and j.members]
-    kueue = tuple(sorted(j.job.key for j in jobs if j.job.kueue_managed))
+    planned = [j for j in jobs if j.kueue is None and j.members]
+    kueue = tuple(sorted(j.job.key for j in jobs if j.kueue is not None))
+    kueue_plan, kueue_note = plan_kueue(group, jobs, ctx)
     denied = denied_zone_pairs(planned, ctx)
 
     def make(
@@ -70,17 +72,20 @@ def plan_group(
             kueue_jobs=kueue,
             refused=refused,
             denied_zone_pairs=denied,
+            kueue=kueue_plan,
+            note=kueue_note,
         )
 
     if not planned:
         return make(None, (), (), None, None)
     anchors, anchor_note = worker_anchors(profile, planned)
     detached = detached_selectors(profile, planned)
+    base = make(None, (), (), None, None)
     base = replace(
-        make(None, (), (), None, None),
+        base,
         anchors=anchors,
         detached=detached,
-        note=anchor_note,
+        note="; ".join(n for n in (base.note, anchor_note) if n),
         job_gpus=tuple(
             sorted(
                 (f"{j.job.namespace}/{j.job.job}", _count(j.domains[0].gpus_needed))

@@ -94,9 +94,12 @@ def namespace_in(namespaces: Sequence[str]) -> str:
 
 def not_kueue(intent: AdmissionIntent) -> str:
     annotations = "(has(object.metadata.annotations) ? object.metadata.annotations : {})"
-    return " && ".join(
-        f"!({lit(k)} in {LABELS}) && !({lit(k)} in {annotations})" for k in intent.skip_keys
+    gated = (
+        "has(object.spec.schedulingGates) && "
+        f"object.spec.schedulingGates.exists(g, g.name == {lit(intent.skip_gate)})"
     )
+    keys = [f"!({lit(k)} in {LABELS}) && !({lit(k)} in {annotations})" for k in intent.skip_keys]
+    return " && ".join([*keys, f"!({gated})"])
 
 
 def is_member(intent: AdmissionIntent) -> str:
@@ -207,12 +210,13 @@ def zone_requirement(intent: AdmissionIntent) -> str:
     return lit({"key": intent.zone_label, "operator": "In", "values": list(intent.zones)})
 
 
-def _pinned_term(intent: AdmissionIntent) -> str:
-    """A node selector term with the zone requirement ANDed in (unless it has one already).
+def pinned_term(zone_label: str) -> str:
+    """A node selector term `t` with variables.zoneRequirement ANDed in (unless it has an
+    `In` on the zone label already).
 
     dyn() everywhere: the branches mix typed pod fields and literals.
     """
-    zl = lit(intent.zone_label)
+    zl = lit(zone_label)
     exprs = "(has(t.matchExpressions) ? dyn(t.matchExpressions) : dyn([]))"
     with_zone = f"dyn({exprs} + [variables.zoneRequirement])"
     # only an `In` on the zone label pins a term; NotIn/Exists still get the domain ANDed in
@@ -259,7 +263,7 @@ def mutation_node_affinity_patch(intent: AdmissionIntent, ensured: bool = False)
         affinity_field_patch(NODE_AFFINITY, required, ensured)
         + f"!has({NODE_REQ}) ? [JSONPatch{{op: 'add', path: '{NODE_REQ_PATH}', value: {term}}}] : "
         f"[JSONPatch{{op: 'replace', path: '{NODE_REQ_PATH}/nodeSelectorTerms', value: "
-        f"{NODE_REQ}.nodeSelectorTerms.map(t, {_pinned_term(intent)})}}]"
+        f"{NODE_REQ}.nodeSelectorTerms.map(t, {pinned_term(intent.zone_label)})}}]"
     )
 
 

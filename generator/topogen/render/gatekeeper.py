@@ -15,8 +15,8 @@ it, case by case, by tests/engines):
   that exact term is there; the checks accept that form as the coordinator term;
 - the identity label: AssignMetadata only adds a missing label, never replaces one,
   so a pod claiming another zone keeps its claim and the check reports it;
-- mutators cannot match annotations: a pod marked for Kueue TAS only by annotation is
-  mutated (the checks still skip it);
+- mutators cannot match annotations or scheduling gates: a pod marked for Kueue TAS only
+  by annotation, or by Kueue's gate alone, is mutated (the checks still skip it);
 - the zone requirement is ANDed into every existing node-selector term by a glob over
   the terms and a keyed `matchExpressions[key: <zone label>]` element with a
   MustNotExist path test: exactly the reference, except that the list key is the
@@ -97,6 +97,11 @@ DIFFERENCES: dict[str, str] = {
     "kueue-annotation-mutated": (
         "mutators cannot match annotations: a pod marked for Kueue TAS only by annotation "
         "is mutated like any role pod (the checks still skip it)"
+    ),
+    "kueue-gate-mutated": (
+        "mutators cannot match scheduling gates: a pod Kueue's TAS places (its gate "
+        "kueue.x-k8s.io/topology) is mutated like any role pod unless a label marks it (the "
+        "checks still skip it)"
     ),
     "match-label-keys-term-accepted": (
         "the checks accept a coordinator term naming the job label in matchLabelKeys (the "
@@ -368,6 +373,7 @@ def parameters(intent: AdmissionIntent) -> dict[str, Any]:
         "workers": [both(s) for s in intent.worker],
         **({"detached": [both(s) for s in intent.detached]} if intent.detached else {}),
         "skipKeys": list(intent.skip_keys),
+        "skipGate": intent.skip_gate,
         "zoneLabel": intent.zone_label,
         "zones": list(intent.zones),
         "topologyKey": intent.topology_key,
@@ -404,6 +410,7 @@ def _schema() -> dict[str, Any]:
             "workers": {"type": "array", "items": selector},
             "detached": {"type": "array", "items": selector},
             "skipKeys": strings,
+            "skipGate": string,
             "zoneLabel": string,
             "zones": strings,
             "topologyKey": string,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from topogen.model import KUEUE_TAS_KEYS, LabelSelector, Toleration
+from topogen.model import KUEUE_TAS_GATE, KUEUE_TAS_KEYS, LabelSelector, Toleration
 from topogen.plan.group_plan import GroupPlan
 from topogen.render.vocabulary import (
     DENIED_ZONE_PAIRS,
@@ -66,7 +66,9 @@ class AdmissionIntent:
     identity_label: str | None
     denied_zone_pairs: tuple[tuple[str, str, tuple[str, ...]], ...]
     validation_action: str  # Audit | Enforce
+    # pods placed by Kueue's TAS are left alone: these label or annotation keys, this gate
     skip_keys: tuple[str, ...] = KUEUE_TAS_KEYS
+    skip_gate: str = KUEUE_TAS_GATE
     # spread: the zones each known job is pinned to ((namespace, job) -> zones); a job not
     # listed gets fallback_zones. Empty: every job gets `zones` (which, spread or not,
     # is every zone the group may use, and what the checks hold pods to)

@@ -219,7 +219,8 @@ def _match(
 
 
 def _exclude(intent: AdmissionIntent, selectors: Sequence[LabelSelector] = ()) -> dict[str, Any]:
-    """Kueue TAS pods (label or annotation), and pods of `selectors` (other roles)."""
+    """Kueue TAS pods (label or annotation; the gate: `_ungated`), and pods of `selectors`
+    (other roles)."""
     filters: list[dict[str, Any]] = [
         {"resources": {"kinds": ["Pod"], "selector": selector(s)}} for s in selectors
     ]
@@ -245,20 +246,30 @@ def _role_scope(
 ) -> dict[str, Any]:
     """match/exclude exactly as narrow as cel.match_role (`workers`: some of the worker
     selectors only, and not `not_workers`, the ones before them)."""
+    ungated = {"preconditions": [_ungated(intent)]}
     if role == "coordinator":
         return {
             "match": _match(intent, intent.coordinator, operations, intent.detached),
             "exclude": _exclude(intent),
+            **ungated,
         }
     if role == "worker":
         return {
             "match": _match(intent, intent.worker if workers is None else workers, operations),
             "exclude": _exclude(intent, (*intent.coordinator, *not_workers)),
+            **ungated,
         }
     return {
         "match": _match(intent, (*intent.coordinator, *intent.worker), operations, intent.detached),
         "exclude": _exclude(intent),
+        **ungated,
     }
+
+
+def _ungated(intent: AdmissionIntent) -> dict[str, Any]:
+    """Not gated by Kueue's TAS (match/exclude cannot see a scheduling gate: a precondition)."""
+    gates = f"{OBJ}.spec.schedulingGates[].name || `[]`"
+    return _condition(f"contains({gates}, {lit(intent.skip_gate)})", False)
 
 
 # --- policies ----------------------------------------------------------------------------
@@ -373,10 +384,12 @@ def _deny(
     deny_when: str,
     preconditions: str | None = None,
 ) -> dict[str, Any]:
+    scope = _role_scope(intent, role, ["CREATE", "UPDATE"])
+    if preconditions:
+        scope["preconditions"] = [*scope["preconditions"], _condition(preconditions, True)]
     return {
         "name": name,
-        **_role_scope(intent, role, ["CREATE", "UPDATE"]),
-        "preconditions": [_condition(preconditions, True)] if preconditions else None,
+        **scope,
         "message": message,
         "deny": [_condition(deny_when, True)],
     }

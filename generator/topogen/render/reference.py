@@ -39,6 +39,9 @@ def role_of(pod: Pod, intent: AdmissionIntent) -> str | None:
     annotations = meta.get("annotations") or {}
     if any(k in labels or k in annotations for k in intent.skip_keys):
         return None
+    gates = [g.get("name") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
+    if intent.skip_gate in gates:  # Kueue's TAS places it
+        return None
     if intent.job_label not in labels:
         # a detached pod of a job (KubeRay's submitter) is pinned like the coordinator
         return "coordinator" if any(s.matches(labels) for s in intent.detached) else None
@@ -272,6 +275,8 @@ def sample_pods(intent: AdmissionIntent) -> list[Pod]:
         _pod("not-training", ns, {"app": "web"}),
         _pod("other-namespace", other_ns, coord),
         _pod("kueue-tas", ns, {**worker, "kueue.x-k8s.io/tas": "true"}),
+        # implicit TAS: Kueue's scheduling gate alone marks it
+        _pod("kueue-gated", ns, coord, schedulingGates=[{"name": intent.skip_gate}]),
     ]
     # one more worker per further worker selector (each has its own co-location term), and
     # a detached pod per detached selector

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from topogen.errors import InputError, Notice
+from topogen.kueue.objects import KueueSetup
 from topogen.manifest import KubeObject
 from topogen.model import (
     NO_ZONE_PREFIX,
@@ -22,6 +23,7 @@ from topogen.nodepools import NodePool
 from topogen.sources.api_rules import STRICT_CIDRS_SINCE
 from topogen.sources.cilium_config import ClusterCilium, is_cilium_config, read_cilium_config
 from topogen.sources.instance_types import declared_node_groups, instance_types
+from topogen.sources.kueue import is_kueue_object, read_kueue
 from topogen.sources.nodes import read_nodes
 from topogen.sources.objects import flatten
 from topogen.sources.policies import read_policies, read_services
@@ -53,6 +55,7 @@ class ClusterInputs:
     cilium: ClusterCilium | None = None  # the cluster's cilium-config, when given
     # what its autoscalers can add: Karpenter NodePools and Cluster Autoscaler node groups
     pools: tuple[NodePool, ...] = ()
+    kueue: KueueSetup = field(default_factory=KueueSetup)  # its Kueue objects, if any
 
 
 @dataclass(frozen=True)
@@ -82,9 +85,14 @@ def read_objects(
 
 
 def load_cluster_inputs(
-    cfg: TopogenConfig, cluster: ClusterConfig, services: Sequence[Service] = ()
+    cfg: TopogenConfig,
+    cluster: ClusterConfig,
+    services: Sequence[Service] = (),
+    workload_objects: Sequence[KubeObject] = (),
 ) -> ClusterInputs:
-    """`services`: Services read elsewhere (beside the workloads), for toServices rules."""
+    """`services`: Services read elsewhere (beside the workloads), for toServices rules;
+    `workload_objects`: the objects read beside the workloads, for the Kueue objects a
+    GitOps repository holds (the cluster's own sources first: a snapshot's)."""
     base = cfg.base_dir
     # the API server's CIDR rules of the cluster's Kubernetes version
     strict = tuple(map(int, cluster.kubernetes_version.split("."))) >= STRICT_CIDRS_SINCE
@@ -103,7 +111,7 @@ def load_cluster_inputs(
     skipped = [
         f"{o.path}: {o.where()} is not a Node"
         for o in node_objs
-        if o.kind != "Node" and not is_cilium_config(o)
+        if o.kind != "Node" and not is_cilium_config(o) and not is_kueue_object(o)
     ]
     # a snapshot may carry the policies too: read them from the node sources as well
     policy_objs = read_objects(
@@ -133,6 +141,7 @@ def load_cluster_inputs(
         gpu_resources=tuple(cluster.gpu_resources),
         gpu_node_selector=dict(cluster.gpu_node_selector),
     )
+    kueue = read_kueue([*node_objs, *policy_objs, *ns_objs, *workload_objects])
     return ClusterInputs(
         cluster.name,
         topology,
@@ -142,6 +151,7 @@ def load_cluster_inputs(
         (*_zoneless(cluster.name, cluster.zone_label, topology), *pool_notes),
         cilium=cilium,
         pools=tuple(pools),
+        kueue=kueue,
     )
 
 

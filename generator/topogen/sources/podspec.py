@@ -31,7 +31,7 @@ from topogen.sources.api_rules import (
 from topogen.sources.label_selectors import read_label_selector, read_requirements
 from topogen.sources.objects import parse_quantity
 
-__all__ = ["parse_pod_template"]
+__all__ = ["parse_pod_template", "parse_tolerations"]
 
 _EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
@@ -73,14 +73,27 @@ def parse_pod_spec(
         labels=labels,
         node_selector=_node_selector(spec, what, obj),
         node_affinity=_node_affinity(affinity, f"{what}.affinity", obj),
-        tolerations=_tolerations(spec, what, obj),
+        tolerations=parse_tolerations(spec, what, obj),
         pod_affinity=_pod_affinity(affinity, f"{what}.affinity", obj),
         requests=requests,
         host_network=as_bool(spec.get("hostNetwork"), f"{what}.hostNetwork", obj),
         ports=ports,
         annotations=annotations,
         service_account=_service_account(spec, what, obj),
+        scheduling_gates=_scheduling_gates(spec, what, obj),
     )
+
+
+def _scheduling_gates(spec: Mapping[str, Any], what: str, obj: KubeObject) -> tuple[str, ...]:
+    """spec.schedulingGates[].name (Kueue's TAS gate marks the pods it places)."""
+    out = []
+    for i, gate in enumerate(as_list(spec.get("schedulingGates"), f"{what}.schedulingGates", obj)):
+        at = f"{what}.schedulingGates[{i}]"
+        name = as_str(as_map(gate, at, obj).get("name"), f"{at}.name", obj)
+        if not name:
+            raise InputError(f"{obj.where()}: {at}.name is required", path=obj.path)
+        out.append(name)
+    return tuple(out)
 
 
 def _service_account(spec: Mapping[str, Any], what: str, obj: KubeObject) -> str:
@@ -100,7 +113,10 @@ def _node_selector(spec: Mapping[str, Any], what: str, obj: KubeObject) -> dict[
     return selector
 
 
-def _tolerations(spec: Mapping[str, Any], what: str, obj: KubeObject) -> tuple[Toleration, ...]:
+def parse_tolerations(
+    spec: Mapping[str, Any], what: str, obj: KubeObject
+) -> tuple[Toleration, ...]:
+    """spec.tolerations (`what`: the spec's field path)."""
     out = []
     for i, raw in enumerate(as_list(spec.get("tolerations"), f"{what}.tolerations", obj)):
         t = as_map(raw, f"{what}.tolerations[{i}]", obj)

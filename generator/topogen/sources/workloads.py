@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from topogen.errors import InputError
+from topogen.kueue.vocabulary import QUEUE_LABEL
 from topogen.manifest import KubeObject, check_name, labels_of
 from topogen.model import Namespace, Workload
 from topogen.operators.base import ObjectIndex, PodSet
 from topogen.operators.registry import operator_for
+from topogen.sources.kueue import is_kueue_object
 from topogen.sources.podspec import parse_pod_template
 from topogen.sources.scope import namespace_of
 
@@ -32,7 +34,7 @@ def read_workloads(
     for obj in objs:
         operator = operator_for(obj.api_version, obj.kind)
         if operator is None:
-            if obj.kind not in _INPUTS:
+            if obj.kind not in _INPUTS and not is_kueue_object(obj):
                 skipped.append(f"{obj.path}: {obj.where()} ({obj.api_version}) is not a workload")
             continue
         check_name(obj)
@@ -73,4 +75,5 @@ def _workload(obj: KubeObject, pods: PodSet) -> Workload:
         pods.at,
         pods.indexed,
         pods.late,
+        labels_of(obj).get(QUEUE_LABEL, ""),
     )

@@ -1,0 +1,1 @@
+"""Kueue: its objects, the analysis of queued jobs, and the job policies for its TAS."""
