@@ -24,6 +24,7 @@ from topogen.errors import InputError, Notice
 from topogen.model import Finding, LastPlacements, TrainingGroup, Workload
 from topogen.operators.registry import profile_for
 from topogen.pipeline.parallel import Shared, map_groups, no_cycle_collection, workers
+from topogen.pipeline.running import pin_splits, with_running
 from topogen.plan.group_plan import GroupPlan
 from topogen.plan.planner import plan_cluster, plan_group
 from topogen.sources.last_render import read_last_placements
@@ -195,7 +196,10 @@ def _analyze(
         found = [find_groups(group, all_workloads) for group in groups]
         _no_overlap(cfg, cluster.name, groups, found)
         check_profiles(groups, all_workloads, found)
-        last = read_last_placements(out, cluster.name)
+        last, running = with_running(
+            cfg, cluster, inputs.topology, groups, read_last_placements(out, cluster.name)
+        )
+        warnings.extend(Notice(cluster.name, w) for w in running)
         run = ClusterRun(cluster.name, index, cluster.domain_label, groups, found, last)
         analyzed = run.analyze(all_workloads)
         jobs: list[JobAnalysis] = []
@@ -215,6 +219,7 @@ def _analyze(
             if plan.note:
                 warnings.append(Notice(cluster.name, plan.note, group.name))
             warnings.extend(Notice(cluster.name, r, group.name) for r in repins(plan))
+            warnings.extend(Notice(cluster.name, r, group.name) for r in pin_splits(plan, last))
             fix = plan.describe_fix()
             for j in group_jobs:
                 findings.extend(replace(f, fix=fix) if f.kind.is_problem else f for f in j.findings)
@@ -280,7 +285,9 @@ class ClusterRun:
         group_jobs = [analyze_job(self.cluster, j, ctx) for j in self.found[g]]
         name = self.groups[g].name
         last = self.last.groups.get(name) if self.last is not None else None
-        return group_jobs, plan_group(self.cluster, self.groups[g], group_jobs, ctx, last)
+        running = self.last.running_groups.get(name) if self.last is not None else None
+        plan = plan_group(self.cluster, self.groups[g], group_jobs, ctx, last, running)
+        return group_jobs, plan
 
     def _blocked(self, g: int, members: tuple[Member, ...]) -> Callable[[], Iterator[BlockedPath]]:
         """The blocked paths of a job of group g, listed when asked for (in the parent)."""
