@@ -24,7 +24,8 @@ SPLIT = "SPLIT_ZONES"
 @dataclass(frozen=True)
 class RunningJobs:
     jobs: dict[tuple[str, str], str]  # (group, ns/job) -> the one domain its pods run in
-    groups: dict[str, str]  # group -> where most of its running jobs run (a pinned group)
+    # group -> where most of its running jobs' pods run (a pinned group: the fewest split)
+    groups: dict[str, str]
     warnings: tuple[str, ...] = ()
 
 
@@ -83,7 +84,7 @@ def running_jobs(
                 (domain,) = where
                 assert domain is not None
                 jobs[(g.name, name)] = domain
-                seen[domain] += 1
+                seen[domain] += sum(len(r.workloads) for r in job.roles)
         if seen:
             most[g.name] = min(seen, key=lambda d: (-seen[d], d))
     return RunningJobs(jobs, most, tuple(warnings))

@@ -368,6 +368,7 @@ def _with_jobs(
                 previous,
                 repin,
                 grown,
+                running,
             )
         )
     note = ""
