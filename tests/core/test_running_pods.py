@@ -291,3 +291,24 @@ def test_a_pinned_group_stays_where_its_jobs_run(tmp_path: Path) -> None:
     assert code == 1
     assert "job research/small of group pytorch runs in us-east-1a, but the group is pinned " \
         "to us-east-1b" in " ".join(out.split())  # fmt: skip
+
+
+def test_a_running_job_the_render_does_not_know_is_named_where_it_would_split(
+    tmp_path: Path,
+) -> None:
+    root = snapshot_repo(
+        tmp_path,
+        [
+            *resnet_pods("cpu-1b-1", "gpu-1b-1", "gpu-1b-2"),
+            *resnet_pods("cpu-1c-1", "gpu-1c-1", job="ghost"),  # not among the workloads
+            *resnet_pods("cpu-1a-1", "gpu-1a-1", job="known-here"),
+        ],
+    )
+    assert set(_placed(root)) == {"research/resnet"}
+    _code, out = _cli("analyze", "-c", str(root / "topogen.yaml"))
+    said = " ".join(out.split())
+    assert (
+        "job research/ghost of group pytorch runs in us-east-1c, but the render does not know "
+        "it (not among the workloads): its pods created from now on go to us-east-1a" in said
+    )
+    assert "research/known-here" not in said  # runs where unknown jobs go: no split

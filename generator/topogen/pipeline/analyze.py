@@ -24,7 +24,7 @@ from topogen.errors import InputError, Notice
 from topogen.model import Finding, LastPlacements, TrainingGroup, Workload
 from topogen.operators.registry import profile_for
 from topogen.pipeline.parallel import Shared, map_groups, no_cycle_collection, workers
-from topogen.pipeline.running import pin_splits, with_running
+from topogen.pipeline.running import running_splits, with_running
 from topogen.plan.group_plan import GroupPlan
 from topogen.plan.planner import plan_cluster, plan_group
 from topogen.sources.last_render import read_last_placements
@@ -219,7 +219,7 @@ def _analyze(
             if plan.note:
                 warnings.append(Notice(cluster.name, plan.note, group.name))
             warnings.extend(Notice(cluster.name, r, group.name) for r in repins(plan))
-            warnings.extend(Notice(cluster.name, r, group.name) for r in pin_splits(plan, last))
+            warnings.extend(Notice(cluster.name, r, group.name) for r in running_splits(plan, last))
             fix = plan.describe_fix()
             for j in group_jobs:
                 findings.extend(replace(f, fix=fix) if f.kind.is_problem else f for f in j.findings)

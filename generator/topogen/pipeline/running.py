@@ -26,7 +26,13 @@ from topogen.sources.yamlio import Document
 if TYPE_CHECKING:  # `topogen analyze` never loads the live reader
     from topogen.sources.live import ClusterObjects, LiveSource, PodRecord
 
-__all__ = ["pin_splits", "pods_said", "read_snapshot", "snapshot_pods", "with_running"]
+__all__ = [
+    "pods_said",
+    "read_snapshot",
+    "running_splits",
+    "snapshot_pods",
+    "with_running",
+]
 
 _FINISHED = ("Succeeded", "Failed")
 
@@ -48,16 +54,29 @@ def with_running(
     return replace(base, running=found.jobs, running_groups=found.groups), list(found.warnings)
 
 
-def pin_splits(plan: GroupPlan, last: LastPlacements | None) -> list[str]:
-    """A pinned group's running jobs outside its domain: their new pods go elsewhere."""
-    if last is None or plan.spread or plan.domain is None or plan.refused:
+def running_splits(plan: GroupPlan, last: LastPlacements | None) -> list[str]:
+    """Running jobs the plan sends elsewhere without a re-pin of their own: those of a
+    pinned group outside its domain, and, spread, those the render does not know (not
+    among the workloads) outside the domains of jobs it does not know."""
+    if last is None or plan.domain is None or plan.refused:
         return []
+    mine = sorted((j, d) for (g, j), d in last.running.items() if g == plan.group.name)
+    if not plan.spread:
+        return [
+            f"job {job} of group {plan.group.name} runs in {domain}, but the group is pinned "
+            f"to {plan.domain}: its pods created from now on go to {plan.domain} while the "
+            f"others stay in {domain} (a split)"
+            for job, domain in mine
+            if domain != plan.domain
+        ]
+    known = {j.job for j in plan.job_domains}
+    where = ", ".join(plan.fallback_domains)
     return [
-        f"job {job} of group {group} runs in {domain}, but the group is pinned to "
-        f"{plan.domain}: its pods created from now on go to {plan.domain} while the others "
-        f"stay in {domain} (a split)"
-        for (group, job), domain in sorted(last.running.items())
-        if group == plan.group.name and domain != plan.domain
+        f"job {job} of group {plan.group.name} runs in {domain}, but the render does not know "
+        f"it (not among the workloads): its pods created from now on go to {where} while the "
+        f"others stay in {domain} (a split); add its manifest to the workloads to keep it there"
+        for job, domain in mine
+        if job not in known and domain not in plan.fallback_domains
     ]
 
 
