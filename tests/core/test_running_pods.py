@@ -13,7 +13,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from diff.prs import pytorchjob
+from diff.prs import QUARANTINE, pytorchjob
 from topogen.analysis.running import running_jobs, training_pods
 from topogen.cli import main
 from topogen.config import load_config
@@ -312,3 +312,20 @@ def test_a_running_job_the_render_does_not_know_is_named_where_it_would_split(
         "it (not among the workloads): its pods created from now on go to us-east-1a" in said
     )
     assert "research/known-here" not in said  # runs where unknown jobs go: no split
+
+
+def test_a_running_job_whose_domain_no_longer_allows_it_moves_and_the_split_is_said(
+    tmp_path: Path,
+) -> None:
+    root = snapshot_repo(tmp_path, resnet_pods("cpu-1b-1", "gpu-1b-1", "gpu-1b-2"))
+    (root / "cilium" / "quarantine.yaml").write_text(QUARANTINE)
+    resnet = _placed(root)["research/resnet"]
+    assert (resnet["domain"], resnet["change"], resnet["previousDomain"]) == (
+        "us-east-1a",
+        "moved",
+        "us-east-1b",
+    )
+    assert resnet["repin"].startswith(
+        "running in us-east-1b, but us-east-1b no longer allows its traffic"
+    )
+    assert resnet["repin"].endswith("while the others stay (a split)")
