@@ -107,7 +107,10 @@ _FORMATS = ("json", "yaml")
     help="also record where the jobs of this topogen.yaml's groups run (their bound pods; "
     "needs list on pods in the groups' namespaces)",
 )
-@cluster_choice_option("with -c: the cluster of topogen.yaml this context is")
+@cluster_choice_option(
+    "with -c: the cluster of topogen.yaml this context is (default: the only one, the one "
+    "named like the context, else the groups of every cluster)"
+)
 @allow_outside_option
 @verbose_option
 def snapshot_command(
@@ -130,7 +133,8 @@ def snapshot_command(
     the labels the groups' profiles read, node), so a render keeps each running
     job in its domain. Name it under clusters[].nodes in topogen.yaml.
 
-    Exit 0: written; 2: the cluster cannot be read (unreachable, 401/403, timeout).
+    Exit 0: written; 2: the cluster cannot be read (unreachable, 401/403, timeout)
+    or topogen.yaml is bad.
     """
     fmt = "json"
     if output is not None and output.lower() in _FORMATS:
