@@ -219,6 +219,9 @@ def test_render_keeps_resnet_where_it_runs(tmp_path: Path) -> None:
         "us-east-1b",
     )
     assert resnet["reason"].startswith("running in us-east-1b: kept there; packed:")
+    code, out = _cli("diff", "-c", str(root / "topogen.yaml"))  # nothing rendered yet
+    assert code == 0, out
+    assert "research/resnet (6 GPUs) none -> us-east-1b: new (running in us-east-1b)" in out
     code, out = _cli("render", "-c", str(root / "topogen.yaml"))
     assert code == 0, out
     placements = yaml.safe_load((root / "policies/prod-east/placements.yaml").read_text())
