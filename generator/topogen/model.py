@@ -36,6 +36,7 @@ __all__ = [
     "PortRange",
     "Requirement",
     "Role",
+    "RunningPod",
     "ScaleUp",
     "Service",
     "Taint",
@@ -545,5 +546,37 @@ class LastPlacements:
     jobs: Mapping[tuple[str, str], str] = field(default_factory=dict)  # (group, ns/job) -> domain
     queued: frozenset[tuple[str, str]] = frozenset()  # (group, ns/job) that was queued there
 
+    # where the jobs run (the bound pods of a snapshot, sources/running.py): a job whose
+    # pods all sit in one domain keeps it, whatever the file says (moving would split it)
+    running: Mapping[tuple[str, str], str] = field(default_factory=dict)  # (group, ns/job)
+    running_groups: Mapping[str, str] = field(default_factory=dict)  # pin: all in one
+
     def job_domain(self, group: str, job: str) -> str | None:
+        """The domain the last render gave the job (its placements file)."""
         return self.jobs.get((group, job))
+
+    def running_domain(self, group: str, job: str) -> str | None:
+        return self.running.get((group, job))
+
+    def kept_domain(self, group: str, job: str) -> str | None:
+        """Where the job stays: where it runs, else where the last render put it."""
+        return self.running.get((group, job)) or self.jobs.get((group, job))
+
+    def was_queued(self, group: str, job: str) -> bool:
+        """Queued there by the last render (and not running elsewhere since)."""
+        return (group, job) in self.queued and self.kept_domain(group, job) == self.jobs.get(
+            (group, job)
+        )
+
+    def group_domain(self, group: str) -> str | None:
+        """Pin: where the group stays: where all its running jobs run, else the file's."""
+        return self.running_groups.get(group) or self.groups.get(group)
+
+
+@dataclass(frozen=True)
+class RunningPod:
+    """A bound pod of a training group, as a snapshot records it: the workload read from
+    its labels (a Pod) and the node it runs on."""
+
+    workload: Workload
+    node: str

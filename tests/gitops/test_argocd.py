@@ -267,3 +267,10 @@ def test_sidecar_limits_and_snapshot_rbac() -> None:
     rbac = list(yaml.safe_load_all((ARGOCD / "snapshot-rbac.yaml").read_text()))
     (role,) = [d for d in rbac if d["kind"] == "ClusterRole"]
     assert {v for rule in role["rules"] for v in rule["verbs"]} == {"list"}
+    assert "pods" not in {r for rule in role["rules"] for r in rule["resources"]}
+    # pods: list in the groups' namespaces only (a Role per namespace, bound to the account)
+    (pods,) = [d for d in rbac if d["kind"] == "Role"]
+    assert pods["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]
+    (binding,) = [d for d in rbac if d["kind"] == "RoleBinding"]
+    assert binding["metadata"]["namespace"] == pods["metadata"]["namespace"]
+    assert binding["roleRef"]["name"] == pods["metadata"]["name"]

@@ -12,15 +12,22 @@ from typing import Any, TypeVar
 
 import click
 
-from topogen.cli import SHORT_HELP, main, verbose_option
+from topogen.cli import (
+    SHORT_HELP,
+    _config_path,
+    allow_outside_option,
+    cluster_choice_option,
+    main,
+    verbose_option,
+)
 from topogen.cli.output import json_as_yaml
 from topogen.errors import InputError
+from topogen.pipeline.running import pods_said, read_snapshot
 from topogen.sources.live import (
     DEFAULT_TIMEOUT,
     SNAPSHOT_HEADER,
     LiveSource,
     check_snapshot,
-    read_cluster,
     snapshot_document,
     snapshot_yaml,
 )
@@ -90,6 +97,21 @@ _FORMATS = ("json", "yaml")
     help="json (the default: indented JSON, which is YAML) or yaml (block style); "
     "`-o FILE` is the old spelling of --out FILE",
 )
+@click.option(
+    "-c",
+    "--config",
+    "config_path",
+    metavar="FILE|DIR",
+    type=click.Path(),
+    callback=_config_path,
+    help="also record where the jobs of this topogen.yaml's groups run (their bound pods; "
+    "needs list on pods in the groups' namespaces)",
+)
+@cluster_choice_option(
+    "with -c: the cluster of topogen.yaml this context is (default: the only one, the one "
+    "named like the context, else the groups of every cluster)"
+)
+@allow_outside_option
 @verbose_option
 def snapshot_command(
     context: str | None,
@@ -97,6 +119,9 @@ def snapshot_command(
     timeout: float,
     out: str | None,
     output: str | None,
+    config_path: str | None,
+    cluster: str | None,
+    allow_outside: bool,
     verbose: bool,
 ) -> None:
     """Write the live cluster's Nodes, Namespaces, NodePools, network policies and Cilium
@@ -107,9 +132,12 @@ def snapshot_command(
     Karpenter NodePools and Cluster API node groups; CiliumNetworkPolicy,
     CiliumClusterwideNetworkPolicy and NetworkPolicy rules; the keys topogen reads
     of the Cilium agent's kube-system/cilium-config ConfigMap.
-    Name it under clusters[].nodes in topogen.yaml.
+    With -c, also where the groups' jobs run: their bound pods (namespace, name,
+    the labels the groups' profiles read, node), so a render keeps each running
+    job in its domain. Name it under clusters[].nodes in topogen.yaml.
 
-    Exit 0: written; 2: the cluster cannot be read (unreachable, 401/403, timeout).
+    Exit 0: written; 2: the cluster cannot be read (unreachable, 401/403, timeout)
+    or topogen.yaml is bad.
     """
     fmt = "json"
     if output is not None and output.lower() in _FORMATS:
@@ -118,15 +146,19 @@ def snapshot_command(
         if out is not None:
             raise click.UsageError(f"-o {output} names a file: give --out FILE once")
         out = output
+    if cluster and not config_path:
+        raise click.UsageError("--cluster names a cluster of topogen.yaml: give -c too")
     done = install_progress()
-    objects = read_cluster(live_source(context, kubeconfig, timeout))
+    objects, pods = read_snapshot(
+        live_source(context, kubeconfig, timeout), config_path, cluster, allow_outside
+    )
     done()
     for w in objects.warnings:
         click.echo(f"topogen: warning: {w}", err=True)
     if fmt == "yaml":
-        text = SNAPSHOT_HEADER + json_as_yaml(json.dumps(snapshot_document(objects)))
+        text = SNAPSHOT_HEADER + json_as_yaml(json.dumps(snapshot_document(objects, pods)))
     else:
-        text = snapshot_yaml(objects)
+        text = snapshot_yaml(objects, pods)
     check_snapshot(text)
     if out is None or out == "-":
         click.echo(text, nl=False)
@@ -139,6 +171,7 @@ def snapshot_command(
     click.echo(
         f"topogen: snapshot of {objects.count('Node')} nodes, "
         f"{objects.count('Namespace')} namespaces and {policies} policies"
+        + pods_said(pods)
         + ("" if out is None or out == "-" else f" written to {out}"),
         err=True,
     )

@@ -118,7 +118,7 @@ class PlacementRow:
     before: str  # its domain before ("" when it had none)
     after: str  # its domain after ("" when it has none)
     status: RowStatus
-    reason: str = ""  # moved: why (the re-pin), refused: why not
+    reason: str = ""  # moved: why (the re-pin), refused: why not, new/kept: running in D
     queued: bool = False  # after: it waits its turn for GPUs in its domain
 
 

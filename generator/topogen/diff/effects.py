@@ -40,11 +40,11 @@ class RenderedSide:
 
     def facts(self) -> Rendered:
         """What this render said beyond its tree, for the reviewer's summary."""
-        repins = {
-            (p.cluster, j.job): j.repin
+        repins = {  # and why a job running where it is stays there
+            (p.cluster, j.job): j.repin if j.change == "moved" else f"running in {j.running}"
             for p in self.analysis.plans
             for j in p.job_domains
-            if j.change == "moved"
+            if j.change == "moved" or (j.running is not None and j.running == j.domain)
         }
         said = {f"cluster {c}: {line}" for p in self.analysis.plans for c, line in
                 ((p.cluster, r) for r in repins_of(p))}  # fmt: skip

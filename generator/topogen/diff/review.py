@@ -43,7 +43,8 @@ class Rendered:
     refused: Mapping[str, tuple[str, ...]]  # cluster -> refusal lines
     refused_groups: Mapping[str, frozenset[str]]  # cluster -> refused groups
     warnings: Mapping[str, tuple[str, ...]]  # cluster -> render's warnings
-    repins: Mapping[tuple[str, str], str]  # (cluster, ns/job) -> why it moved
+    # (cluster, ns/job) -> why it moved, or stays: "running in <domain>"
+    repins: Mapping[tuple[str, str], str]
     jobs: Mapping[tuple[str, str], tuple[tuple[str, str], ...]]  # (cluster, group) -> jobs, GPUs
 
 
@@ -132,10 +133,9 @@ def _rows(
             continue  # listed below, from the render
         if a is None:
             status, why = "removed", "no longer in the rendered jobs"
-        elif b is None:
-            status, why = "new", ""
-        elif a[0] == b[0]:
-            status, why = "kept", ""
+        elif b is None or a[0] == b[0]:
+            status = "new" if b is None else "kept"
+            why = rendered.repins.get((cluster, job), "") if rendered else ""
         else:
             status = "moved"
             why = (rendered.repins.get((cluster, job), "") if rendered else "") or "re-pinned"

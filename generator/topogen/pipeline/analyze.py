@@ -26,6 +26,7 @@ from topogen.kueue.engines import KUEUE_ENGINE_GAPS, KUEUE_JOB_ENGINES, engine_g
 from topogen.model import Finding, FindingKind, LastPlacements, TrainingGroup, Workload
 from topogen.operators.registry import profile_for
 from topogen.pipeline.parallel import Shared, map_groups, no_cycle_collection, workers
+from topogen.pipeline.running import running_splits, with_running
 from topogen.plan.group_plan import GroupPlan
 from topogen.plan.planner import plan_cluster, plan_group
 from topogen.sources.last_render import read_last_placements
@@ -228,7 +229,10 @@ def _analyze(
         )
         _no_overlap(cfg, cluster.name, groups, found)
         check_profiles(groups, admitted, found)
-        last = read_last_placements(out, cluster.name)
+        last, running = with_running(
+            cfg, cluster, inputs.topology, groups, read_last_placements(out, cluster.name)
+        )
+        warnings.extend(Notice(cluster.name, w) for w in running)
         run = ClusterRun(cluster.name, index, cluster.domain_label, groups, found, last)
         analyzed = run.analyze(admitted)
         jobs: list[JobAnalysis] = []
@@ -244,6 +248,7 @@ def _analyze(
             if plan.note:
                 warnings.append(Notice(cluster.name, plan.note, group.name))
             warnings.extend(Notice(cluster.name, r, group.name) for r in repins(plan))
+            warnings.extend(Notice(cluster.name, r, group.name) for r in running_splits(plan, last))
             fix = plan.describe_fix()
             gaps = [e for e in engines if e in KUEUE_ENGINE_GAPS] if plan.kueue else []
             warnings.extend(
@@ -320,7 +325,9 @@ class ClusterRun:
         group_jobs = [analyze_job(self.cluster, j, ctx) for j in self.found[g]]
         name = self.groups[g].name
         last = self.last.groups.get(name) if self.last is not None else None
-        return group_jobs, plan_group(self.cluster, self.groups[g], group_jobs, ctx, last)
+        running = self.last.running_groups.get(name) if self.last is not None else None
+        plan = plan_group(self.cluster, self.groups[g], group_jobs, ctx, last, running)
+        return group_jobs, plan
 
     def _blocked(self, g: int, members: tuple[Member, ...]) -> Callable[[], Iterator[BlockedPath]]:
         """The blocked paths of a job of group g, listed when asked for (in the parent)."""

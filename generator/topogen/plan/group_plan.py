@@ -50,6 +50,7 @@ class JobDomain:
     previous: str | None = None  # the domain the last render gave it
     repin: str = ""
     scale_up: tuple[str, ...] = ()  # the autoscalers' nodes it needs (GroupPlan.scale_up)
+    running: str | None = None  # the one domain its pods run in (a snapshot's), if known
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,7 @@ class GroupPlan:
                 "previousDomain": j.previous,
                 "repin": j.repin or None,
                 "scaleUp": list(j.scale_up),
+                "runningDomain": j.running,
             }
             for j in self.job_domains
         ]

@@ -37,9 +37,10 @@ def plan_group(
     jobs: Sequence[JobAnalysis],
     ctx: AnalysisContext,
     last_domain: str | None = None,
+    running_domain: str | None = None,
 ) -> GroupPlan:
-    """The group's plan; `last_domain`: the domain the last render pinned it to (kept
-    while it still holds every job)."""
+    """The group's plan; `last_domain`: the domain the last render pinned it to,
+    `running_domain`: where its running jobs run (kept first, while it holds every job)."""
     profile = profile_for(group)
     key = (
         ctx.topology.zone_label
@@ -111,11 +112,15 @@ def plan_group(
             f"group {group.name}: placement spread pins each job by its {profile.job_label} "
             f"label, and the group has {what}: all its jobs go to one domain"
         )
-    return _plan_pin(base, planned, why_pinned, last_domain)
+    return _plan_pin(base, planned, why_pinned, last_domain, running_domain)
 
 
 def _plan_pin(
-    base: GroupPlan, planned: Sequence[JobAnalysis], why: str, last: str | None = None
+    base: GroupPlan,
+    planned: Sequence[JobAnalysis],
+    why: str,
+    last: str | None = None,
+    running: str | None = None,
 ) -> GroupPlan:
     """One domain that holds each job (one at a time) with its traffic allowed."""
     group = base.group
@@ -128,10 +133,16 @@ def _plan_pin(
         ]
         refused = f"group {group.name}: no domain can hold it: " + " | ".join(reasons)
         return replace(base, refused=refused)
-    chosen = last if last in good else best_for_pin(good, group.prefer_zones, index)
-    repin = ""
-    if last is not None and chosen != last:
-        repin = next((w for w in (why_not(j, last) for j in planned) if w), "")
+    keep = running or last
+    chosen = keep if keep in good else best_for_pin(good, group.prefer_zones, index)
+    previous, repin = keep, ""
+    if keep is not None and chosen != keep:
+        repin = next((w for w in (why_not(j, keep) for j in planned) if w), "")
+        if running is not None:
+            repin = f"running in {running}, but {repin}{_SPLIT}"
+    elif running is not None and last not in (None, running):
+        previous = last
+        repin = f"running in {running}: {_STAYS.format(last)}"
     check = index[0][chosen]
     notes = [base.note, why]
     total = sum((ix[chosen].gpus_needed for ix in index), Fraction(0))
@@ -151,10 +162,15 @@ def _plan_pin(
         tolerations=tuple(sorted({t for ix in index for t in ix[chosen].tolerations})),
         identity=check.identity,
         note="; ".join(n for n in notes if n),
-        previous_domain=last,
+        previous_domain=previous,
         repin=repin,
         scale_up=tuple(sorted(scale_up)),
     )
+
+
+# where the pods of a running job are is where its replaced pods must go
+_STAYS = "its pods run there (pinning it to {} would split it from the pods that stay)"
+_SPLIT = "; pods created from now on go to the new domain while the others stay (a split)"
 
 
 def why_not(job: JobAnalysis, name: str) -> str:
@@ -335,9 +351,12 @@ def _with_jobs(
             reason += f"; fits after scale-up: {'; '.join(grown)}"
         job = f"{j.job.namespace}/{j.job.job}"
         previous = last.job_domain(plan.group.name, job) if last is not None else None
-        change, repin = _change(j, previous, name, need)
+        running = last.running_domain(plan.group.name, job) if last is not None else None
+        change, previous, repin = _change(j, previous, running, name, need)
         if repin:
             reason = f"re-pinned from {previous}: {repin}; {reason}"
+        elif running == name:
+            reason = f"running in {running}: kept there; {reason}"
         out.append(
             JobDomain(
                 job,
@@ -352,6 +371,7 @@ def _with_jobs(
                 previous,
                 repin,
                 grown,
+                running,
             )
         )
     note = ""
@@ -378,16 +398,24 @@ def _with_jobs(
     )
 
 
-def _change(j: JobAnalysis, previous: str | None, now: str, need: str) -> tuple[str, str]:
-    """(new | kept | moved, why it moved) against the domain the last render gave it."""
-    if previous is None:
-        return "new", ""
-    if previous == now:
-        return "kept", ""
-    why = why_not(j, previous) or (
-        f"{previous} no longer has room for its {need} GPUs beside the jobs kept there"
+def _change(
+    j: JobAnalysis, previous: str | None, running: str | None, now: str, need: str
+) -> tuple[str, str | None, str]:
+    """(new | kept | moved, the domain it had, why it moved) against where its pods run,
+    else the domain the last render gave it."""
+    if running is not None and now == running and previous not in (None, running):
+        return "moved", previous, f"running in {running}: {_STAYS.format(previous)}"
+    had = running or previous
+    if had is None:
+        return "new", None, ""
+    if had == now:
+        return "kept", had, ""
+    why = why_not(j, had) or (
+        f"{had} no longer has room for its {need} GPUs beside the jobs kept there"
     )
-    return "moved", why
+    if running is not None:
+        why = f"running in {running}, but {why}{_SPLIT}"
+    return "moved", had, why
 
 
 def _fallback(plan: GroupPlan, planned: Sequence[JobAnalysis], a: Assignment) -> Fallback:
@@ -473,12 +501,12 @@ def _kept(
     for _, p, js in spread:
         for j in js:
             job = f"{j.job.namespace}/{j.job.job}"
-            previous = last.job_domain(p.group.name, job)
+            previous = last.kept_domain(p.group.name, job)
             key = f"{p.group.name}\0{j.job.key}"
             unit = _unit(p.topology_key, previous) if previous is not None else None
             if unit is not None and unit in own.get(key, ()):
                 keep[key] = unit
-                if (p.group.name, job) in last.queued:
+                if last.was_queued(p.group.name, job):
                     queued.add(key)
     return keep, frozenset(queued)
 

@@ -115,29 +115,36 @@ def read_cluster_and_pods(
     return _bounded(source, read)
 
 
-def snapshot_document(objects: ClusterObjects) -> dict[str, Any]:
-    return {
+def snapshot_document(
+    objects: ClusterObjects, pods: Sequence[Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """`pods`: where the groups' jobs run (sources/running.py), None: not read."""
+    doc: dict[str, Any] = {
         "apiVersion": SNAPSHOT_API_VERSION,
         "kind": SNAPSHOT_KIND,
         "items": [dict(i) for i in objects.items],
     }
+    if pods is not None:
+        doc["pods"] = [dict(p) for p in pods]
+    return doc
 
 
 SNAPSHOT_HEADER = (
     "# topogen snapshot: the cluster's Nodes, Namespaces, NodePools and node groups, network\n"
-    "# policies and the Cilium agent's settings (its cilium-config ConfigMap), reduced to what\n"
-    "# topogen reads. Written by `topogen snapshot`; do not edit.\n"
+    "# policies and the Cilium agent's settings (its cilium-config ConfigMap), and with -c where\n"
+    "# the groups' jobs run, reduced to what topogen reads. Written by `topogen snapshot`; do not\n"
+    "# edit.\n"
     "# Name this file under clusters[].nodes in topogen.yaml (it provides the rest too).\n"
 )
 
 
-def snapshot_yaml(objects: ClusterObjects) -> str:
+def snapshot_yaml(objects: ClusterObjects, pods: Sequence[Mapping[str, Any]] | None = None) -> str:
     """The snapshot as deterministic YAML: sorted items, sorted keys, no timestamps.
 
     The body is JSON, which is YAML (every YAML tool reads it, diffs stay a line per
     field) and which topogen reads with the json module, ~9x faster than block YAML on
     a 5,000-node snapshot (yamlfast.py)."""
-    return SNAPSHOT_HEADER + json_yaml(snapshot_document(objects))
+    return SNAPSHOT_HEADER + json_yaml(snapshot_document(objects, pods))
 
 
 def check_snapshot(text: str) -> None:
@@ -149,13 +156,16 @@ def check_snapshot(text: str) -> None:
     from topogen.sources.objects import flatten
     from topogen.sources.policies import read_policies
     from topogen.sources.pools import read_pools
+    from topogen.sources.running import running_pods
     from topogen.sources.workloads import read_namespaces
     from topogen.sources.yamlio import Document
     from topogen.yamltext import load_yaml_text
 
     try:
         docs = load_yaml_text(text, "the snapshot")
-        objs = list(flatten(Document(d, "the snapshot", i) for i, d in enumerate(docs) if d))
+        parsed = [Document(d, "the snapshot", i) for i, d in enumerate(docs) if d]
+        objs = list(flatten(parsed))
+        running_pods(parsed)
         # what the cluster stored, its API server accepted: CIDRs as any version takes them
         read_nodes(objs, "topology.kubernetes.io/zone", strict_cidrs=False)
         read_pools(objs, [], [], "topology.kubernetes.io/zone", "the snapshot")
