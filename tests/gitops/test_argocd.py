@@ -269,8 +269,23 @@ def test_sidecar_limits_and_snapshot_rbac() -> None:
     assert {v for rule in role["rules"] for v in rule["verbs"]} == {"list"}
     assert "pods" not in {r for rule in role["rules"] for r in rule["resources"]}
     # pods: list in the groups' namespaces only (a Role per namespace, bound to the account)
-    (pods,) = [d for d in rbac if d["kind"] == "Role"]
+    roles = {d["metadata"]["name"]: d for d in rbac if d["kind"] == "Role"}
+    pods = roles["topogen-snapshot-pods"]
     assert pods["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]
-    (binding,) = [d for d in rbac if d["kind"] == "RoleBinding"]
+    # and get on the Cilium agent's settings only, by name, in kube-system
+    cilium = roles["topogen-snapshot-cilium-config"]
+    assert cilium["metadata"]["namespace"] == "kube-system"
+    assert cilium["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": ["cilium-config"],
+            "verbs": ["get"],
+        }
+    ]
+    assert set(roles) == {"topogen-snapshot-pods", "topogen-snapshot-cilium-config"}
+    bindings = {d["metadata"]["name"]: d for d in rbac if d["kind"] == "RoleBinding"}
+    assert set(bindings) == set(roles)
+    binding = bindings["topogen-snapshot-pods"]
     assert binding["metadata"]["namespace"] == pods["metadata"]["namespace"]
     assert binding["roleRef"]["name"] == pods["metadata"]["name"]

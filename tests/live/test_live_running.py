@@ -138,7 +138,9 @@ def test_the_snapshot_role_lists_pods_in_the_groups_namespace_only(
             cluster.ensure_namespace(ns)
         if obj["kind"] != "Namespace":
             kube.create(collection_path(obj), obj, exist_ok=True)
-    (role,) = [o for o in rbac if o["kind"] == "Role"]
+    (role,) = [
+        o for o in rbac if o["kind"] == "Role" and o["metadata"]["name"] == "topogen-snapshot-pods"
+    ]
     assert role["metadata"]["namespace"] == NS
     sa = next(o for o in rbac if o["kind"] == "ServiceAccount")["metadata"]
     token = kube.create(

@@ -260,7 +260,10 @@ def test_least_privilege_role_is_enough_for_snapshot(
     role = next(o for o in rbac if o["kind"] == "ClusterRole")
     verbs = {v for r in role["rules"] for v in r["verbs"]}
     assert verbs == {"list"}  # a snapshot lists, cluster-wide
-    (one,) = [o for o in rbac if o["kind"] == "Role"]  # and gets one ConfigMap, by name
+    # and gets one ConfigMap, by name (the other Role lists pods in the groups' namespace)
+    (one,) = [
+        o for o in rbac if o["kind"] == "Role" and o["metadata"]["namespace"] == "kube-system"
+    ]
     assert one["rules"] == [
         {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cilium-config"],
          "verbs": ["get"]}
