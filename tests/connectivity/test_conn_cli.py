@@ -80,6 +80,28 @@ def test_csv(small: list[str]) -> None:
     ]
 
 
+def test_connectivity_over_files_imports_no_config_or_later_stage(small: list[str]) -> None:
+    """Start-up: without -c, connectivity reads no topogen.yaml, so neither pydantic (the
+    config's validation) nor the plan, render or emit stages are imported."""
+    code = (
+        "import sys\n"
+        "from topogen.cli import main\n"
+        "try:\n"
+        f"    main(['connectivity', *{small!r}, '-o', 'csv'], prog_name='topogen')\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "stages = ('pydantic', 'jinja2', 'topogen.config', 'topogen.plan', 'topogen.render',\n"
+        "          'topogen.emit')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in stages or\n"
+        "             m.startswith(stages[2:])))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "a/web,a/db," in out.stdout  # it ran
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_json_marks_unconnected_pairs(small: list[str]) -> None:
     result = run(["connectivity", *small, "-o", "json"])
     assert result.exit_code == 0

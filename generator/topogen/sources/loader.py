@@ -18,18 +18,16 @@ from topogen.model import (
     Topology,
     Workload,
 )
-from topogen.nodepools import NodePool
-from topogen.sources.instance_types import declared_node_groups, instance_types
 from topogen.sources.nodes import read_nodes
 from topogen.sources.objects import flatten
 from topogen.sources.policies import read_policies, read_services
-from topogen.sources.pools import is_pool_object, read_pools
 from topogen.sources.workloads import read_namespaces, read_workloads
 from topogen.sources.yamlio import expand_paths, iter_documents
 from topogen.yamltext import display_path
 
 if TYPE_CHECKING:  # the config model (pydantic) is not needed to read files
     from topogen.config import ClusterConfig, TopogenConfig
+    from topogen.nodepools import NodePool
 
 __all__ = [
     "ClusterInputs",
@@ -82,6 +80,8 @@ def load_cluster_inputs(
     cfg: TopogenConfig, cluster: ClusterConfig, services: Sequence[Service] = ()
 ) -> ClusterInputs:
     """`services`: Services read elsewhere (beside the workloads), for toServices rules."""
+    from topogen.sources.pools import is_pool_object  # autoscalers: only with a config
+
     base = cfg.base_dir
     node_objs = read_objects(cluster.nodes, base, f"clusters.{cluster.name}.nodes", cfg)
     nodes = read_nodes(node_objs, cluster.zone_label)
@@ -139,6 +139,9 @@ def _pools(
     cfg: TopogenConfig, cluster: ClusterConfig, objects: list[KubeObject], nodes: list[Node]
 ) -> tuple[list[NodePool], list[Notice]]:
     """The cluster's NodePools and node groups (read, or declared under autoscaling)."""
+    from topogen.sources.instance_types import declared_node_groups, instance_types
+    from topogen.sources.pools import read_pools
+
     what = f"clusters.{cluster.name}.autoscaling"
     auto = cluster.autoscaling
     types = instance_types(auto, what, cfg.path, cfg.base_dir, cfg.root)
