@@ -45,6 +45,7 @@ sys.path.insert(0, str(HERE))
 import admission  # noqa: E402
 import admission_bench  # noqa: E402
 import argocd_bench  # noqa: E402
+import compare  # noqa: E402
 import fleet as fleetgen  # noqa: E402
 import racebench  # noqa: E402
 import schedbench  # noqa: E402
@@ -299,6 +300,9 @@ def main(argv: Iterable[str] | None = None) -> int:
         metavar="REV",
         help="also measure git revision REV's code in the start-up rounds",
     )
+    ap.add_argument("--compare", default="", metavar="REV",
+                    help="only: the large fleet with this code and with git revision REV's, "
+                    "in the same rounds (its section replaced)")  # fmt: skip
     ap.add_argument("--startup-only", action="store_true",
                     help="only the start-up measure (its section replaced)")  # fmt: skip
     ap.add_argument("--skip-argocd", action="store_true", help="no timing through Argo CD")
@@ -316,6 +320,8 @@ def main(argv: Iterable[str] | None = None) -> int:
         return _race(args)
     if args.startup_only:
         return _startup(args)
+    if args.compare:
+        return _compare(args)
     began = time.perf_counter()
     # byte-compile topogen as `pip install` does for an installed package (an editable
     # install compiles on first import, unless PYTHONDONTWRITEBYTECODE forbids it)
@@ -402,6 +408,7 @@ def keep_sections(text: str, old: str) -> str:
     measured again (each by its own step, which replaces its section)."""
     for begin, end, splice in ((schedbench.BEGIN, schedbench.END, schedbench.splice),
                                (startup_bench.BEGIN, startup_bench.END, startup_bench.splice),
+                               (compare.BEGIN, compare.END, compare.splice),
                                (racebench.BEGIN, racebench.END, racebench.splice),
                                (argocd_bench.BEGIN, argocd_bench.END, argocd_bench.splice)):  # fmt: skip
         if begin in old and end in old:
@@ -434,6 +441,19 @@ def _startup(args: argparse.Namespace) -> int:
         section, _ = startup_bench.run(args.startup_runs, Path(tmp), args.startup_baseline)
     old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
     args.out.write_text(startup_bench.splice(old, section), encoding="utf-8")
+    print(f"bench: wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """The large fleet, this code against git revision args.compare (bench/compare.py)."""
+    print(f"bench: the large fleet against {args.compare} ...", file=sys.stderr, flush=True)
+    config = fleet_dir(fleetgen.SIZES["large"]) / "snapshot" / "topogen.yaml"
+    subprocess.run([str(PYTHON), "-m", "compileall", "-q", str(ROOT / "generator")], check=True)
+    with tempfile.TemporaryDirectory(prefix="topogen-compare-", dir=scratch()) as tmp:
+        section = compare.run(config, args.compare, args.runs, Path(tmp))
+    old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    args.out.write_text(compare.splice(old, section), encoding="utf-8")
     print(f"bench: wrote {args.out}", file=sys.stderr)
     return 0
 
