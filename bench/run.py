@@ -15,6 +15,10 @@ group's policies on the admission path (bench/admission_bench.py): pod creation 
 through kube-apiserver with Kyverno's admission controller, and with Gatekeeper's
 controller-manager, each against its one-toleration reference and no policy
 (`--admission-only`: that alone, its section and Targets rows of RESULTS.md replaced).
+Start-up (bench/startup.py, `--startup-only`): each command paired with the floor of
+topogen's stack round by round, and with `--startup-baseline REV` a git revision's code
+in the same rounds. `--compare REV` (bench/compare.py): the large fleet with this code
+and REV's in the same rounds, output compared byte for byte.
 
 Results go to bench/RESULTS.md (Markdown) with the machine's description.
 """
