@@ -15,6 +15,10 @@ group's policies on the admission path (bench/admission_bench.py): pod creation 
 through kube-apiserver with Kyverno's admission controller, and with Gatekeeper's
 controller-manager, each against its one-toleration reference and no policy
 (`--admission-only`: that alone, its section and Targets rows of RESULTS.md replaced).
+Start-up (bench/startup.py, `--startup-only`): each command paired with the floor of
+topogen's stack round by round, and with `--startup-baseline REV` a git revision's code
+in the same rounds. `--compare REV` (bench/compare.py): the large fleet with this code
+and REV's in the same rounds, output compared byte for byte.
 
 Results go to bench/RESULTS.md (Markdown) with the machine's description.
 """
@@ -45,9 +49,11 @@ sys.path.insert(0, str(HERE))
 import admission  # noqa: E402
 import admission_bench  # noqa: E402
 import argocd_bench  # noqa: E402
+import compare  # noqa: E402
 import fleet as fleetgen  # noqa: E402
 import racebench  # noqa: E402
 import schedbench  # noqa: E402
+import startup as startup_bench  # noqa: E402
 from kyverno_pods import group_pods, reference_policy  # noqa: E402
 from measure import Measured, measure  # noqa: E402
 from run_report import FLOOR_TARGET, FLOORS, KYVERNO, machine, report, scratch  # noqa: E402
@@ -291,6 +297,18 @@ def main(argv: Iterable[str] | None = None) -> int:
         help="race sizes, e.g. 100,1000 (default 100,1000,5000; --quick: 100)",
     )
     ap.add_argument("--skip-race", action="store_true", help="no race with Cyclonus")
+    ap.add_argument("--startup-runs", type=int, default=21, help="rounds of the start-up measure")
+    ap.add_argument(
+        "--startup-baseline",
+        default="",
+        metavar="REV",
+        help="also measure git revision REV's code in the start-up rounds",
+    )
+    ap.add_argument("--compare", default="", metavar="REV",
+                    help="only: the large fleet with this code and with git revision REV's, "
+                    "in the same rounds (its section replaced)")  # fmt: skip
+    ap.add_argument("--startup-only", action="store_true",
+                    help="only the start-up measure (its section replaced)")  # fmt: skip
     ap.add_argument("--skip-argocd", action="store_true", help="no timing through Argo CD")
     ap.add_argument("--race-only", action="store_true", help="only the race (its section replaced)")
     ap.add_argument("--race-full", action="store_true",
@@ -304,6 +322,10 @@ def main(argv: Iterable[str] | None = None) -> int:
         return _admission_only(args)
     if args.race_only:
         return _race(args)
+    if args.startup_only:
+        return _startup(args)
+    if args.compare:
+        return _compare(args)
     began = time.perf_counter()
     # byte-compile topogen as `pip install` does for an installed package (an editable
     # install compiles on first import, unless PYTHONDONTWRITEBYTECODE forbids it)
@@ -341,6 +363,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
     args.out.write_text(keep_sections(text, old), encoding="utf-8")
     print(f"bench: wrote {args.out}", file=sys.stderr)
+    _startup(args)
     if not args.skip_race:
         _race(args)
     if not args.skip_argocd:
@@ -388,6 +411,8 @@ def keep_sections(text: str, old: str) -> str:
     """The new report with the fleet and race sections of the old one, until they are
     measured again (each by its own step, which replaces its section)."""
     for begin, end, splice in ((schedbench.BEGIN, schedbench.END, schedbench.splice),
+                               (startup_bench.BEGIN, startup_bench.END, startup_bench.splice),
+                               (compare.BEGIN, compare.END, compare.splice),
                                (racebench.BEGIN, racebench.END, racebench.splice),
                                (argocd_bench.BEGIN, argocd_bench.END, argocd_bench.splice)):  # fmt: skip
         if begin in old and end in old:
@@ -408,6 +433,31 @@ def _race(args: argparse.Namespace) -> int:
                                 full=args.race_full, fresh_peer=args.fresh_peer)  # fmt: skip
     old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
     args.out.write_text(racebench.splice(old, section), encoding="utf-8")
+    print(f"bench: wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def _startup(args: argparse.Namespace) -> int:
+    """topogen's start-up over its stack's floor (bench/startup.py): its section replaced."""
+    print("bench: start-up ...", file=sys.stderr, flush=True)
+    subprocess.run([str(PYTHON), "-m", "compileall", "-q", str(ROOT / "generator")], check=True)
+    with tempfile.TemporaryDirectory(prefix="topogen-startup-", dir=scratch()) as tmp:
+        section, _ = startup_bench.run(args.startup_runs, Path(tmp), args.startup_baseline)
+    old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    args.out.write_text(startup_bench.splice(old, section), encoding="utf-8")
+    print(f"bench: wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """The large fleet, this code against git revision args.compare (bench/compare.py)."""
+    print(f"bench: the large fleet against {args.compare} ...", file=sys.stderr, flush=True)
+    config = fleet_dir(fleetgen.SIZES["large"]) / "snapshot" / "topogen.yaml"
+    subprocess.run([str(PYTHON), "-m", "compileall", "-q", str(ROOT / "generator")], check=True)
+    with tempfile.TemporaryDirectory(prefix="topogen-compare-", dir=scratch()) as tmp:
+        section = compare.run(config, args.compare, args.runs, Path(tmp))
+    old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    args.out.write_text(compare.splice(old, section), encoding="utf-8")
     print(f"bench: wrote {args.out}", file=sys.stderr)
     return 0
 

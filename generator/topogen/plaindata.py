@@ -100,12 +100,27 @@ def _style(value: str) -> str | None:
     return None
 
 
+# (scalar, implicit) -> the tag the safe resolver gives it: the C serializer asks twice
+# per scalar, and a tree repeats its keys and short values (the resolver's rules never
+# change); long scalars (texts, code) seldom repeat and are not kept
+_RESOLVED: dict[tuple[str, tuple[bool, bool]], str] = {}
+
+
 class _Dumper(_BaseDumper):  # type: ignore[misc]
     """The safe dumper, with strings quoted as _style says."""
 
     def represent_str(self, data: str) -> Node:
         node: Node = self.represent_scalar(_STR, data, style=_style(data))
         return node
+
+    def resolve(self, kind: type[Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        if kind is not ScalarNode or len(value) > 64:
+            return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+        key = (value, implicit)
+        tag = _RESOLVED.get(key)
+        if tag is None:
+            tag = _RESOLVED[key] = super().resolve(kind, value, implicit)
+        return tag
 
 
 _Dumper.add_representer(str, _Dumper.represent_str)

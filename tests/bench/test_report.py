@@ -15,6 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
+import compare  # noqa: E402
 import fleet  # noqa: E402
 import netpolgen  # noqa: E402
 import race  # noqa: E402
@@ -22,6 +23,7 @@ import racebench  # noqa: E402
 import run  # noqa: E402
 import run_report  # noqa: E402
 import schedbench  # noqa: E402
+import startup  # noqa: E402
 
 LARGE = fleet.SIZES["large"]
 SPEED = "race: `topogen connectivity` no slower than Cyclonus, every size"
@@ -411,6 +413,29 @@ def test_a_new_report_keeps_the_last_fleet_and_race_sections() -> None:
     assert "fleet numbers" in new and "race numbers" in new
     assert new.index(schedbench.BEGIN) < new.index(racebench.BEGIN)
     assert run.keep_sections("# new\n", "# old\n") == "# new\n"
+
+
+def test_start_up_is_paired_round_by_round_with_the_floor() -> None:
+    """CPU over the floor: the median of each round's difference, not of the medians."""
+    floor = run.Measured(wall=[0.1, 0.3, 0.1], cpu=[0.05, 0.20, 0.06])
+    cmd = run.Measured(wall=[0.2, 0.6, 0.3], cpu=[0.10, 0.23, 0.16])
+    cpu_ms, ratio = startup.over_floor(cmd, floor)
+    assert cpu_ms == pytest.approx(50.0)  # rounds: 50, 30, 100 ms
+    assert ratio == pytest.approx(2.0)  # rounds: 2.0, 2.0, 3.0
+
+
+def test_start_up_and_comparison_sections_are_spliced_and_kept() -> None:
+    """Start-up goes before the race; the comparison is appended; a new report keeps both."""
+    old = racebench.splice("# old\n", "race numbers\n")
+    with_startup = startup.splice(old, "start-up numbers\n")
+    assert with_startup.index(startup.BEGIN) < with_startup.index(racebench.BEGIN)
+    again = startup.splice(with_startup, "start-up again\n")
+    assert again == with_startup.replace("start-up numbers", "start-up again")
+    both = compare.splice(again, "compared\n")
+    assert both.endswith(f"{compare.BEGIN}\ncompared\n{compare.END}\n")
+    new = run.keep_sections("# new\n", both)
+    assert all(t in new for t in ("start-up again", "compared", "race numbers"))
+    assert "# old" not in new
 
 
 def test_a_kept_cyclonus_run_is_named_by_binary_inputs_and_arguments(tmp_path: Path) -> None:

@@ -80,6 +80,32 @@ def test_csv(small: list[str]) -> None:
     ]
 
 
+def test_connectivity_over_files_imports_no_config_or_later_stage(small: list[str]) -> None:
+    """Start-up: without -c, connectivity reads no topogen.yaml, so neither pydantic (the
+    config's validation) nor the plan, render or emit stages are imported; only the journal
+    every command checks for an interrupted render (emit.journal and the stdlib-only layout
+    and swap modules it needs)."""
+    code = (
+        "import sys\n"
+        "from topogen.cli import main\n"
+        "try:\n"
+        f"    main(['connectivity', *{small!r}, '-o', 'csv'], prog_name='topogen')\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "stages = ('pydantic', 'jinja2', 'topogen.config', 'topogen.plan', 'topogen.render',\n"
+        "          'topogen.emit')\n"
+        "journal = ('topogen.emit', 'topogen.emit.journal', 'topogen.emit.layout',\n"
+        "           'topogen.emit.swap')\n"
+        "print(sorted(m for m in sys.modules if (m.split('.')[0] in stages or\n"
+        "             m.startswith(stages[2:])) and m not in journal))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "a/web,a/db," in out.stdout  # it ran
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_json_marks_unconnected_pairs(small: list[str]) -> None:
     result = run(["connectivity", *small, "-o", "json"])
     assert result.exit_code == 0

@@ -1,6 +1,4 @@
 """Emit: write the output tree atomically and deterministically, touching only what topogen
-owns (layout.py, swap.py, writer.py), and say what a refused group keeps (refusal.py)."""
-
-from topogen.emit.writer import GENERATED_HEADER, WriteReport, stream_objects, write_tree
-
-__all__ = ["GENERATED_HEADER", "WriteReport", "stream_objects", "write_tree"]
+owns (layout.py, swap.py, journal.py, writer.py), and say what a refused group keeps
+(refusal.py). Import the modules themselves: every command finishes an interrupted render
+(journal.py) and must not pay for the writer's templates (jinja2) to do so."""

@@ -227,11 +227,7 @@ def _plan_spread(
         domains=domains,
         # several domains: spans between them are the design (workers follow their
         # coordinator), spans inside one are not; one domain: as pinned
-        denied_zone_pairs=tuple(
-            p
-            for p in base.denied_zone_pairs
-            if len(domains) == 1 or any(p[0] in zs and p[1] in zs for _, zs in domains)
-        ),
+        denied_zone_pairs=_within_a_domain(base.denied_zone_pairs, domains),
     )
     capacity, pools = _capacity((_unit(plan.topology_key, n), check[n]) for n in used)
     a = assign(_needs(plan, planned), capacity, pools=pools)
@@ -249,6 +245,23 @@ def _homeless(j: JobAnalysis, bad: Sequence[DomainCheck], zone_label: str) -> st
         f"{d.name}: {d.problems[0] if d.problems else 'no capacity'}" for d in bad[:4]
     )
     return f"{job} needs {_count(j.domains[0].gpus_needed)} GPUs in one domain: {detail}"
+
+
+DeniedPair = tuple[str, str, tuple[str, ...]]  # (zone, zone, policies)
+
+
+def _within_a_domain(
+    pairs: tuple[DeniedPair, ...], domains: tuple[tuple[str, tuple[str, ...]], ...]
+) -> tuple[DeniedPair, ...]:
+    """The zone pairs both of whose zones lie in one of the domains (all, with one)."""
+    if len(domains) == 1:
+        return pairs
+    of: dict[str, set[int]] = {}  # zone -> the domains holding it
+    for i, (_, zs) in enumerate(domains):
+        for z in zs:
+            of.setdefault(z, set()).add(i)
+    none: set[int] = set()
+    return tuple(p for p in pairs if not of.get(p[0], none).isdisjoint(of.get(p[1], none)))
 
 
 def _capacity(

@@ -19,21 +19,19 @@ from topogen.model import (
     Topology,
     Workload,
 )
-from topogen.nodepools import NodePool
 from topogen.sources.api_rules import STRICT_CIDRS_SINCE
 from topogen.sources.cilium_config import ClusterCilium, is_cilium_config, read_cilium_config
-from topogen.sources.instance_types import declared_node_groups, instance_types
 from topogen.sources.kueue import is_kueue_object, read_kueue
 from topogen.sources.nodes import read_nodes
 from topogen.sources.objects import flatten
 from topogen.sources.policies import read_policies, read_services
-from topogen.sources.pools import is_pool_object, read_pools
 from topogen.sources.workloads import read_namespaces, read_workloads
 from topogen.sources.yamlio import expand_paths, iter_documents
 from topogen.yamltext import display_path
 
 if TYPE_CHECKING:  # the config model (pydantic) is not needed to read files
     from topogen.config import ClusterConfig, TopogenConfig
+    from topogen.nodepools import NodePool
 
 __all__ = [
     "ClusterInputs",
@@ -93,6 +91,8 @@ def load_cluster_inputs(
     """`services`: Services read elsewhere (beside the workloads), for toServices rules;
     `workload_objects`: the objects read beside the workloads, for the Kueue objects a
     GitOps repository holds (the cluster's own sources first: a snapshot's)."""
+    from topogen.sources.pools import is_pool_object  # autoscalers: only with a config
+
     base = cfg.base_dir
     # the API server's CIDR rules of the cluster's Kubernetes version
     strict = tuple(map(int, cluster.kubernetes_version.split("."))) >= STRICT_CIDRS_SINCE
@@ -176,6 +176,9 @@ def _pools(
     cfg: TopogenConfig, cluster: ClusterConfig, objects: list[KubeObject], nodes: list[Node]
 ) -> tuple[list[NodePool], list[Notice]]:
     """The cluster's NodePools and node groups (read, or declared under autoscaling)."""
+    from topogen.sources.instance_types import declared_node_groups, instance_types
+    from topogen.sources.pools import read_pools
+
     what = f"clusters.{cluster.name}.autoscaling"
     auto = cluster.autoscaling
     types = instance_types(auto, what, cfg.path, cfg.base_dir, cfg.root)

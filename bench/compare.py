@@ -1,0 +1,108 @@
+"""This code against a git revision on the large fleet, in the same rounds
+(`bench/run.py --compare REV`; its section of RESULTS.md replaced).
+
+The fleet measure's own commands (`topogen analyze -o json`, `topogen render --out DIR`
+on the snapshot input), each round running them with this code and then with REV's
+(generator/ and templates/ from `git archive`, on PYTHONPATH), so each pair is measured
+at about the same load: the ratio per round, its median, and the medians of wall time,
+CPU time and peak RSS. Before the rounds both write the tree with `--partial` (the fleet
+has groups no domain holds, refused without it) and the JSON: byte-identical or not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import startup  # noqa: E402
+from measure import Measured, measure  # noqa: E402
+
+__all__ = ["BEGIN", "END", "run", "splice"]
+
+BEGIN, END = "<!-- compare: begin -->", "<!-- compare: end -->"
+TOPOGEN = ROOT / ".venv" / "bin" / "topogen"
+
+
+def _digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _argv(tree: Path, command: str, config: Path, out: Path) -> list[str | Path]:
+    head: list[str | Path] = ["env", f"PYTHONPATH={tree}", TOPOGEN, command, "-c", config]
+    return head + (["-o", "json"] if command == "analyze" else ["--out", out])
+
+
+def identical(trees: dict[str, Path], config: Path, work: Path) -> bool:
+    """Both codes' render tree (--partial) and analyze JSON, compared byte for byte."""
+    digests = set()
+    for name, tree in trees.items():
+        out = work / f"tree-{name}"
+        measure([*_argv(tree, "render", config, out), "--partial"], work / "render.log")
+        json_out = work / f"analyze-{name}.json"
+        measure(_argv(tree, "analyze", config, out), json_out)
+        digests.add((_digest(out), hashlib.sha256(json_out.read_bytes()).hexdigest()))
+    return len(digests) == 1
+
+
+def run(config: Path, rev: str, runs: int, work: Path) -> str:
+    """The section (Markdown, ending in a newline)."""
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    began = time.monotonic()
+    trees = {"this": ROOT / "generator", rev: startup.checkout(rev, work)}
+    same = identical(trees, config, work)
+    got = {(c, t): Measured() for c in ("analyze", "render") for t in trees}
+    for _ in range(runs):
+        for command in ("analyze", "render"):
+            for name, tree in trees.items():
+                out = work / "tree"
+                shutil.rmtree(out, ignore_errors=True)
+                stdout = work / ("out.json" if command == "analyze" else "render.log")
+                got[(command, name)].add(measure(_argv(tree, command, config, out), stdout))
+    lines = [
+        f"## This code against `{rev}`: the large fleet",
+        "",
+        f"{__doc__.split(chr(10) + chr(10), 1)[1].strip()} {runs} rounds, input "
+        f"{config.parent.parent.name}/{config.parent.name}.",
+        "",
+        f"| command | wall s, this | wall s, `{rev}` | CPU s, this | CPU s, `{rev}` "
+        f"| this / `{rev}`, wall (median of rounds) | this / `{rev}`, CPU "
+        f"| peak MB, this | peak MB, `{rev}` |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for command in ("analyze", "render"):
+        a, b = got[(command, "this")], got[(command, rev)]
+        wall = statistics.median(x / y for x, y in zip(a.wall, b.wall, strict=True))
+        cpu = statistics.median(x / y for x, y in zip(a.cpu, b.cpu, strict=True))
+        lines.append(
+            f"| `topogen {command}` | {a.wall_med:.2f} | {b.wall_med:.2f} | {a.cpu_med:.2f} "
+            f"| {b.cpu_med:.2f} | {wall:.2f} | {cpu:.2f} | {a.rss_mb:.0f} | {b.rss_mb:.0f} |"
+        )
+    lines += [
+        "",
+        f"Output byte-identical to `{rev}`'s: {'yes' if same else '**no**'}. Measured in "
+        f"{(time.monotonic() - began) / 60:.1f} minutes, load average at start {load}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def splice(text: str, section: str) -> str:
+    """RESULTS.md with the comparison replaced (or appended)."""
+    block = f"{BEGIN}\n{section}{END}\n"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        return head + block + rest.split(END, 1)[1].lstrip("\n")
+    return text.rstrip("\n") + "\n\n" + block if text.strip() else block
