@@ -79,8 +79,13 @@ def _help_parts(help_text: str) -> tuple[str, str]:
     return "\n\n".join(" ".join(p.split()) for p in body), " ".join(exits[0].split())
 
 
+def _root_context() -> click.Context:
+    """topogen's own context (its settings, -h among the help options, as a run has)."""
+    return click.Context(topogen_main, info_name="topogen", **topogen_main.context_settings)
+
+
 def _command_section(name: str, cmd: click.Command) -> list[str]:
-    ctx = click.Context(cmd, info_name=f"topogen {name}")
+    ctx = click.Context(cmd, info_name=name, parent=_root_context())
     pieces = " ".join(cmd.collect_usage_pieces(ctx))
     body, exits = _help_parts(cmd.help or "")
     lines = [f"## topogen {name}", "", f"```\ntopogen {name} {pieces}\n```", "", body, ""]
@@ -96,7 +101,7 @@ def _command_section(name: str, cmd: click.Command) -> list[str]:
 
 
 def cli_reference() -> str:
-    ctx = click.Context(topogen_main, info_name="topogen")
+    ctx = _root_context()
     group = typing.cast(click.Group, topogen_main)
     names = group.list_commands(ctx)
     lines = [
