@@ -134,3 +134,14 @@ def test_every_alert_has_its_runbook_in_the_site(site: Path) -> None:
         assert base == DEFAULT_RUNBOOK_URL
         assert fragment == a["alert"].lower()
         assert re.search(rf'<h2 id="{fragment}">{a["alert"]}<', html), a["alert"]
+
+
+def test_the_readme_links_resolve() -> None:
+    """The README's links into docs/ (and the repository) name files that exist, and it
+    points a newcomer at the site."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    links = [t.split("#", 1)[0] for t in re.findall(r"\]\(([^)\s]+)\)", readme)]
+    local = [t for t in links if t and not re.match(r"^[a-z]+:", t)]
+    assert "docs/index.md" in local
+    for target in local:
+        assert (REPO / target).exists(), target
