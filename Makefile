@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help demo test test-live-load lint fmt tools clean check-generated regenerate venv bench lock
+.PHONY: help demo test test-live-load lint fmt tools clean check-generated regenerate venv bench lock docs docs-reference
 
 help:
 	@echo "make demo   analyze and render the bundled examples"
@@ -14,6 +14,7 @@ help:
 	@echo "make test-live-load  the live suites three times beside 2 busy processes per core"
 	@echo "make tools  build the pinned Go tools into ~/.cache/topogen (cached)"
 	@echo "make bench  time topogen on synthetic fleets; writes bench/RESULTS.md (~45 min)"
+	@echo "make docs   build the documentation site (docs/) into site/, --strict"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,17 +47,19 @@ bench: $(STAMP) tools
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
-# bench/ too: its scripts import the live test harnesses (tests/live), checked there
+# bench/ too: its scripts import the live test harnesses (tests/live), checked there;
+# docs/*.py: the site's hook and the reference generator
 lint: $(STAMP)
-	$(BIN)/ruff check generator tests bench
-	$(BIN)/ruff format --check generator tests bench
+	$(BIN)/ruff check generator tests bench docs
+	$(BIN)/ruff format --check generator tests bench docs
 	$(BIN)/mypy
 	MYPYPATH=generator:bench:tests/live:tests $(BIN)/mypy --explicit-package-bases bench/*.py
+	MYPYPATH=generator $(BIN)/mypy --explicit-package-bases docs/*.py
 	@out=$$(gofmt -l tools/cilium-oracle tools/kyverno-webhooks tools/argocd-cmp); if [ -n "$$out" ]; then echo "gofmt: $$out" >&2; exit 1; fi
 
 fmt: $(STAMP)
-	$(BIN)/ruff format generator tests bench
-	$(BIN)/ruff check --fix generator tests bench
+	$(BIN)/ruff format generator tests bench docs
+	$(BIN)/ruff check --fix generator tests bench docs
 
 clean:
 	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache
@@ -74,15 +77,26 @@ lock: $(STAMP)
 	  --generate-hashes --python-version 3.11 \
 	  --no-annotate --custom-compile-command "make lock" -c $$tmp -o argocd/requirements.lock
 
-# The committed output must mean what a fresh render of the bundled example means.
+# The committed output must mean what a fresh render of the bundled example means, and
+# the reference pages of docs/ what the code generates (docs/gen_reference.py --check).
 # `topogen diff --check` compares objects and fields (comments, formatting, key order
 # and the order of tolerations or selector values aside) in every folder render writes
 # plus policies/, kustomize/, monitoring/ and argocd/ (so a stale folder counts), and
 # says what drifted.
 check-generated: $(STAMP)
+	@$(BIN)/python docs/gen_reference.py --check
 	@$(BIN)/topogen diff -c examples/zone-split/topogen.yaml --out . --check; rc=$$?; \
 	if [ $$rc -eq 1 ]; then echo "generated output drifted: run make regenerate" >&2; \
 	elif [ $$rc -eq 0 ]; then echo "generated output is up to date"; fi; exit $$rc
 
-regenerate: $(STAMP)
+regenerate: $(STAMP) docs-reference
 	$(BIN)/topogen render -c examples/zone-split/topogen.yaml --out .
+
+# The documentation site (mkdocs.yml, docs/): the reference pages generated from the code
+# (docs/gen_reference.py; tests/docs fails while they are stale), then the site itself,
+# which `make test` builds too (tests/docs/test_site.py).
+docs-reference: $(STAMP)
+	$(BIN)/python docs/gen_reference.py
+
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict

@@ -23,12 +23,14 @@ class InstanceTypeConfig(Strict):
 
     name: LabelValue
     zones: list[LabelValue] = Field(min_length=1)
+    # karpenter.sh/capacity-type values it is offered as
     capacity_types: list[LabelValue] = Field(
         default_factory=lambda: ["on-demand"], alias="capacityTypes", min_length=1
     )
-    resources: dict[LabelKey, Quantity] = Field(min_length=1)
-    allocatable: dict[LabelKey, Quantity] | None = None
-    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    resources: dict[LabelKey, Quantity] = Field(min_length=1)  # counted against limits
+    allocatable: dict[LabelKey, Quantity] | None = None  # what pods get (default: resources)
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)  # e.g. provider labels
+    # the NodeClasses that offer it (default: every one)
     node_classes: list[Name] = Field(default_factory=list, alias="nodeClasses")
 
 
@@ -57,5 +59,6 @@ class AutoscalingConfig(Strict):
     instanceTypes entries); nodeGroups: Cluster Autoscaler node groups."""
 
     instance_types: list[InstanceTypeConfig] = Field(default_factory=list, alias="instanceTypes")
+    # a YAML list of instanceTypes entries, or Karpenter's KWOK provider's instance-types JSON
     instance_type_files: list[InputPath] = Field(default_factory=list, alias="instanceTypeFiles")
     node_groups: list[NodeGroupConfig] = Field(default_factory=list, alias="nodeGroups")

@@ -57,15 +57,21 @@ class CiliumConfig(Strict):
     which overrides Cilium's defaults. identityLabels is the agent's `labels` option,
     verbatim."""
 
+    # the agent's `labels` option (Helm `labels`, `--labels`), verbatim: [source:]regexp
+    # prefixes, `!` after the source excludes (default: Cilium's own label filter)
     identity_labels: list[Annotated[str, StringConstraints(min_length=1)]] = Field(
         default_factory=lambda: list(_CILIUM.identity_labels), alias="identityLabels"
     )
+    # enable-host-firewall: host (nodeSelector) policies apply
     host_firewall: bool = Field(_CILIUM.host_firewall, alias="hostFirewall")
+    # enable-policy
     policy_enforcement: Literal["default", "always", "never"] = Field(
         _CILIUM.policy_enforcement,  # type: ignore[arg-type]
         alias="policyEnforcement",
     )
+    # cluster-name (io.cilium.k8s.policy.cluster, the cluster entity)
     cluster_name: Name = Field(_CILIUM.cluster_name, alias="clusterName")
+    # enable-node-selector-labels: fromNodes/toNodes accepted
     node_selector_labels: bool = Field(_CILIUM.node_selector_labels, alias="nodeSelectorLabels")
 
     @field_validator("identity_labels")
@@ -90,24 +96,33 @@ class CiliumConfig(Strict):
 
 
 class ClusterConfig(Strict):
+    """`clusters[]`: one cluster, its inputs (files or folders, relative to topogen.yaml's
+    folder) and what topogen renders for it under policies/<name>/."""
+
     name: Name
+    # Nodes: `kubectl get nodes -o yaml`, multi-document YAML, a `topogen snapshot`
+    # (NodePools and node groups too)
     nodes: list[InputPath] = Field(min_length=1)
+    # CiliumNetworkPolicy, CiliumClusterwideNetworkPolicy, NetworkPolicy
     network_policies: list[InputPath] = Field(default_factory=list, alias="networkPolicies")
-    namespaces: list[InputPath] = Field(default_factory=list)
+    namespaces: list[InputPath] = Field(default_factory=list)  # Namespace objects (labels)
     zone_label: LabelKey = Field("topology.kubernetes.io/zone", alias="zoneLabel")
+    # a node label grouping zones that may talk freely (groups with `colocate: domain`)
     domain_label: LabelKey | None = Field(None, alias="domainLabel")
     gpu_resources: list[LabelKey] = Field(
         ["nvidia.com/gpu", "amd.com/gpu"], alias="gpuResources"
     )  # resource names have the syntax of label keys
+    # GPU nodes that show no allocatable GPUs, by label
     gpu_node_selector: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, alias="gpuNodeSelector"
     )
     # the cluster's minor version: the native engine writes MutatingAdmissionPolicy v1 from
-    # 1.36 (the README's default), v1beta1 before; Gatekeeper needs 1.31
+    # 1.36 (the default), v1beta1 before; Gatekeeper needs 1.31
     kubernetes_version: Annotated[str, StringConstraints(pattern=_VERSION)] = Field(
         "1.36", alias="kubernetesVersion"
     )
-    engines: list[Engine] | None = None
+    engines: list[Engine] | None = None  # this cluster's, instead of the top level's
+    # this cluster's, instead of the top level's
     validation_action: Literal["Audit", "Enforce"] | None = Field(None, alias="validationAction")
     cilium: CiliumConfig = Field(default_factory=lambda: CiliumConfig.model_validate({}))
     autoscaling: AutoscalingConfig = Field(
@@ -135,19 +150,27 @@ def parse_port(p: Any) -> tuple[str, int, int]:
 
 
 class GroupConfig(Strict):
+    """`groups[]`: a training group, the jobs of one operator (`profile`) in its namespaces,
+    kept each inside one domain where its traffic is allowed."""
+
     name: Name
     profile: str  # an operator's name (operators/registry.py)
     namespaces: list[Name] = Field(min_length=1)
+    # custom: the label whose value names one job
     group_label: LabelKey | None = Field(None, alias="groupLabel")
-    role_label: LabelKey | None = Field(None, alias="roleLabel")
+    role_label: LabelKey | None = Field(None, alias="roleLabel")  # custom: the role's label
     coordinator_roles: list[LabelValue] | None = Field(None, alias="coordinatorRoles")
     worker_roles: list[LabelValue] | None = Field(None, alias="workerRoles")
+    # the pod label the policies use as zone identity (set to the job's zone)
     identity_label: LabelKey | None = Field(None, alias="identityLabel")
-    ports: list[int | str] | None = None  # 29500, "29400-29500", "5353/UDP"
+    # the ports the group talks on (default: every TCP port): 29500, "29400-29500", "5353/UDP"
+    ports: list[int | str] | None = None
+    # zone, or domain: the cluster's domainLabel
     colocate: Literal["zone", "domain"] = "zone"
     # spread: each job inside any allowed domain (known jobs packed onto the capacity);
     # pin: every job of the group inside the one domain the plan chooses
     placement: Literal["spread", "pin"] = "spread"
+    # zones the plan prefers where others would do as well (tie-breakers)
     prefer_zones: list[LabelValue] = Field(default_factory=list, alias="preferZones")
     clusters: list[Name] | None = None  # default: every cluster
     # true: the inputs may hold no job of this group (it gets no policies until they do);
@@ -198,7 +221,7 @@ DropReason = Annotated[str, StringConstraints(pattern=_DROP_REASON)]
 # no braces: the URL enters alert annotations, which Prometheus expands as Go templates
 _URL = r"^https?://[^\s{}#]+$"
 RunbookUrl = Annotated[str, StringConstraints(pattern=_URL, max_length=2000)]
-DEFAULT_RUNBOOK_URL = "https://github.com/topogen/topogen/blob/main/README.md"
+DEFAULT_RUNBOOK_URL = "https://github.com/topogen/topogen/blob/main/docs/runbooks.md"
 _METRIC = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
 MetricName = Annotated[str, StringConstraints(pattern=_METRIC, max_length=200)]
 _VERSION = r"^1\.\d+$"
@@ -235,7 +258,7 @@ class MonitoringConfig(Strict):
     policyDropsPerSecond (dropsFor), Pending longer than pendingFor.
     """
 
-    enabled: bool = True
+    enabled: bool = True  # false: no monitoring/ folder
     idle_gpu_utilisation: float = Field(10.0, alias="idleGpuUtilisationPercent", ge=0, le=100)
     idle_for: Duration = Field("15m", alias="idleFor")
     pending_for: Duration = Field("10m", alias="pendingFor")
@@ -248,9 +271,10 @@ class MonitoringConfig(Strict):
     policy_drop_reasons: list[DropReason] = Field(
         ["POLICY_DENIED", "POLICY_DENY"], alias="policyDropReasons", min_length=1
     )
-    namespace: Name = "monitoring"
+    namespace: Name = "monitoring"  # the PrometheusRule's
+    # extra labels of the PrometheusRule, for your Prometheus operator's ruleSelector
     rule_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, alias="ruleLabels")
-    # the page with the Runbook section (each alert's runbook_url is it plus #<alert name>)
+    # the page with the runbooks (each alert's runbook_url is it plus #<alert name>)
     runbook_url: RunbookUrl = Field(DEFAULT_RUNBOOK_URL, alias="runbookUrl")
     metrics: MonitoringMetrics = Field(default_factory=lambda: MonitoringMetrics.model_validate({}))
 
@@ -295,12 +319,17 @@ class KyvernoConfig(Strict):
 
 
 class TopogenConfig(Strict):
+    """topogen.yaml. Relative paths resolve against its folder."""
+
     api_version: Literal["topogen.io/v1alpha1"] = Field(alias="apiVersion")
     kind: Literal["TopogenConfig"]
     clusters: list[ClusterConfig] = Field(min_length=1)
+    # the training manifests (files or folders), as the API server and kubectl write them
     workloads: list[InputPath] = Field(default_factory=list)
     groups: list[GroupConfig] = Field(min_length=1)
+    # kyverno (CEL, Kyverno >= 1.17), kyverno-legacy (ClusterPolicy), gatekeeper, native
     engines: list[Engine] = Field(default_factory=lambda: list[Engine](["kyverno"]))
+    # Audit: report what Enforce would reject; Enforce: reject
     validation_action: Literal["Audit", "Enforce"] = Field("Audit", alias="validationAction")
     # where namespaced inputs without metadata.namespace apply, as `kubectl apply -n`
     default_namespace: Name = Field("default", alias="defaultNamespace")

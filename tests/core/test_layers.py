@@ -1,4 +1,4 @@
-"""The layers the README draws, checked on the imports themselves (function-local and
+"""The layers docs/development/architecture.md draws, checked on the imports themselves (function-local and
 TYPE_CHECKING ones too).
 
     vocabulary -> knowledge -> config -> sources -> analysis -> plan -> render -> emit

@@ -139,13 +139,16 @@ def test_intent_summary_matches_the_kyverno_policies() -> None:
 
 def test_default_kubernetes_version_is_the_readmes() -> None:
     """Without kubernetesVersion the native engine writes what a Kubernetes 1.36 API
-    server serves (MutatingAdmissionPolicy v1), as the README's engine table says."""
+    server serves (MutatingAdmissionPolicy v1), as the engines page's table and the
+    configuration guide say."""
     from topogen.config import ClusterConfig
 
     default = ClusterConfig.model_fields["kubernetes_version"].default
     assert default == "1.36"
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    assert "| `native` | no engine: Kubernetes 1.36 " in readme
-    assert f'kubernetesVersion: "{default}"' in readme
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    engines = (docs / "guides" / "engines.md").read_text(encoding="utf-8")
+    guide = (docs / "guides" / "configuration.md").read_text(encoding="utf-8")
+    assert "| `native` | no engine: Kubernetes 1.36 " in engines
+    assert f'kubernetesVersion: "{default}"' in guide
     maps = [o for o in _objects(SUITES[0].intent, default) if o["kind"].startswith("Mutating")]
     assert maps and {o["apiVersion"] for o in maps} == {"admissionregistration.k8s.io/v1"}

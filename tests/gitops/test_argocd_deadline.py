@@ -149,7 +149,7 @@ def test_argocd_renders_the_medium_fleet_inside_the_default_deadline(
     side: Sidecar, medium_fleet: Path
 ) -> None:
     """Through Argo CD's code with its default deadline (60 s, the budget 45 s): the time it
-    took is in the README (Argo CD section), measured, not asserted here."""
+    took is in docs/guides/argocd.md, measured, not asserted here."""
     cluster = _cluster(medium_fleet)
     app = plugin_application(env={"TOPOGEN_CLUSTER": cluster})
     rendered = generate(side, app, medium_fleet)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,12 @@ def _expected_exit(line: str) -> int:
     return int(m.group(1)) if m else 0
 
 
+def _expected_output(line: str) -> list[str]:
+    """What the line's comment says it prints: each "quoted" text (stdout or stderr)."""
+    comment = line.split("  #", 1)[1] if "  #" in line else ""
+    return re.findall(r'"([^"]+)"', comment)
+
+
 def test_quick_start_is_on_the_first_screen() -> None:
     """Clone to a rendered, tested repo of your own within the README's first 40 lines."""
     head = README.read_text(encoding="utf-8").splitlines()[:40]
@@ -41,15 +48,17 @@ _ORDER += ("kyverno test",)
 
 
 def test_quick_start_runs_line_by_line(tmp_path: Path) -> None:
-    """Every line, in order, with the exit code its comment states. `make venv` and `make
-    tools` are the Makefile's own (the venv and tools this suite runs with); the rest runs
-    as written, in a home folder of its own."""
+    """Every line, in order, with the exit code its comment states (`# exit N`, else 0) and
+    each "quoted" text its comment says it prints. `make venv` and `make tools` are the
+    Makefile's own (the venv and tools this suite runs with); the rest runs as written, in
+    a home folder of its own."""
     kyverno = require_tool("kyverno")
     kubectl_bin = Path(kubectl()).parent
     makefile = "".join(
         (REPO / m).read_text(encoding="utf-8") for m in ("Makefile", "tools/tools.mk")
     )
-    script = ["set -u"]
+    script = ["set -u", 'OUT="$(mktemp -d)"']
+    checked = 0
     for n, line in enumerate(quick_start(), 1):
         command = line.split("  #", 1)[0].strip()
         if command.startswith("make "):
@@ -57,11 +66,18 @@ def test_quick_start_runs_line_by_line(tmp_path: Path) -> None:
             assert re.search(rf"^{target}:", makefile, flags=re.M), target
             continue
         want = _expected_exit(line)
+        out = f'"$OUT/{n}"'
         script += [
-            command,
-            f'rc=$?; if [ "$rc" -ne {want} ]; then echo "line {n} exited $rc, not {want}: '
-            f'{command[:60]}" >&2; exit 100; fi',
+            f"{{ {command}\n}} >{out} 2>&1",
+            f'rc=$?; cat {out}; if [ "$rc" -ne {want} ]; then echo "line {n} exited $rc, not '
+            f'{want}: {command[:60]}" >&2; exit 100; fi',
         ]
+        for text in _expected_output(line):
+            script.append(
+                f"grep -qF -- {shlex.quote(text)} {out} || {{ echo 'line {n} does not print "
+                f"{text}: {command[:40]}' >&2; exit 101; }}"
+            )
+        checked += len(_expected_output(line))
     home = tmp_path / "home"
     home.mkdir()
     bins = f"{Path(sys.executable).parent}:{kyverno.parent}:{kubectl_bin}:/usr/bin:/bin"
@@ -76,7 +92,8 @@ def test_quick_start_runs_line_by_line(tmp_path: Path) -> None:
         timeout=600,
         check=False,
     )
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert checked >= 3  # the page says what its commands print, and that is checked
     repo = home / "my-gitops"
     assert (
         (repo / "topogen.yaml")
