@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from topogen.model import Finding
+from topogen.model import Finding, FindingKind
 from topogen.pipeline.analyze import AnalysisReport
 from topogen.plan.group_plan import GroupPlan
 from topogen.textui import Column, fit_table
@@ -173,7 +173,7 @@ def _reasons(rows: list[dict[str, Any]]) -> list[str]:
     seen: set[tuple[str, str, str]] = set()
     out = []
     for r in rows:
-        if r["verdict"] not in ("OK", "KUEUE_MANAGED") or not r["reason"]:
+        if FindingKind(r["verdict"]).is_problem or not r["reason"]:
             out.append(SEE_BELOW if r["reason"] else "")
             continue
         key = (r["cluster"], r["job"], r["reason"])
