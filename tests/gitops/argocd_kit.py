@@ -229,6 +229,12 @@ def wait_gone(pids: list[int], timeout: float) -> list[int]:
 
 def _sandbox() -> Path:
     """Outside /tmp (the sidecar's own /tmp is mounted over it), enterable by uid 999."""
+    # the sidecar runs the topogen installed from this checkout: under /tmp it would be
+    # hidden by the sidecar's private /tmp (as an image's would not be), so say that plainly
+    assert not REPO.resolve().is_relative_to("/tmp"), (
+        f"the Argo CD tests need the repository outside /tmp ({REPO}): the sidecar's "
+        "private /tmp is mounted over it"
+    )
     root = Path(tempfile.mkdtemp(prefix="topogen-argocd-", dir="/var/tmp"))
     root.chmod(0o755)
     for name, mode in (("bin", 0o755), ("config", 0o755), ("plugins", 0o755), ("tmp", 0o1777)):
