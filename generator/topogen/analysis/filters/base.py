@@ -10,6 +10,7 @@ hit, silently. So each filter declares it next to the check itself.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from topogen.model import Node, PodTemplate, Toleration
@@ -25,18 +26,18 @@ SCALE_UP = "new nodes of "
 ZoneReader = Callable[[str | None], Hashable]
 
 
-class NodeFilter:
-    """One scheduler filter. `exclusion` is required; the rest say what it reads (nothing
+class NodeFilter(ABC):
+    """One scheduler filter. `exclusion` is required (abstract); the rest say what it reads (nothing
     by default) and how it judges the template members.pin makes (as `exclusion` by
     default)."""
 
     name = ""
 
+    @abstractmethod
     def exclusion(
         self, template: PodTemplate, node: Node, tolerations: Sequence[Toleration]
     ) -> str | None:
         """Why the scheduler would not place the template on the node, or None."""
-        raise NotImplementedError
 
     def in_domain(
         self, template: PodTemplate, node: Node, tolerations: Sequence[Toleration]
