@@ -120,6 +120,8 @@ class PinnedPlacements(Sequence[Placement]):
         self._by_extra: dict[int, _Outside] = {}
         self._items: list[Placement | None] = [None] * len(domains)
         self._nonempty: list[bool | None] = [None] * len(domains)
+        self._nonempty_mask: int | None = None
+        self._why: dict[int, str] = {}
 
     def __len__(self) -> int:
         return len(self.domains)
@@ -157,11 +159,25 @@ class PinnedPlacements(Sequence[Placement]):
             hit = self._nonempty[d] = any(j.zone_ok(z, self.in_zone) for z in self.domains[d])
         return hit
 
+    def nonempty_mask(self) -> int:
+        """The domains (as bits over their positions) where the template can run."""
+        if self._nonempty_mask is None:
+            mask = 0
+            for d in range(len(self.domains)):
+                if self.nonempty(d):
+                    mask |= 1 << d
+            self._nonempty_mask = mask
+        return self._nonempty_mask
+
     def why_not(self, d: int) -> str:
         """self[d].why_not(), from counts alone (no placement built)."""
-        built = self._items[d]
-        if built is not None:
-            return built.why_not()
+        hit = self._why.get(d)
+        if hit is None:
+            built = self._items[d]
+            hit = self._why[d] = built.why_not() if built is not None else self._why_not(d)
+        return hit
+
+    def _why_not(self, d: int) -> str:
         j = self._judge(d)
         outside = Counter(j.total)
         excluded: Counter[str] = Counter()
