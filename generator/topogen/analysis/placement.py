@@ -244,7 +244,7 @@ class _Outside:
         self.judge = judge
         self.nodes = judge.nodes
         self.classes = classes
-        self.total: Counter[str] = Counter()
+        self._total: Counter[str] | None = None
         # judge.pinned per class when the zone does not matter, else per class and what
         # the template reads of the zone (its signature)
         self.by_class: list[tuple[str | None, str]] | None = None
@@ -256,12 +256,21 @@ class _Outside:
             self.by_class = [
                 judge.pinned(c, cls, next(iter(cls.by_zone))) for c, cls in enumerate(classes)
             ]
-            for (_, reason), cls in zip(self.by_class, classes, strict=True):
-                self.total[reason] += len(cls.positions)
-            return
-        for c, cls in enumerate(classes):
-            for z, ps in cls.by_zone.items():
-                self.total[self.at(c, z)[1]] += len(ps)
+
+    @property
+    def total(self) -> Counter[str]:
+        """Nodes per reason outside the domain, over every zone (made when first asked)."""
+        if self._total is None:
+            total: Counter[str] = Counter()
+            if self.by_class is not None:
+                for (_, reason), cls in zip(self.by_class, self.classes, strict=True):
+                    total[reason] += len(cls.positions)
+            else:
+                for c, cls in enumerate(self.classes):
+                    for z, ps in cls.by_zone.items():
+                        total[self.at(c, z)[1]] += len(ps)
+            self._total = total
+        return self._total
 
     def at(self, c: int, zone: str) -> tuple[str | None, str]:
         """judge.pinned for class c in a zone."""
