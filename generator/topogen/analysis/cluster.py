@@ -208,9 +208,7 @@ class ClusterIndex:
             sum((facts.get(z, empty)[1] for z in dict.fromkeys(zs)), Fraction(0)) for zs in zones
         )
         rooms = tuple(self.provisioning.room(zs) for zs in zones)
-        taints = tuple(
-            sorted({t for z in set(zs) for t in facts.get(z, empty)[2]}) for zs in zones
-        )
+        taints = tuple(sorted({t for z in set(zs) for t in facts.get(z, empty)[2]}) for zs in zones)
         return Domains(
             tuple(n for n, _ in candidates),
             zones,
