@@ -28,7 +28,8 @@ from topogen.operators.registry import profile_for
 from topogen.pipeline.parallel import Shared, map_groups, no_cycle_collection, workers
 from topogen.pipeline.running import running_splits, with_running
 from topogen.plan.group_plan import GroupPlan
-from topogen.plan.planner import plan_cluster, plan_group
+from topogen.plan.packing import plan_cluster
+from topogen.plan.planner import plan_group
 from topogen.sources.last_render import read_last_placements
 from topogen.sources.loader import (
     ClusterInputs,
