@@ -25,6 +25,7 @@ from topogen.errors import InputError, Notice
 from topogen.kueue.engines import KUEUE_ENGINE_GAPS, KUEUE_JOB_ENGINES, engine_gap
 from topogen.model import Finding, FindingKind, LastPlacements, TrainingGroup, Workload
 from topogen.operators.registry import profile_for
+from topogen.pipeline.inputs import read_inputs
 from topogen.pipeline.parallel import Shared, map_groups, no_cycle_collection, workers
 from topogen.pipeline.running import running_splits, with_running
 from topogen.plan.group_plan import GroupPlan
@@ -34,8 +35,8 @@ from topogen.sources.last_render import read_last_placements
 from topogen.sources.loader import (
     ClusterInputs,
     WorkloadInputs,
-    load_cluster_inputs,
-    load_workload_inputs,
+    finish_cluster_inputs,
+    read_cluster_sources,
 )
 from topogen.textui import step
 
@@ -193,7 +194,7 @@ def _analyze(
     workloads: tuple[Workload, ...] | None,
     out: Path,
 ) -> AnalysisReport:
-    loaded = load_workload_inputs(cfg)
+    loaded, first_sources = read_inputs(cfg, clusters)
     all_workloads = loaded.workloads if workloads is None else workloads
     chosen = [cfg.cluster(n) for n in clusters] if clusters else list(cfg.clusters)
     results = []
@@ -201,9 +202,12 @@ def _analyze(
     notes: list[str] = []
     empty: list[EmptyGroup] = []
     pods = [(w.namespace, tuple(w.template.labels)) for w in all_workloads]
-    for cluster in chosen:
+    for k, cluster in enumerate(chosen):
         step(f"cluster {cluster.name}: reading nodes and policies")
-        inputs = load_cluster_inputs(cfg, cluster, loaded.services, loaded.objects)
+        sources = first_sources if k == 0 and first_sources is not None else None
+        if sources is None:
+            sources = read_cluster_sources(cfg, cluster)
+        inputs = finish_cluster_inputs(cfg, sources, loaded.services, loaded.objects)
         namespaces = {**loaded.namespaces, **inputs.namespaces}
         policy_index = PolicyIndex(inputs.policies, namespaces)
         # a queued job's pods as Kueue admits them (its flavor's nodeSelector, tolerations)

@@ -44,6 +44,7 @@ from topogen.model import Node
 
 __all__ = [
     "Shared",
+    "in_background",
     "map_calls",
     "map_groups",
     "no_cycle_collection",
@@ -240,6 +241,43 @@ def map_groups(
         if data:
             results.update(_loads(data, shared))
     return [results[i] if i in results else func(i) for i in range(count)]
+
+
+def in_background(func: Callable[[], T], procs: int) -> Callable[[], T]:
+    """func, run in a forked copy of the process while the caller goes on (procs > 1);
+    what it returns comes back by pickle when asked for. If the copy fails (func raises,
+    its result does not pickle, it dies), func runs again in the caller when asked for,
+    which raises whatever it raises: the caller sees what it would have without the copy."""
+    if procs < 2:
+        return func
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the copy: compute, hand over, leave (nothing of the parent's is flushed)
+        os.close(r)
+        try:
+            data = pickle.dumps(func(), protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException:
+            data = b""
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(w, view) :]
+        finally:
+            os._exit(0)
+    os.close(w)
+    done: list[T] = []
+
+    def result() -> T:
+        if not done:
+            try:
+                data = _read_all(r)
+            finally:
+                os.close(r)
+                os.waitpid(pid, 0)
+            done.append(pickle.loads(data) if data else func())
+        return done[0]
+
+    return result
 
 
 def map_calls(calls: Sequence[Callable[[], T]], plans: int) -> list[T]:
