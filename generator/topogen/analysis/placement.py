@@ -11,7 +11,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import overload
 
-from topogen.analysis import filters
 from topogen.analysis.filters import SCALE_UP
 from topogen.analysis.fit import Judge
 from topogen.analysis.nodeindex import NodeClass, NodeIndex, read_keys
@@ -19,11 +18,6 @@ from topogen.analysis.placed import Placement, why_not
 from topogen.model import PodTemplate, Toleration
 
 __all__ = ["PinnedPlacements", "place", "place_in_domains"]
-
-
-def _sched_key(template: PodTemplate) -> tuple[object, ...]:
-    """What the filters read of the template (tolerations aside): the caches' key."""
-    return filters.template_key(template)
 
 
 def _placement(
@@ -51,7 +45,8 @@ def place(
     """The nodes this template can land on (optionally with extra tolerations, in some zones)."""
     tolerations = (*template.tolerations, *extra_tolerations)
     allowed_zones = frozenset(zones) if zones is not None else None
-    cache_key = (_sched_key(template), tolerations, allowed_zones)
+    # what the filters read of the template (tolerations aside): the caches' key
+    cache_key = (idx.template_id(template), tolerations, allowed_zones)
     hit = idx.placements.get(cache_key)
     if hit is not None:
         return hit
@@ -90,7 +85,12 @@ def place_in_domains(
     zones, and only when asked. `domains` and `extra_tolerations` should be the same
     objects on every call (they are part of the cache key by identity).
     """
-    cache_key = (_sched_key(template), template.tolerations, id(domains), id(extra_tolerations))
+    cache_key = (
+        idx.template_id(template),
+        template.tolerations,
+        id(domains),
+        id(extra_tolerations),
+    )
     hit = idx.pinned.get(cache_key)
     if not isinstance(hit, PinnedPlacements):
         idx.keep += [domains, extra_tolerations]
