@@ -311,11 +311,22 @@ class ClusterRun:
             self._blocked,
         )
         procs = workers(sum(len(js) for js in self.found))
-        order = largest_first([len(js) for js in self.found])
-        analyzed = map_groups(self._one, len(self.groups), procs, shared, order)
+        analyzed = map_groups(self._one, len(self.groups), procs, shared, self._order(), True)
         # the spread groups' jobs share the cluster's GPUs: packed together, in one place
         planned = plan_cluster([p for _, p in analyzed], [js for js, _ in analyzed], self.last)
         return [(js, p) for (js, _), p in zip(analyzed, planned, strict=True)]
+
+    def _order(self) -> list[int]:
+        """The groups in the order the processes share them out: groups alike (profile,
+        identity label, ports, co-location: what fills the same caches) together, each
+        kind's largest first."""
+
+        def kind(g: int) -> str:
+            group = self.groups[g]
+            ports = ",".join(str(p) for p in group.ports or ())
+            return f"{group.profile}|{group.identity_label or ''}|{ports}|{group.colocate}"
+
+        return sorted(range(len(self.groups)), key=lambda g: (kind(g), -len(self.found[g]), g))
 
     def _context(self, g: int) -> AnalysisContext:
         ctx = self._contexts.get(g)

@@ -192,31 +192,46 @@ def map_groups(
     procs: int,
     shared: Shared,
     order: Sequence[int] | None = None,
+    shares: bool = False,
 ) -> list[T]:
     """[func(i) for i in range(count)], shared out among `procs` processes, which claim
-    the items in `order` (the largest first balances them best)."""
+    the items in `order` (the largest first balances them best). `shares`: each process
+    claims from its own contiguous share of `order` first, then from the end of the share
+    with the most left (items that fill the same caches, kept together in `order`, are
+    then mostly computed by one process: each process fills its caches itself)."""
     if procs < 2 or count < 2:
         return [func(i) for i in range(count)]
     claims = list(order) if order is not None else list(range(count))
     ctx = multiprocessing.get_context("fork")
-    counter = ctx.RawValue("i", 0)
+    parts = procs if shares else 1
+    # share k: claims[fronts[k]:backs[k]], what is left of it
+    fronts = ctx.RawArray("i", [k * count // parts for k in range(parts)])
+    backs = ctx.RawArray("i", [(k + 1) * count // parts for k in range(parts)])
     lock = ctx.Lock()
 
-    def claim() -> int | None:
+    def claim(k: int) -> int | None:
         with lock:
-            i = counter.value
-            counter.value = i + 1
-        return claims[i] if i < count else None
+            k = k if shares else 0
+            front: int = fronts[k]
+            if front < backs[k]:
+                fronts[k] = front + 1
+                return claims[front]
+            most = max(range(parts), key=lambda j: backs[j] - fronts[j])
+            back: int = backs[most]
+            if fronts[most] >= back:
+                return None
+            backs[most] = back - 1
+            return claims[back - 1]
 
     children = []
-    for _ in range(procs - 1):
+    for worker in range(1, procs):
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the worker: compute what it claims, hand it over, leave
             os.close(r)
             done: dict[int, Any] = {}
             try:
-                while (i := claim()) is not None:
+                while (i := claim(worker)) is not None:
                     done[i] = func(i)
             except BaseException:  # the parent computes this group again and says why
                 pass
@@ -232,7 +247,7 @@ def map_groups(
         os.close(w)
         children.append((pid, r))
     results: dict[int, Any] = {}
-    while (i := claim()) is not None:
+    while (i := claim(0)) is not None:
         results[i] = func(i)
     for pid, r in children:
         data = _read_all(r)
