@@ -60,6 +60,36 @@ def test_the_first_error_is_the_one_reading_in_turn_gives(
     assert _error(config, monkeypatch, "2") == serial
 
 
+BAD_POLICY = """apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: bad, namespace: default}
+spec:
+  podSelector: {matchLabels: {app: "not a label value"}}
+"""
+
+
+@pytest.mark.parametrize("workloads_broken", [False, True])
+def test_a_policy_error_comes_after_a_workload_error(
+    fleet_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workloads_broken: bool
+) -> None:
+    """The policies are read while the workloads are: their error still comes second."""
+    copy = tmp_path / "fleet"
+    shutil.copytree(fleet_dir, copy)
+    (copy / "bad-policy.yaml").write_text(BAD_POLICY, encoding="utf-8")
+    config = copy / "topogen.yaml"
+    text = config.read_text(encoding="utf-8").replace(
+        "networkPolicies: []", "networkPolicies: [bad-policy.yaml]"
+    )
+    assert "bad-policy.yaml" in text
+    config.write_text(text, encoding="utf-8")
+    if workloads_broken:
+        (copy / "workloads.yaml").write_text("kind: [unclosed\n", encoding="utf-8")
+    serial = _error(config, monkeypatch, "1")
+    assert ("workloads.yaml" in serial) == workloads_broken
+    assert workloads_broken or "bad-policy.yaml" in serial
+    assert _error(config, monkeypatch, "2") == serial
+
+
 def test_a_copy_that_fails_leaves_the_work_to_the_caller() -> None:
     calls: list[int] = []
 

@@ -194,7 +194,7 @@ def _analyze(
     workloads: tuple[Workload, ...] | None,
     out: Path,
 ) -> AnalysisReport:
-    loaded, first_sources = read_inputs(cfg, clusters)
+    loaded, early = read_inputs(cfg, clusters)
     all_workloads = loaded.workloads if workloads is None else workloads
     chosen = [cfg.cluster(n) for n in clusters] if clusters else list(cfg.clusters)
     results = []
@@ -204,10 +204,10 @@ def _analyze(
     pods = [(w.namespace, tuple(w.template.labels)) for w in all_workloads]
     for k, cluster in enumerate(chosen):
         step(f"cluster {cluster.name}: reading nodes and policies")
-        sources = first_sources if k == 0 and first_sources is not None else None
-        if sources is None:
-            sources = read_cluster_sources(cfg, cluster)
-        inputs = finish_cluster_inputs(cfg, sources, loaded.services, loaded.objects)
+        first = early if k == 0 else None
+        sources = first.sources if first is not None else read_cluster_sources(cfg, cluster)
+        policies = first.policies if first is not None else None
+        inputs = finish_cluster_inputs(cfg, sources, loaded.services, loaded.objects, policies)
         namespaces = {**loaded.namespaces, **inputs.namespaces}
         policy_index = PolicyIndex(inputs.policies, namespaces)
         # a queued job's pods as Kueue admits them (its flavor's nodeSelector, tolerations)

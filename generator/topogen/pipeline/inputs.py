@@ -10,28 +10,40 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from topogen.config import TopogenConfig
+from topogen.model import PolicySet
 from topogen.pipeline.parallel import in_background, workers
 from topogen.sources.loader import (
     ClusterSources,
     WorkloadInputs,
     load_workload_inputs,
+    read_cluster_policies,
     read_cluster_sources,
 )
 
-__all__ = ["MIN_INPUT_BYTES", "read_inputs"]
+__all__ = ["MIN_INPUT_BYTES", "EarlyCluster", "read_inputs"]
 
 MIN_INPUT_BYTES = 1 << 20  # below this much input a second process costs more than it saves
 
 
+@dataclass(frozen=True)
+class EarlyCluster:
+    """What read_inputs read of the first cluster: its sources, and its policies when
+    they hold for the workloads' Services (else None: read them with those)."""
+
+    sources: ClusterSources
+    policies: PolicySet | None
+
+
 def read_inputs(
     cfg: TopogenConfig, clusters: Sequence[str] | None
-) -> tuple[WorkloadInputs, ClusterSources | None]:
-    """The workloads, and what read_cluster_sources reads of the first of the clusters
-    named (default: all) when every name is the config's (None: it is read later, in
+) -> tuple[WorkloadInputs, EarlyCluster | None]:
+    """The workloads, and what the first of the clusters named (default: all) reads
+    before its Namespaces, when every name is the config's (None: it is read later, in
     turn, after the error about a name)."""
     known = {c.name: c for c in cfg.clusters}
     names = list(clusters) if clusters else list(known)
@@ -46,7 +58,12 @@ def read_inputs(
     except Exception:
         workloads()  # raises the workloads' error, which comes first
         raise
-    return workloads(), sources
+    try:  # meanwhile: the policies as they are without Services beside the workloads
+        policies: PolicySet | None = read_cluster_policies(sources)
+    except Exception:  # said, if still true, when read with the workloads' Services
+        policies = None
+    loaded = workloads()
+    return loaded, EarlyCluster(sources, None if loaded.services else policies)
 
 
 def _size(base: Path, paths: Sequence[str]) -> int:

@@ -40,6 +40,7 @@ __all__ = [
     "finish_cluster_inputs",
     "load_cluster_inputs",
     "load_workload_inputs",
+    "read_cluster_policies",
     "read_cluster_sources",
     "read_objects",
 ]
@@ -158,21 +159,30 @@ def read_cluster_sources(cfg: TopogenConfig, cluster: ClusterConfig) -> ClusterS
     )
 
 
+def read_cluster_policies(src: ClusterSources, services: Sequence[Service] = ()) -> PolicySet:
+    """The cluster's policies (toServices rules read `services`)."""
+    cilium = src.cilium
+    return read_policies(
+        src.policy_objs,
+        src.cluster.cilium.settings(cilium.values if cilium else None),
+        services,
+        strict_cidrs=src.strict,
+    )
+
+
 def finish_cluster_inputs(
     cfg: TopogenConfig,
     src: ClusterSources,
     services: Sequence[Service] = (),
     workload_objects: Sequence[KubeObject] = (),
+    policies: PolicySet | None = None,
 ) -> ClusterInputs:
-    """The rest of load_cluster_inputs: the policies (toServices rules read `services`),
-    the namespaces, the topology and the Kueue objects."""
+    """The rest of load_cluster_inputs: the policies (toServices rules read `services`;
+    `policies`: read already, with these services), the namespaces, the topology and the
+    Kueue objects."""
     cluster, cilium = src.cluster, src.cilium
-    policies = read_policies(
-        src.policy_objs,
-        cluster.cilium.settings(cilium.values if cilium else None),
-        services,
-        strict_cidrs=src.strict,
-    )
+    if policies is None:
+        policies = read_cluster_policies(src, services)
     ns_objs = read_objects(
         cluster.namespaces, cfg.base_dir, f"clusters.{cluster.name}.namespaces", cfg
     )
