@@ -6,10 +6,13 @@ request, so a fleet (thousands of nodes, a thousand jobs) must take seconds; the
 of one group is pure Python, so only processes use more than one core.
 
 Groups are independent (pure functions of the cluster's inputs), so a fleet's groups
-are shared out among forked copies of the process: each claims the next group from a
-shared counter until none is left, then sends its results back. The parent runs its
-share too, then takes the others' results in group order, so the report is the same
-object for object, whichever process computed what.
+are shared out among forked copies of the process: each claims the next group of its own
+share of the order (groups alike side by side, so what they share is mostly computed in
+one process), then from the end of the fullest share, until none is left, then sends its
+results back. The parent runs its share too, then takes the others' results in group
+order, so the report is the same object for object, whichever process computed what.
+Reading a large input starts the same way: the workloads in a forked copy
+(in_background), what comes back is their pickle (pipeline/inputs.py).
 
 Objects the parent already holds (workloads, their templates, the jobs found in them,
 the group configs, the topology's nodes) cross the pipe as references to the parent's
