@@ -61,52 +61,35 @@ def _under(prefix: str, files: list[RenderedFile]) -> list[RenderedFile]:
 
 
 def render(
-    cfg: TopogenConfig,
-    clusters: list[str] | None = None,
-    out: Path | None = None,
-    files_if_refused: bool = True,
+    cfg: TopogenConfig, clusters: list[str] | None = None, out: Path | None = None
 ) -> RenderResult:
     """Every file of the output tree; `out`: where the last render's tree is (default: the
-    config's folder), whose placements the known jobs keep. `files_if_refused` False: when
-    a group is refused, no files (the caller writes nothing then: the work is skipped)."""
+    config's folder), whose placements the known jobs keep."""
     with no_cycle_collection():  # see pipeline/parallel.py
-        return _render(cfg, clusters, out, files_if_refused)
+        return _render(cfg, clusters, out)
 
 
-def _refusals(cfg: TopogenConfig, report: AnalysisReport) -> list[Refusal]:
-    """The groups no domain can hold, and the engines this version does not have."""
+def _render(cfg: TopogenConfig, clusters: list[str] | None, out: Path | None) -> RenderResult:
+    report = analyze(cfg, clusters, out=out)
+    files: list[RenderedFile] = []
     refused: list[Refusal] = []
     for ca in report.clusters:
         cluster = cfg.cluster(ca.cluster)
         engines = _engines(cluster.kubernetes_version)
-        for plan in ca.plans:
+        for plan, rendered in zip(ca.plans, _group_files(cfg, ca), strict=True):
             if plan.refused:
                 refused.append(Refusal(ca.cluster, plan.group.name, plan.refused))
-            elif plan.renders:
-                refused += [
-                    Refusal(
-                        ca.cluster,
-                        None,
-                        f"engine {engine} is not available in this topogen version",
-                    )
-                    for engine in cfg.engines_for(cluster)
-                    if engine not in engines
-                ]
-    return refused
-
-
-def _render(
-    cfg: TopogenConfig, clusters: list[str] | None, out: Path | None, files_if_refused: bool
-) -> RenderResult:
-    report = analyze(cfg, clusters, out=out)
-    refused = _refusals(cfg, report)
-    if refused and not files_if_refused:
-        return RenderResult((), tuple(refused), report)
-    files: list[RenderedFile] = []
-    for ca in report.clusters:
-        for plan, rendered in zip(ca.plans, _group_files(cfg, ca), strict=True):
-            if not plan.refused and plan.renders:
-                files += rendered
+                continue
+            if not plan.renders:
+                continue
+            refused += [
+                Refusal(
+                    ca.cluster, None, f"engine {engine} is not available in this topogen version"
+                )
+                for engine in cfg.engines_for(cluster)
+                if engine not in engines
+            ]
+            files += rendered
     # the rest, cluster by cluster: signals and workload patches, shared out among the cores
     # on a fleet (each takes a few tenths of a second there)
     work: list[Callable[[], list[RenderedFile]]] = []
