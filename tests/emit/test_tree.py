@@ -387,21 +387,6 @@ def test_stdout_prints_nothing_for_a_refused_group(example: Path) -> None:
     assert partial.exit_code == 1 and "kind: PrometheusRule" in partial.stdout
 
 
-def test_a_refused_render_makes_no_files_it_would_not_write(example: Path) -> None:
-    """Without --partial a refused render writes nothing: its files are not made at all,
-    and it refuses what the whole render refuses."""
-    from topogen.config import load_config
-    from topogen.pipeline.render import render
-
-    _too_small(example)
-    cfg = load_config(example / "topogen.yaml")
-    whole = render(cfg, out=example)
-    stopped = render(cfg, out=example, files_if_refused=False)
-    assert whole.refused and whole.files
-    assert stopped.refused == whole.refused and stopped.files == ()
-    assert stopped.report.findings == whole.report.findings
-
-
 def test_diff_check_agrees_with_render(example: Path) -> None:
     check = ["diff", "-c", example / "topogen.yaml", "--check"]
     assert invoke(*check).exit_code == 0
