@@ -18,6 +18,7 @@ import yaml
 
 from topogen.errors import InternalError
 from topogen.plaindata import dump_yaml
+from topogen.render.template_cache import TemplateCache, cache_folder
 from topogen.yamlfast import YAML_UNSAFE_IN_JSON, load_all_fast
 
 __all__ = ["TEMPLATES_DIR", "RenderedFile", "render_documents", "render_text", "to_yaml"]
@@ -89,6 +90,9 @@ def _env() -> jinja2.Environment:
     )
     env.filters["toyaml"] = _f_yaml
     env.filters["tojson"] = _f_json
+    folder = cache_folder()
+    if folder is not None:
+        env.bytecode_cache = TemplateCache(folder, env)
     return env
 
 
