@@ -128,7 +128,7 @@ def test_each_record_has_its_models_fields_aliases_and_defaults(cls: type[Record
             if isinstance(default, BaseModel):
                 default = from_model(default)
             assert _shape(ours) == _shape(default), key.name
-    assert cls.EXCLUDED == {n for n, f in fields.items() if f.exclude}
+    assert {n for n, f in fields.items() if f.exclude} == cls.EXCLUDED
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: str(p.relative_to(REPO)))

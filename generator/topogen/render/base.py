@@ -18,7 +18,7 @@ import yaml
 
 from topogen.errors import InternalError
 from topogen.plaindata import dump_yaml
-from topogen.render.template_cache import TemplateCache, cache_folder
+from topogen.templatecache import TemplateCache, cache_folder
 from topogen.yamlfast import YAML_UNSAFE_IN_JSON, load_all_fast
 
 __all__ = ["TEMPLATES_DIR", "RenderedFile", "render_documents", "render_text", "to_yaml"]

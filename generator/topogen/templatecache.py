@@ -21,18 +21,15 @@ from pathlib import Path
 import jinja2
 from jinja2.bccache import Bucket
 
+from topogen.codecache import cache_root
+
 __all__ = ["TemplateCache", "cache_folder"]
 
 
 def cache_folder() -> Path | None:
     """$XDG_CACHE_HOME/topogen/templates or ~/.cache/topogen/templates (None: no home)."""
-    root = os.environ.get("XDG_CACHE_HOME") or ""
-    if not os.path.isabs(root):
-        home = os.environ.get("HOME") or ""
-        if not os.path.isabs(home):
-            return None
-        root = os.path.join(home, ".cache")
-    return Path(root) / "topogen" / "templates"
+    root = cache_root()
+    return root / "templates" if root is not None else None
 
 
 def _environment_key(env: jinja2.Environment) -> str:
