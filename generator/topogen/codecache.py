@@ -17,15 +17,17 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
-import hashlib
-import importlib.util
 import marshal
 import os
 import sys
-import tempfile
 from pathlib import Path
 from types import CodeType
 from typing import Any
+
+try:  # the built-in module: hashlib would load OpenSSL first (milliseconds)
+    from _blake2 import blake2b as _blake2b
+except ImportError:  # pragma: no cover (a Python built without it)
+    from hashlib import blake2b as _blake2b
 
 __all__ = ["cache_root", "install"]
 
@@ -68,7 +70,7 @@ class _CodeCache:
 
     def compiled(self, text: str) -> CodeType:
         codes = self.codes if self.codes is not None else self._load()
-        key = hashlib.blake2b(text.encode(), digest_size=16).digest()
+        key = _blake2b(text.encode(), digest_size=16).digest()
         self.used.add(key)
         code = codes.get(key)
         if type(code) is not CodeType:
@@ -83,6 +85,8 @@ class _CodeCache:
         codes = self.codes
         if len(codes) > _MAX_ENTRIES:
             codes = {k: v for k, v in codes.items() if k in self.used}
+        import tempfile  # only when something new was compiled
+
         with contextlib.suppress(OSError):
             self.file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.file.parent, prefix=".tmp-")
@@ -138,8 +142,7 @@ def install() -> None:
     if code.co_varnames[: code.co_argcount + code.co_kwonlyargcount] != _SIGNATURE:
         return
     root = cache_root()
-    tag = importlib.util.MAGIC_NUMBER.hex()
-    cache = _CodeCache(root / f"dataclasses-{sys.implementation.cache_tag}-{tag}.marshal"
-                       if root is not None else None)  # fmt: skip
+    name = f"dataclasses-{sys.implementation.cache_tag}-{sys.hexversion:x}.marshal"
+    cache = _CodeCache(root / name if root is not None else None)
     dataclasses._create_fn = _cached_create_fn(cache)  # type: ignore[attr-defined]
     atexit.register(cache.save)
