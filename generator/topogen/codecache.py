@@ -47,24 +47,25 @@ def cache_root() -> Path | None:
 
 
 class _CodeCache:
-    """text hash -> code, read from one marshal file on first use, written back at exit
-    when this run compiled something new."""
+    """text hash -> marshalled code, read from one file on first use (each code is
+    unmarshalled when a class asks for it), written back at exit when this run compiled
+    something new."""
 
     def __init__(self, file: Path | None) -> None:
         self.file = file
-        self.codes: dict[bytes, CodeType] | None = None
+        self.codes: dict[bytes, bytes] | None = None
         self.used: set[bytes] = set()
         self.added = False
 
-    def _load(self) -> dict[bytes, CodeType]:
-        codes: dict[bytes, CodeType] = {}
+    def _load(self) -> dict[bytes, bytes]:
+        codes: dict[bytes, bytes] = {}
         if self.file is not None:
             try:
                 data = marshal.loads(self.file.read_bytes())
             except (OSError, EOFError, ValueError, TypeError):
                 data = None
             if isinstance(data, dict):
-                codes = data
+                codes = {k: v for k, v in data.items() if type(v) is bytes}
         self.codes = codes
         return codes
 
@@ -72,11 +73,16 @@ class _CodeCache:
         codes = self.codes if self.codes is not None else self._load()
         key = _blake2b(text.encode(), digest_size=16).digest()
         self.used.add(key)
-        code = codes.get(key)
-        if type(code) is not CodeType:
-            # as exec(text) compiles it in dataclasses.py: no __future__ flags of ours
-            code = codes[key] = compile(text, "<string>", "exec", dont_inherit=True)
-            self.added = True
+        kept = codes.get(key)
+        if type(kept) is bytes:
+            with contextlib.suppress(EOFError, ValueError, TypeError):
+                code = marshal.loads(kept)
+                if type(code) is CodeType:
+                    return code
+        # as exec(text) compiles it in dataclasses.py: no __future__ flags of ours
+        code = compile(text, "<string>", "exec", dont_inherit=True)
+        codes[key] = marshal.dumps(code)
+        self.added = True
         return code
 
     def save(self) -> None:
