@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import gc
 import io
-import multiprocessing
 import os
 import pickle
 from array import array
@@ -196,6 +195,8 @@ def map_groups(
     the items in `order` (the largest first balances them best)."""
     if procs < 2 or count < 2:
         return [func(i) for i in range(count)]
+    import multiprocessing  # only when the work is shared out (start-up: tens of modules)
+
     claims = list(order) if order is not None else list(range(count))
     ctx = multiprocessing.get_context("fork")
     counter = ctx.RawValue("i", 0)
