@@ -7,14 +7,16 @@ hundred dataclasses of a command, that compiling was most of topogen's own start
 The text of each method depends only on the class's fields and options, so its compiled
 code is kept, keyed by the text's hash (and the file by Python's bytecode version), and
 the next run executes the same code without compiling it: the functions made are those
-a compile gives (tests/core/test_codecache.py compares them). A cache that cannot be
-read or written is skipped; an interpreter whose dataclasses build methods some other
-way (Python 3.13 and later) is left alone.
+a compile gives (tests/core/test_codecache.py compares them). dataclasses.py compiles
+through one call, exec(text, globals, ns); install() gives that module a name `exec` of
+its own that runs the kept code of `text` (Python 3.11 to 3.13 alike). A cache that
+cannot be read or written is skipped.
 """
 
 from __future__ import annotations
 
 import atexit
+import builtins
 import contextlib
 import dataclasses
 import marshal
@@ -32,7 +34,6 @@ except ImportError:  # pragma: no cover (a Python built without it)
 __all__ = ["cache_root", "install"]
 
 _MAX_ENTRIES = 4096  # past this, a run keeps only what it used (old classes' code goes)
-_SIGNATURE = ("name", "args", "body", "globals", "locals", "return_type")
 
 
 def cache_root() -> Path | None:
@@ -106,49 +107,26 @@ class _CodeCache:
                 raise
 
 
-def _cached_create_fn(cache: _CodeCache) -> Any:
-    missing = dataclasses.MISSING
+def _cached_exec(cache: _CodeCache) -> Any:
+    """exec for dataclasses.py: its one call, exec(text, globals, ns), runs the kept code
+    of `text` (the code exec would compile: no __future__ flags, as in dataclasses.py)."""
+    run = builtins.exec
 
-    def _create_fn(
-        name: str,
-        args: list[str],
-        body: list[str],
-        *,
-        globals: dict[str, Any] | None = None,
-        locals: dict[str, Any] | None = None,
-        return_type: Any = missing,
-    ) -> Any:
-        # dataclasses._create_fn of Python 3.11 and 3.12, line for line, but the compile
-        if locals is None:
-            locals = {}
-        return_annotation = ""
-        if return_type is not missing:
-            locals["_return_type"] = return_type
-            return_annotation = "->_return_type"
-        joined = ",".join(args)
-        lines = "\n".join(f"  {b}" for b in body)
-        txt = f" def {name}({joined}){return_annotation}:\n{lines}"
-        local_vars = ", ".join(locals.keys())
-        txt = f"def __create_fn__({local_vars}):\n{txt}\n return {name}"
-        ns: dict[str, Any] = {}
-        exec(cache.compiled(txt), globals, ns)
-        return ns["__create_fn__"](**locals)
+    def exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
+        if type(source) is str:
+            source = cache.compiled(source)
+        run(source, globals, locals)
 
-    return _create_fn
+    return exec
 
 
 def install() -> None:
-    """Keep the compiled methods of the dataclasses defined from now on (once a process)."""
-    stock = getattr(dataclasses, "_create_fn", None)
-    code = getattr(stock, "__code__", None)
-    if code is None or code.co_filename != dataclasses.__file__:
-        return  # not the standard library's own (another tool's, or this one, installed)
-    if sys.version_info[:2] not in ((3, 11), (3, 12)):
-        return
-    if code.co_varnames[: code.co_argcount + code.co_kwonlyargcount] != _SIGNATURE:
-        return
+    """Keep the compiled methods of the dataclasses defined from now on (once a process):
+    dataclasses.py's name `exec` (the builtin) becomes one that runs kept code."""
+    if "exec" in vars(dataclasses):
+        return  # installed already, or another tool's
     root = cache_root()
     name = f"dataclasses-{sys.implementation.cache_tag}-{sys.hexversion:x}.marshal"
     cache = _CodeCache(root / name if root is not None else None)
-    dataclasses._create_fn = _cached_create_fn(cache)  # type: ignore[attr-defined]
+    dataclasses.exec = _cached_exec(cache)  # type: ignore[attr-defined]
     atexit.register(cache.save)
