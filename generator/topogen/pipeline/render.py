@@ -19,6 +19,8 @@ from topogen.render.base import RenderedFile
 from topogen.render.intent import AdmissionIntent, intent_for
 from topogen.render.kueue_intent import KueueIntent, kueue_intents
 from topogen.render.kustomize import kustomize_files, workload_patch_files
+from topogen.render.kyverno import kyverno_policies
+from topogen.render.kyverno_tests import kyverno_test_files
 from topogen.render.limits import check_limits
 from topogen.render.monitoring import render_monitoring
 from topogen.render.placements import placement_files
@@ -35,20 +37,8 @@ class RenderResult:
     report: AnalysisReport
 
 
-# Each engine's module is imported when a config uses the engine (start-up: a render
-# compiles only the backends it runs).
-
-
-def _kyverno(intent: AdmissionIntent) -> list[RenderedFile]:
-    from topogen.render.kyverno import kyverno_policies
-
-    return kyverno_policies(intent)
-
-
-def _kyverno_tests(intent: AdmissionIntent) -> list[RenderedFile]:
-    from topogen.render.kyverno_tests import kyverno_test_files
-
-    return kyverno_test_files(intent)
+# The other engines' modules are imported when a config uses the engine (start-up: a
+# render loads only the backends it runs; Kyverno's, the default, every render loads).
 
 
 def _gatekeeper(intent: AdmissionIntent, kubernetes_version: str) -> list[RenderedFile]:
@@ -78,7 +68,7 @@ def _kyverno_legacy(intent: AdmissionIntent) -> list[RenderedFile]:
 def _engines(kubernetes_version: str = "1.36") -> dict[str, tuple[Backend, Backend | None]]:
     """engine name -> (policies, CLI tests) for a cluster of that Kubernetes version."""
     return {
-        "kyverno": (_kyverno, _kyverno_tests),
+        "kyverno": (kyverno_policies, kyverno_test_files),
         "gatekeeper": (
             partial(_gatekeeper, kubernetes_version=kubernetes_version),
             _gatekeeper_tests,
