@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import gc
 import io
-import multiprocessing
 import os
 import pickle
 from array import array
@@ -204,6 +203,8 @@ def map_groups(
     then mostly computed by one process: each process fills its caches itself)."""
     if procs < 2 or count < 2:
         return [func(i) for i in range(count)]
+    import multiprocessing  # only when the work is shared out (start-up: tens of modules)
+
     claims = list(order) if order is not None else list(range(count))
     ctx = multiprocessing.get_context("fork")
     parts = procs if shares else 1
