@@ -67,7 +67,9 @@ def main(argv: list[str]) -> int:
         f"run_suite: first pass done after {time.monotonic() - start:.0f} s; waiting for the tools"
     )
     built = build.wait()
-    print(f"run_suite: make tools exited {built} after {time.monotonic() - start:.0f} s")
+    print(
+        f"run_suite: make tools exited {built} (waited for it until {time.monotonic() - start:.0f} s)"
+    )
     print("\n".join(f"  {ln}" for ln in build_summary(LOG)))
     if built != 0:
         tail = LOG.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
