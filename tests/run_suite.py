@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -56,6 +57,14 @@ def main(argv: list[str]) -> int:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
         )
+    finished: list[float] = []  # when the build ended, for the summary
+
+    def watch() -> None:
+        build.wait()
+        finished.append(time.monotonic())
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
     print(f"run_suite: make -j2 tools in the background (log: {LOG.relative_to(REPO)})")
     env = {
         **os.environ,
@@ -67,9 +76,8 @@ def main(argv: list[str]) -> int:
         f"run_suite: first pass done after {time.monotonic() - start:.0f} s; waiting for the tools"
     )
     built = build.wait()
-    print(
-        f"run_suite: make tools exited {built} (waited for it until {time.monotonic() - start:.0f} s)"
-    )
+    watcher.join()
+    print(f"run_suite: make tools exited {built}, {finished[0] - start:.0f} s after it started")
     print("\n".join(f"  {ln}" for ln in build_summary(LOG)))
     if built != 0:
         tail = LOG.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
