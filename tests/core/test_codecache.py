@@ -5,10 +5,12 @@ unwritable cache, and the cache is written only in its folder."""
 
 from __future__ import annotations
 
+import marshal
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -115,3 +117,47 @@ def test_output_is_the_same_whatever_the_cache(tmp_path: Path, command: list[str
             cold.stderr,
         )
     assert cold.returncode in (0, 1) and cold.stdout
+
+
+def _loader_env(templates: Path, folder: Path | None, **options: Any) -> Any:
+    from topogen.templatecache import TemplateLoader, jinja
+
+    environment, runtime = jinja()
+    env = environment.Environment(undefined=runtime.StrictUndefined, **options)
+    env.loader = TemplateLoader(templates, folder, env)
+    return env
+
+
+def test_a_kept_template_is_used_only_for_its_own_source_and_options(tmp_path: Path) -> None:
+    templates, cache = tmp_path / "templates", tmp_path / "cache"
+    templates.mkdir()
+    (templates / "t.j2").write_text("a={{ x }}\n", encoding="utf-8")
+    assert _loader_env(templates, cache).get_template("t.j2").render(x=1) == "a=1"
+    assert len(list(cache.iterdir())) == 1
+    (templates / "t.j2").write_text("b={{ x }}\n", encoding="utf-8")  # stale code kept
+    assert _loader_env(templates, cache).get_template("t.j2").render(x=1) == "b=1"
+    kept = _loader_env(templates, cache, keep_trailing_newline=True)  # other options
+    assert kept.get_template("t.j2").render(x=1) == "b=1\n"
+    assert len(list(cache.iterdir())) == 3
+    for p in cache.iterdir():  # damaged, or not code: compiled again, output the same
+        p.write_bytes(marshal.dumps("not code"))
+    assert _loader_env(templates, cache).get_template("t.j2").render(x=2) == "b=2"
+    assert not list(cache.glob(".tmp-*"))
+
+
+def test_templates_load_as_the_file_system_loader_does(tmp_path: Path) -> None:
+    import jinja2
+
+    unwritable = tmp_path / "file"
+    unwritable.write_text("not a folder", encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "t.j2").write_text("{% include 'sub/u.j2' %}!", encoding="utf-8")
+    (tmp_path / "sub" / "u.j2").write_text("u\r\n", encoding="utf-8")
+    env = _loader_env(tmp_path, unwritable / "templates")
+    plain = jinja2.Environment(loader=jinja2.FileSystemLoader(str(tmp_path)))
+    for name in ("sub/t.j2", "./sub//t.j2"):
+        mine, theirs = env.get_template(name), plain.get_template(name)
+        assert (mine.render(), mine.filename) == (theirs.render(), theirs.filename)
+    for name in ("../x.j2", "sub/missing.j2", "sub\\t.j2"):
+        with pytest.raises(jinja2.TemplateNotFound):
+            env.get_template(name)

@@ -65,10 +65,29 @@ def test_analyze_imports_no_pydantic_render_or_heavy_stdlib() -> None:
 
 def test_render_imports_only_the_engines_its_config_names() -> None:
     modules = _modules_after(["render", "--stdout", "-c", str(ZONE_SPLIT)])
-    assert "topogen.render.kyverno" in modules and "jinja2" in modules
+    assert "topogen.render.kyverno" in modules and "jinja2.environment" in modules
     assert not _found(modules, OTHER_ENGINES)
-    jinja_own = ("hashlib", "_hashlib", "tempfile", "shutil")  # jinja2.bccache imports them
-    assert not _found(modules, tuple(n for n in HEAVY if n not in jinja_own))
+    assert not _found(modules, HEAVY)
+    # Jinja2's package __init__ is not run: its bytecode cache and loaders are not needed
+    assert not _found(modules, ("jinja2.bccache", "jinja2.loaders", "jinja2.ext"))
+
+
+def test_jinja2_is_whole_for_whoever_imports_it_after_a_render() -> None:
+    code = (
+        "from topogen.render.base import _env\n"
+        "assert _env().get_template('monitoring/rules.yaml.j2').render\n"
+        "import jinja2, jinja2.loaders\n"
+        "from jinja2 import Environment, FileSystemLoader, __version__\n"
+        "assert Environment is jinja2.environment.Environment\n"
+        "assert FileSystemLoader is jinja2.loaders.FileSystemLoader\n"
+        "print(__version__, jinja2.StrictUndefined is jinja2.runtime.StrictUndefined)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    import jinja2
+
+    assert out.stdout.split() == [jinja2.__version__, "True"], out.stderr
 
 
 @pytest.mark.parametrize("engine", ["gatekeeper", "native", "kyverno-legacy"])

@@ -11,15 +11,17 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
 import yaml
 
 from topogen.errors import InternalError
 from topogen.plaindata import dump_yaml
-from topogen.templatecache import TemplateCache, cache_folder
+from topogen.templatecache import TemplateLoader, cache_folder, jinja
 from topogen.yamlfast import load_all_fast, yaml_unsafe_in_json
+
+if TYPE_CHECKING:
+    import jinja2
 
 __all__ = ["TEMPLATES_DIR", "RenderedFile", "render_documents", "render_text", "to_yaml"]
 
@@ -79,9 +81,9 @@ def _finalize(value: Any) -> Any:
 
 @cache
 def _env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
-        undefined=jinja2.StrictUndefined,
+    environment, runtime = jinja()
+    env: jinja2.Environment = environment.Environment(
+        undefined=runtime.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -90,9 +92,7 @@ def _env() -> jinja2.Environment:
     )
     env.filters["toyaml"] = _f_yaml
     env.filters["tojson"] = _f_json
-    folder = cache_folder()
-    if folder is not None:
-        env.bytecode_cache = TemplateCache(folder, env)
+    env.loader = TemplateLoader(TEMPLATES_DIR, cache_folder(), env)  # type: ignore[assignment]
     return env
 
 

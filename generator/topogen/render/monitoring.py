@@ -13,7 +13,6 @@ rules.yaml (the same groups as a Prometheus rule file, for promtool), dashboard.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -128,6 +127,8 @@ def _dashboard_uid(cluster: str) -> str:
     uid = f"topogen-{cluster}"
     if len(uid) <= 40:
         return uid
+    import hashlib  # only for a long cluster name (OpenSSL takes milliseconds to load)
+
     digest = hashlib.sha256(cluster.encode()).hexdigest()[:8]
     return f"{uid[:31]}-{digest}"
 
