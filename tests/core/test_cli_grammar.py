@@ -128,6 +128,19 @@ def test_cluster_is_repeatable_where_it_filters_and_said_once_where_it_picks(
     assert "connectivity reads one cluster at a time, got lab, other" in two.stderr
 
 
+def test_options_short_and_long_parse_as_click_does() -> None:
+    # a short option is matched without close matches looked up (start-up), a mistyped
+    # long option still gets them, an unknown short one is refused as before
+    assert invoke("analyze", "-c", CONFIG).stdout == invoke("analyze", "--config", CONFIG).stdout
+    typo = invoke("analyze", "--confg", CONFIG)
+    assert typo.exit_code == 2
+    assert "No such option '--confg'. Did you mean '--config'?" in typo.stderr
+    unknown = invoke("analyze", "-q", "-c", CONFIG)
+    assert unknown.exit_code == 2 and "No such option '-q'." in unknown.stderr
+    attached = invoke("analyze", f"-c{CONFIG}")
+    assert attached.stdout == invoke("analyze", "--config", CONFIG).stdout
+
+
 def test_unknown_command_and_config_key_get_did_you_mean(tmp_path: Path) -> None:
     result = invoke("analyse")
     assert result.exit_code == 2

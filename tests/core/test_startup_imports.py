@@ -20,7 +20,7 @@ ZONE_SPLIT = REPO / "examples" / "zone-split" / "topogen.yaml"
 HEAVY = (
     "pydantic", "pydantic_core", "multiprocessing", "ctypes", "_hashlib", "hashlib",
     "tempfile", "shutil", "topogen.config.models", "topogen.configerrors", "topogen.fields",
-    "topogen.autoscaling",
+    "topogen.autoscaling", "difflib",
 )  # fmt: skip
 # the engines' modules; zone-split names kyverno only
 OTHER_ENGINES = (

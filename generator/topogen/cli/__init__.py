@@ -63,6 +63,25 @@ class _Command(click.Command):
         _finish_interrupted(ctx)
         return super().invoke(ctx)
 
+    def make_parser(self, ctx: click.Context) -> Any:
+        """click's parser, which tries a short option (-c) as a long one first and drops
+        the miss at once: that miss is made without close matches (difflib, milliseconds
+        on every start-up); a mistyped long option still gets them."""
+        parser = super().make_parser(ctx)
+        match_long, short, long = (
+            getattr(parser, n, None) for n in ("_match_long_opt", "_short_opt", "_long_opt")
+        )
+        if match_long is None or not isinstance(short, dict) or not isinstance(long, dict):
+            return parser  # another click: its own parsing, unchanged
+
+        def _match_long_opt(opt: str, explicit_value: str | None, state: Any) -> None:
+            if opt in short and opt not in long:  # matched as the short option next
+                raise click.NoSuchOption(opt, ctx=ctx)
+            match_long(opt, explicit_value, state)
+
+        parser._match_long_opt = _match_long_opt  # type: ignore[method-assign]
+        return parser
+
 
 def _trees_named(params: dict[str, Any]) -> list[str]:
     """The output trees a command's options name: --out, else the config's folder; the
