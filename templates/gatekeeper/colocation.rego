@@ -28,33 +28,23 @@ namespace := ns if {
 } else := object.get(input.review, "namespace", "")
 
 # --- which pods: the group's namespaces, its job label, a role, not placed by Kueue TAS.
-# A role's selectors come as lists of requirements (matchLabels as `In` of one value).
+# A selector comes as lookups: {"in": {key: {value: true}}, "notIn": {key: {value: true}},
+# "exists": [key], "absent": [key]} (matchLabels as `in` of one value).
 
 has_label(key) if labels[key]
 
-requirement_holds(r) if {
-	r.operator == "In"
-	labels[r.key] in r.values
-}
-
-requirement_holds(r) if {
-	r.operator == "NotIn"
-	not labels[r.key] in r.values
-}
-
-requirement_holds(r) if {
-	r.operator == "Exists"
-	has_label(r.key)
-}
-
-requirement_holds(r) if {
-	r.operator == "DoesNotExist"
-	not has_label(r.key)
-}
-
-selector_matches(requirements) if {
-	every r in requirements {
-		requirement_holds(r)
+selector_matches(sel) if {
+	every key, values in sel.in {
+		values[labels[key]]
+	}
+	every key, values in sel.notIn {
+		not values[labels[key]]
+	}
+	every key in sel.exists {
+		has_label(key)
+	}
+	every key in sel.absent {
+		not has_label(key)
 	}
 }
 
@@ -203,10 +193,10 @@ violation contains {"msg": msg, "details": {"check": "worker-affinity"}} if {
 }
 
 violation contains {"msg": msg, "details": {"check": "identity"}} if {
-	in_group
-	any_role
 	params.identityLabel != ""
 	value := labels[params.identityLabel]
+	in_group
+	any_role
 	not identity_claim_holds(value)
 	msg := sprintf(
 		"pod %s: identity label %s=%s claims a zone the pod is not pinned to",
@@ -216,11 +206,13 @@ violation contains {"msg": msg, "details": {"check": "identity"}} if {
 
 # deniedPairs: zone A -> zone B -> the policies that deny the pair, as the message names them
 violation contains {"msg": msg, "details": {"check": check}} if {
+	some a, pairs in params.deniedPairs
+	may_land[a]
+	some b, texts in pairs
+	may_land[b]
 	in_group
 	any_role
-	some a in may_land
-	some b in may_land
-	some policies in params.deniedPairs[a][b]
+	some policies in texts
 	check := sprintf("denied:%s:%s", [a, b])
 	msg := sprintf(
 		"pod %s: node affinity spans %s and %s, whose traffic is denied by %s",

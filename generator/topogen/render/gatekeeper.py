@@ -400,10 +400,27 @@ def _mutators(intent: AdmissionIntent) -> list[_Mutator]:
 # --- the checks --------------------------------------------------------------------------
 
 
+def _lookups(sel: LabelSelector) -> dict[str, Any]:
+    """A selector as the Rego looks labels up in it: `in` and `notIn` value sets per key
+    (two `In` on a key: the values both allow; two `NotIn`: either denies), keys that must
+    exist and keys that must be absent (matchLabels: `in` of one value)."""
+    out: dict[str, Any] = {"in": {}, "notIn": {}, "exists": [], "absent": []}
+    for r in requirements(sel):
+        key, op = r["key"], r["operator"]
+        if op == "In":
+            values = [v for v in r["values"] if key not in out["in"] or v in out["in"][key]]
+            out["in"][key] = dict.fromkeys(values, True)
+        elif op == "NotIn":
+            out["notIn"].setdefault(key, {}).update(dict.fromkeys(r["values"], True))
+        else:
+            out["exists" if op == "Exists" else "absent"].append(key)
+    return out
+
+
 def parameters(intent: AdmissionIntent) -> dict[str, Any]:
     """The Constraint's parameters: the group's values, each in the form the Rego looks a
-    pod up in (a selector as its requirements, the zones as a set, the denied pairs by
-    zone and zone)."""
+    pod up in (selectors as value sets, the zones as a set, the denied pairs by zone and
+    zone), so a pod costs lookups, not walks of tables."""
     denied: dict[str, dict[str, list[str]]] = {}
     for a, b, policies in intent.denied_zone_pairs:
         denied.setdefault(a, {}).setdefault(b, []).append(", ".join(policies))
@@ -411,9 +428,9 @@ def parameters(intent: AdmissionIntent) -> dict[str, Any]:
         "group": intent.group,
         "namespaces": list(intent.namespaces),
         "jobLabel": intent.job_label,
-        "coordinators": [requirements(s) for s in intent.coordinator],
-        "workers": [requirements(s) for s in intent.worker],
-        **({"detached": [requirements(s) for s in intent.detached]} if intent.detached else {}),
+        "coordinators": [_lookups(s) for s in intent.coordinator],
+        "workers": [_lookups(s) for s in intent.worker],
+        **({"detached": [_lookups(s) for s in intent.detached]} if intent.detached else {}),
         "skipKeys": list(intent.skip_keys),
         "skipGate": intent.skip_gate,
         "zoneLabel": intent.zone_label,
@@ -428,11 +445,15 @@ def parameters(intent: AdmissionIntent) -> dict[str, Any]:
 def _schema() -> dict[str, Any]:
     string: dict[str, Any] = {"type": "string"}
     strings: dict[str, Any] = {"type": "array", "items": string}
-    requirement = {
+    value_sets = {
         "type": "object",
-        "properties": {"key": string, "operator": string, "values": strings},
+        "additionalProperties": {"type": "object", "additionalProperties": {"type": "boolean"}},
     }
-    selectors = {"type": "array", "items": {"type": "array", "items": requirement}}
+    lookups = {
+        "type": "object",
+        "properties": {"in": value_sets, "notIn": value_sets, "exists": strings, "absent": strings},
+    }
+    selectors = {"type": "array", "items": lookups}
     return {
         "type": "object",
         "properties": {
