@@ -179,6 +179,36 @@ def test_union_matches_exactly_what_its_selectors_match() -> None:
     assert shrunk > 50  # the cases do exercise the merging
 
 
+def test_the_constraint_holds_each_selector_as_lookups() -> None:
+    """A role's selector reaches the Rego as value sets per key: two `In` on a key keep
+    the values both allow, two `NotIn` deny what either denies, matchLabels is an `In`."""
+    from dataclasses import replace
+
+    from topogen.model import LabelSelector, Requirement
+    from topogen.render.gatekeeper import parameters
+
+    sel = LabelSelector(
+        match_labels=(("app", "x"),),
+        match_expressions=(
+            Requirement("role", "In", ("a", "b")),
+            Requirement("role", "In", ("b", "c")),
+            Requirement("tier", "NotIn", ("1",)),
+            Requirement("tier", "NotIn", ("2",)),
+            Requirement("gpu", "Exists"),
+            Requirement("spot", "DoesNotExist"),
+        ),
+    )
+    got = parameters(replace(synthetic_intent(), coordinator=(sel,)))["coordinators"]
+    assert got == [
+        {
+            "in": {"app": {"x": True}, "role": {"b": True}},
+            "notIn": {"tier": {"1": True, "2": True}},
+            "exists": ["gpu"],
+            "absent": ["spot"],
+        }
+    ]
+
+
 def test_every_role_is_pinned_by_one_mutator_per_field() -> None:
     """The synthetic group's role selectors (role launcher; role node and rank 0; role
     node or ps) are one selector: role launcher, node or ps."""
