@@ -5,6 +5,8 @@ Each round runs the floor (`python -c 'import click, yaml'`: the interpreter and
 libraries the CLI is built on) and then every command once, so each command's run is
 paired with a floor run made at about the same load; a command's cost over the floor is
 the median over the rounds of its CPU (user + system) less the floor's of the same round.
+topogen keeps the compiled code of its dataclasses and templates in the user's cache
+folder: a cold cache is written by a command's first round, so the median is a warm run's.
 """
 
 from __future__ import annotations

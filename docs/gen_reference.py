@@ -31,7 +31,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from topogen import fields as topogen_fields
 from topogen.cli import main as topogen_main
-from topogen.config import TopogenConfig
+from topogen.config.models import TopogenConfig
 from topogen.init.schema import config_schema
 
 REFERENCE = Path(__file__).resolve().parent / "reference"
@@ -276,7 +276,7 @@ def config_reference() -> str:
         "# topogen.yaml reference",
         "",
         "Every key of topogen.yaml, generated from the pydantic models "
-        "(`topogen.config.TopogenConfig` and the models it holds): the types as the "
+        "(`topogen.config.models.TopogenConfig` and the models it holds): the types as the "
         "source writes them, the defaults, the constraints of the JSON schema topogen "
         "publishes ([schema/topogen.schema.json](../../schema/topogen.schema.json)) and "
         "the source's comment on each field. Unknown keys are errors naming their path. "
@@ -285,7 +285,7 @@ def config_reference() -> str:
         body,
         "## Types",
         "",
-        "The named types the tables use (`topogen/fields.py`, `topogen/config.py`).",
+        "The named types the tables use (`topogen/fields.py`, `topogen/config/models.py`).",
         "",
         "| type | values | note |",
         "| --- | --- | --- |",

@@ -57,6 +57,14 @@ $(filter $(TOOLS_CYCLONUS),$(TOOLS_TARGETS)): $(wildcard $(TOOLS_DIR)/cyclonus/*
 # argocd-cmp too (tools/argocd-cmp/*.go on Argo CD v3.6.2's packages; go1.27.3 from its go.mod).
 $(filter $(TOOLS_ARGOCD_CMP),$(TOOLS_TARGETS)): $(wildcard $(TOOLS_DIR)/argocd-cmp/*.go)
 
+# Tools from one module are built one after the other, so that under `make -j2 tools` the
+# second reuses the first's build cache instead of compiling the same packages beside it.
+$(filter $(TOOLS_BIN)/kube-scheduler,$(TOOLS_FROM_KUBE)): | $(TOOLS_BIN)/kube-apiserver
+$(filter $(TOOLS_BIN)/kyverno-admission-controller,$(TOOLS_FROM_KYVERNO)): | $(TOOLS_BIN)/kyverno
+$(filter $(TOOLS_BIN)/kyverno-reports-controller,$(TOOLS_FROM_KYVERNO)): | $(TOOLS_BIN)/kyverno-admission-controller
+$(filter $(TOOLS_BIN)/kyverno-webhooks,$(TOOLS_TARGETS)): | $(TOOLS_BIN)/kyverno-reports-controller
+$(filter $(TOOLS_BIN)/gatekeeper-controller-manager,$(TOOLS_FROM_GATEKEEPER)): | $(TOOLS_BIN)/gator
+
 # Removes the links only; the cache outside the repo is kept.
 tools-clean:
 	rm -f $(TOOLS_TARGETS)

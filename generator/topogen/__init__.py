@@ -4,5 +4,9 @@ Pipeline (one direction): sources -> model -> analysis -> plan -> render -> emit
 the knowledge packages operators/ and cilium/ beside it (any stage may use them).
 """
 
+from topogen import codecache
+
 __version__ = "0.1.0"
 __all__ = ["__version__"]
+
+codecache.install()  # before any module of topogen defines a dataclass

@@ -8,13 +8,15 @@ list"), and a misspelt key gets the key it resembles.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 import yaml
-from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
 
 from topogen.errors import InputError
+
+if TYPE_CHECKING:  # pydantic only where a config is wrong: key_line is on every start-up
+    from pydantic import BaseModel, ValidationError
+    from pydantic_core import ErrorDetails
 
 __all__ = ["config_error", "key_line", "key_path"]
 
@@ -155,6 +157,8 @@ def _did_you_mean(model: type[BaseModel], loc: Loc) -> str:
 
 def _model_in(annotation: Any) -> type[BaseModel] | None:
     """The pydantic model an annotation holds (list[X], X | None, ...), if any."""
+    from pydantic import BaseModel
+
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     for arg in get_args(annotation):

@@ -1,4 +1,4 @@
-"""Config: the field types of topogen.yaml that config.py and autoscaling.py share."""
+"""Config: the field types of topogen.yaml that config/models.py and autoscaling.py share."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from topogen.config.rules import PATH_PATTERN, QUANTITY_PATTERN
 from topogen.names import (
     DNS_LABEL_PATTERN,
     LABEL_KEY_PATTERN,
@@ -17,7 +18,7 @@ __all__ = ["PATTERN_WORDS", "InputPath", "LabelKey", "LabelValue", "Name", "Quan
 
 Name = Annotated[str, StringConstraints(pattern=DNS_LABEL_PATTERN, max_length=63)]
 # a file or folder of topogen.yaml: no control characters (a NUL is no path anywhere)
-_PATH = r"^[^\x00-\x1f\x7f]+$"
+_PATH = PATH_PATTERN
 InputPath = Annotated[str, StringConstraints(pattern=_PATH, min_length=1, max_length=4096)]
 
 
@@ -35,7 +36,7 @@ LabelKey = Annotated[
     AfterValidator(_label_key),
 ]
 LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE_PATTERN, max_length=63)]
-_QUANTITY = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
+_QUANTITY = QUANTITY_PATTERN
 # a resource quantity as Kubernetes writes one: 8, "95900m", "768Gi", "1.5"
 Quantity = (
     Annotated[int, Field(ge=0)]

@@ -8,7 +8,6 @@ Progress: the core calls `step(...)`, which says nothing unless the CLI installe
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +33,8 @@ def terminal_width(stream: TextIO | None = None) -> int | None:
     stream = stream or sys.stdout
     if not stream.isatty():
         return None
+    import shutil  # only when a table is laid out (start-up: its archive modules stay out)
+
     return shutil.get_terminal_size((120, 24)).columns
 
 

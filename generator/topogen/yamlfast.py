@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 import yaml
@@ -35,7 +36,7 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
-__all__ = ["YAML_UNSAFE_IN_JSON", "FastLoad", "load_all_fast"]
+__all__ = ["FastLoad", "load_all_fast", "yaml_unsafe_in_json"]
 
 _CParser: Any = getattr(yaml, "CSafeLoader", None)
 _RESOLVER: Any = yaml.resolver.Resolver()
@@ -47,9 +48,14 @@ _plain_cache: dict[str, Any] = {}
 _NO_KEY: Any = object()
 _NOT_JSON: Any = object()
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-# characters PyYAML rejects, and those it reads as line breaks: raw in a JSON string, they
-# make PyYAML read the text otherwise than the json module (sources/live.py escapes them)
-YAML_UNSAFE_IN_JSON = re.compile(f"{yaml.reader.Reader.NON_PRINTABLE.pattern}|[\x85\u2028\u2029]")
+
+
+@cache  # compiled when non-ASCII text first needs it (start-up: a large character class)
+def yaml_unsafe_in_json() -> re.Pattern[str]:
+    """Characters PyYAML rejects, and those it reads as line breaks: raw in a JSON string,
+    they make PyYAML read the text otherwise than the json module (sources/live.py
+    escapes them)."""
+    return re.compile(f"{yaml.reader.Reader.NON_PRINTABLE.pattern}|[\x85\u2028\u2029]")
 
 
 class _Unsupported(Exception):
@@ -116,7 +122,7 @@ def _json(body: str) -> Any:
     so `1e5` stays a string as in YAML 1.1."""
     if "\\u" in body and _SURROGATE_ESCAPE.search(body):
         return _NOT_JSON
-    if "\x7f" in body or (not body.isascii() and YAML_UNSAFE_IN_JSON.search(body)):
+    if "\x7f" in body or (not body.isascii() and yaml_unsafe_in_json().search(body)):
         return _NOT_JSON
     try:
         return json.loads(

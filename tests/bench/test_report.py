@@ -91,7 +91,7 @@ def _admission(p50: float, p99: float, gk: tuple[float, float] | None = None) ->
 def test_targets_hold_when_the_numbers_do() -> None:
     kyv = {"ratio": 1.4, "net_ratio": 1.45, "fleet": "large", "pods": 10_000}
     adm = _admission(1.19, 1.5, gk=(1.2, 1.1))
-    lines = run_report.targets(_fleet(2.0, 2.5, 1.5), kyv, start=0.0, adm=adm)
+    lines = run_report.targets(_fleet(1.2, 1.4, 0.8), kyv, start=0.0, adm=adm)
     got = _verdicts(lines)
     assert set(got.values()) == {"yes"}, got
     assert len(got) == 14
@@ -117,9 +117,9 @@ def test_targets_fail_when_the_numbers_do() -> None:
     assert race_got == {SPEED: "**no**", SAME: "**no**"}
     slow_only = _verdicts(racebench.targets(_races(0.7, 0.6)))
     assert slow_only == {SPEED: "**no**", SAME: "yes"}
-    assert got["large snapshot: `analyze` median under 3 s"] == "**no**"
-    assert got["large snapshot: `render` median under 3 s"] == "**no**"
-    assert got["large snapshot: peak memory under 400 MB"] == "**no**"
+    assert got["large snapshot: `analyze` median under 1.5 s"] == "**no**"
+    assert got["large snapshot: `render` median under 1.5 s"] == "**no**"
+    assert got["large snapshot: peak memory under 300 MB"] == "**no**"
     assert got[f"within 2x of the `{run.FLOOR_TARGET}` parse floor, every fleet"] == "**no**"
     assert got["scaling in nodes no worse than n log n (exponent 1.13)"] == "**no**"
     assert got["scaling in jobs no worse than linear (exponent 1.00)"] == "yes"

@@ -397,6 +397,24 @@ def test_workers_claim_in_the_order_given() -> None:
     assert got == [i * i for i in range(7)]  # results in item order, whoever computed them
 
 
+def test_workers_with_shares_compute_every_item_once(tmp_path: Path) -> None:
+    """Each process starts on its own share of the order and takes from the others' ends
+    once its own is done: every item computed by exactly one of them, results in order."""
+    from topogen.pipeline.parallel import Shared, map_groups
+
+    log = tmp_path / "computed"
+
+    def square(i: int) -> int:
+        with open(log, "a", encoding="utf-8") as f:  # one short append per item
+            f.write(f"{i}\n")
+        return i * i
+
+    order = [9, 3, 0, 7, 1, 8, 2, 6, 4, 5, 10, 11]
+    got = map_groups(square, 12, 3, Shared(), order=order, shares=True)
+    assert got == [i * i for i in range(12)]
+    assert sorted(int(x) for x in log.read_text(encoding="utf-8").split()) == list(range(12))
+
+
 def test_lazy_blocked_paths_cross_listed_when_nothing_can_list_them_again() -> None:
     """Without a way to list a job's blocked paths in the parent, a worker sends them
     listed (never a placeholder that fails when read)."""

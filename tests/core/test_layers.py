@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         "vocabulary",
         frozenset(
             {"", "errors", "names", "model", "manifest", "plaindata", "textui", "yamlfast"}
-            | {"yamltext", "nodepools"}
+            | {"yamltext", "nodepools", "codecache", "templatecache"}
         ),
     ),
     ("knowledge", frozenset({"operators", "cilium", "kueue"})),

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tooling import require_tool
 from topogen.config import TopogenConfig, load_config
 from topogen.pipeline.analyze import ClusterAnalysis, analyze
 from topogen.render.base import RenderedFile
@@ -16,17 +16,12 @@ from topogen.render.monitoring import render_monitoring
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "zone-split" / "topogen.yaml"
-PROMTOOL = REPO / ".tools" / "bin" / "promtool"
 
 
 @pytest.fixture(scope="session")
 def promtool() -> Path:
     """The promtool `make tools` built. Missing: skip locally, fail under CI."""
-    if PROMTOOL.is_file() and os.access(PROMTOOL, os.X_OK):
-        return PROMTOOL
-    if os.environ.get("CI"):
-        pytest.fail(f"{PROMTOOL} is missing and CI is set: run `make tools`")
-    pytest.skip(f"{PROMTOOL} is missing: run `make tools` (under CI this fails)")
+    return require_tool("promtool")
 
 
 @pytest.fixture(scope="session")

@@ -135,6 +135,7 @@ class ClusterIndex:
         self._candidates: dict[tuple[bool, str | None], list[tuple[str, tuple[str, ...]]]] = {}
         self._domains: dict[tuple[tuple[str, tuple[str, ...]], ...], Domains] = {}
         self._one_zone: OneZoneDomains | None = None
+        self._by_zone: dict[str, tuple[list[int], Fraction, set[Taint]]] | None = None
         self._keep: list[object] = []  # objects whose id() is part of a cache key
 
     def engine(self, identity_label: str | None, required: PortSet) -> Engine:
@@ -169,28 +170,49 @@ class ClusterIndex:
             hit = self._domains[key] = self._make_domains(candidates)
         return hit
 
+    def _zone_facts(self) -> dict[str, tuple[list[int], Fraction, set[Taint]]]:
+        """Per zone: its nodes' positions, their GPUs (existing nodes), the NoSchedule and
+        NoExecute taints of its GPU nodes: what every set of candidate domains sums."""
+        if self._by_zone is None:
+            topology = self.topology
+            gpus = topology.gpu_resources
+            out: dict[str, tuple[list[int], Fraction, set[Taint]]] = {}
+            for i, n in enumerate(topology.nodes):
+                hit = out.get(n.zone)
+                if hit is None:
+                    hit = out[n.zone] = ([], Fraction(0), set())
+                hit[0].append(i)
+                if n.scale_up is None:
+                    now = sum((n.allocatable.get(g, Fraction(0)) for g in gpus), Fraction(0))
+                    if now:
+                        hit = out[n.zone] = (hit[0], hit[1] + now, hit[2])
+                if topology.is_gpu_node(n):
+                    hit[2].update(t for t in n.taints if t.effect in ("NoSchedule", "NoExecute"))
+            self._by_zone = out
+        return self._by_zone
+
     def _make_domains(self, candidates: Candidates) -> Domains:
         topology = self.topology
         zones = tuple(z for _, z in candidates)
-        nodes = tuple(tuple(n for n in topology.nodes if n.zone in set(zs)) for zs in zones)
+        facts = self._zone_facts()
+        empty: tuple[list[int], Fraction, set[Taint]] = ([], Fraction(0), set())
+        nodes = tuple(
+            tuple(
+                topology.nodes[i]
+                for i in sorted(i for z in set(zs) for i in facts.get(z, empty)[0])
+            )
+            for zs in zones
+        )
         bit = self.zone_bits
         now = tuple(
-            sum(
-                (
-                    n.allocatable.get(g, Fraction(0))
-                    for n in ns
-                    if n.scale_up is None
-                    for g in topology.gpu_resources
-                ),
-                Fraction(0),
-            )
-            for ns in nodes
+            sum((facts.get(z, empty)[1] for z in dict.fromkeys(zs)), Fraction(0)) for zs in zones
         )
         rooms = tuple(self.provisioning.room(zs) for zs in zones)
+        taints = tuple(sorted({t for z in set(zs) for t in facts.get(z, empty)[2]}) for zs in zones)
         return Domains(
             tuple(n for n, _ in candidates),
             zones,
-            tuple(tolerations_for(gpu_taints(topology, zs)) for zs in zones),
+            tuple(tolerations_for(ts) for ts in taints),
             tuple(() for _ in zones),
             nodes,
             tuple(

@@ -3,7 +3,7 @@ validation policies carry, so a mis-placed pod is refused with the policies that
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from topogen.analysis.bits import bits as _bits
 from topogen.analysis.bits import transpose
@@ -29,6 +29,7 @@ def denied_zone_pairs(
     eng = ctx.engine
     single = ctx.cluster.one_zone
     combos: dict[tuple[int, int, int, int], tuple[Family, Family]] = {}
+    masks: dict[int, int] = {}  # domains (one per zone) as bits -> their zones as bits
     for job in jobs:
         members = list(job.members)
         placed = [
@@ -42,8 +43,7 @@ def denied_zone_pairs(
             for m, pl in zip(members, placed, strict=True)
         ]
         nonempty = [
-            sum(1 << eng.zone_index[z] for d, z in enumerate(single.names) if pl.nonempty(d))
-            for pl in placed
+            _zone_mask(pl.nonempty_mask(), single.names, eng.zone_index, masks) for pl in placed
         ]
         for i, a in enumerate(members):
             for j in range(len(members)):
@@ -91,3 +91,13 @@ def denied_zone_pairs(
                 text = named[mask] = tuple(sorted(str(p) for p in refs))
             out.append((zones[za], zones[zb], text))
     return tuple(out)
+
+
+def _zone_mask(
+    domains: int, names: Sequence[str], zone_index: Mapping[str, int], known: dict[int, int]
+) -> int:
+    """One-zone domains (bits over their positions in `names`) as bits over the zones."""
+    hit = known.get(domains)
+    if hit is None:
+        hit = known[domains] = sum(1 << zone_index[names[d]] for d in _bits(domains))
+    return hit

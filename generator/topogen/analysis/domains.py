@@ -69,6 +69,7 @@ def check_domains(
     label = ctx.identity_label
     member_zones = [ctx.cluster.zones_mask(m.placement.zones) for m in members]
     packs = job.packs()
+    runs = [p.nonempty_mask() for p in job.pinned]  # per member: the domains it can run in
     out = []
     for d, name in enumerate(doms.names):
         zones = doms.zones[d]
@@ -78,7 +79,7 @@ def check_domains(
         fits = False
         scale_up: tuple[str, ...] = ()
         for i, m in enumerate(members):
-            if not job.pinned[i].nonempty(d):
+            if not runs[i] >> d & 1:
                 why = job.pinned[i].why_not(d)
                 gap = ctx.cluster.provisioning.gaps(zones)
                 problems.append(f"{m.role} {m.name} cannot run in {name}: {why}")

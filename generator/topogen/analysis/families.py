@@ -114,6 +114,9 @@ class Engine:
         self._whys: dict[int, tuple[tuple[str, ...], tuple[PolicyRef, ...]]] = {}
         self._values: dict[tuple[int, str, str], frozenset[str]] = {}
         self._keep: list[object] = []  # objects whose id() is part of a cache key
+        # id(node) -> (node, its values of the node label keys host selectors read)
+        self._projections: dict[int, tuple[Node, tuple[str | None, ...]]] = {}
+        self._transposed: dict[int, tuple[list[int], list[int]]] = {}
 
     # --- families ----------------------------------------------------------------------
 
@@ -222,12 +225,23 @@ class Engine:
         """One host endpoint per group of nodes host-facing selectors cannot tell apart."""
         seen: dict[tuple[str | None, ...], Endpoint] = {}
         keys = self._node_keys
+        known = self._projections
         for node in nodes:
-            labels = node.labels
-            proj = tuple([labels.get(k) for k in keys])
+            hit = known.get(id(node))
+            if hit is None or hit[0] is not node:
+                labels = node.labels
+                hit = known[id(node)] = (node, tuple([labels.get(k) for k in keys]))
+            proj = hit[1]
             if proj not in seen:
-                seen[proj] = host_endpoint(node.name, labels, ports)
+                seen[proj] = host_endpoint(node.name, node.labels, ports)
         return tuple(seen.values())
+
+    def transposed(self, rows: list[int]) -> list[int]:
+        """transpose(rows) of rows this engine keeps (possible_rows), computed once."""
+        hit = self._transposed.get(id(rows))
+        if hit is None or hit[0] is not rows:
+            hit = self._transposed[id(rows)] = (rows, transpose(rows, self.n))
+        return hit[1]
 
     # --- one path ----------------------------------------------------------------------
 

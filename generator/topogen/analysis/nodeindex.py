@@ -64,6 +64,20 @@ class NodeIndex:
         self._counts: dict[int, tuple[Placement, Mapping[int, int]]] = {}
         self._names: dict[int, tuple[Placement, frozenset[str]]] = {}
         self._positions: dict[int, int] | None = None  # id(node) -> position
+        # id(template) -> (the template, kept alive, and the number of what the filters
+        # read of it: equal numbers, equal placements)
+        self._templates: dict[int, tuple[PodTemplate, int]] = {}
+        self._template_ids: dict[tuple[Hashable, ...], int] = {}
+
+    def template_id(self, template: PodTemplate) -> int:
+        """A small int naming filters.template_key(template) (tolerations aside)."""
+        hit = self._templates.get(id(template))
+        if hit is not None and hit[0] is template:
+            return hit[1]
+        ids = self._template_ids
+        n = ids.setdefault(filters.template_key(template), len(ids))
+        self._templates[id(template)] = (template, n)
+        return n
 
     def classes(self, keys: frozenset[str]) -> list[NodeClass]:
         keys = keys - {self.zone_label}

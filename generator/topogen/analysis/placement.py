@@ -11,7 +11,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import overload
 
-from topogen.analysis import filters
 from topogen.analysis.filters import SCALE_UP
 from topogen.analysis.fit import Judge
 from topogen.analysis.nodeindex import NodeClass, NodeIndex, read_keys
@@ -19,11 +18,6 @@ from topogen.analysis.placed import Placement, why_not
 from topogen.model import PodTemplate, Toleration
 
 __all__ = ["PinnedPlacements", "place", "place_in_domains"]
-
-
-def _sched_key(template: PodTemplate) -> tuple[object, ...]:
-    """What the filters read of the template (tolerations aside): the caches' key."""
-    return filters.template_key(template)
 
 
 def _placement(
@@ -51,7 +45,8 @@ def place(
     """The nodes this template can land on (optionally with extra tolerations, in some zones)."""
     tolerations = (*template.tolerations, *extra_tolerations)
     allowed_zones = frozenset(zones) if zones is not None else None
-    cache_key = (_sched_key(template), tolerations, allowed_zones)
+    # what the filters read of the template (tolerations aside): the caches' key
+    cache_key = (idx.template_id(template), tolerations, allowed_zones)
     hit = idx.placements.get(cache_key)
     if hit is not None:
         return hit
@@ -90,7 +85,12 @@ def place_in_domains(
     zones, and only when asked. `domains` and `extra_tolerations` should be the same
     objects on every call (they are part of the cache key by identity).
     """
-    cache_key = (_sched_key(template), template.tolerations, id(domains), id(extra_tolerations))
+    cache_key = (
+        idx.template_id(template),
+        template.tolerations,
+        id(domains),
+        id(extra_tolerations),
+    )
     hit = idx.pinned.get(cache_key)
     if not isinstance(hit, PinnedPlacements):
         idx.keep += [domains, extra_tolerations]
@@ -120,6 +120,8 @@ class PinnedPlacements(Sequence[Placement]):
         self._by_extra: dict[int, _Outside] = {}
         self._items: list[Placement | None] = [None] * len(domains)
         self._nonempty: list[bool | None] = [None] * len(domains)
+        self._nonempty_mask: int | None = None
+        self._why: dict[int, str] = {}
 
     def __len__(self) -> int:
         return len(self.domains)
@@ -157,11 +159,25 @@ class PinnedPlacements(Sequence[Placement]):
             hit = self._nonempty[d] = any(j.zone_ok(z, self.in_zone) for z in self.domains[d])
         return hit
 
+    def nonempty_mask(self) -> int:
+        """The domains (as bits over their positions) where the template can run."""
+        if self._nonempty_mask is None:
+            mask = 0
+            for d in range(len(self.domains)):
+                if self.nonempty(d):
+                    mask |= 1 << d
+            self._nonempty_mask = mask
+        return self._nonempty_mask
+
     def why_not(self, d: int) -> str:
         """self[d].why_not(), from counts alone (no placement built)."""
-        built = self._items[d]
-        if built is not None:
-            return built.why_not()
+        hit = self._why.get(d)
+        if hit is None:
+            built = self._items[d]
+            hit = self._why[d] = built.why_not() if built is not None else self._why_not(d)
+        return hit
+
+    def _why_not(self, d: int) -> str:
         j = self._judge(d)
         outside = Counter(j.total)
         excluded: Counter[str] = Counter()
@@ -228,7 +244,7 @@ class _Outside:
         self.judge = judge
         self.nodes = judge.nodes
         self.classes = classes
-        self.total: Counter[str] = Counter()
+        self._total: Counter[str] | None = None
         # judge.pinned per class when the zone does not matter, else per class and what
         # the template reads of the zone (its signature)
         self.by_class: list[tuple[str | None, str]] | None = None
@@ -240,12 +256,21 @@ class _Outside:
             self.by_class = [
                 judge.pinned(c, cls, next(iter(cls.by_zone))) for c, cls in enumerate(classes)
             ]
-            for (_, reason), cls in zip(self.by_class, classes, strict=True):
-                self.total[reason] += len(cls.positions)
-            return
-        for c, cls in enumerate(classes):
-            for z, ps in cls.by_zone.items():
-                self.total[self.at(c, z)[1]] += len(ps)
+
+    @property
+    def total(self) -> Counter[str]:
+        """Nodes per reason outside the domain, over every zone (made when first asked)."""
+        if self._total is None:
+            total: Counter[str] = Counter()
+            if self.by_class is not None:
+                for (_, reason), cls in zip(self.by_class, self.classes, strict=True):
+                    total[reason] += len(cls.positions)
+            else:
+                for c, cls in enumerate(self.classes):
+                    for z, ps in cls.by_zone.items():
+                        total[self.at(c, z)[1]] += len(ps)
+            self._total = total
+        return self._total
 
     def at(self, c: int, zone: str) -> tuple[str | None, str]:
         """judge.pinned for class c in a zone."""

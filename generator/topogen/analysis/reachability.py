@@ -420,12 +420,18 @@ class PolicyIndex:
         if not others:
             return []
         first = others[0]
-        if any(o.host or o.namespace != first.namespace or o.ports != first.ports for o in others):
-            raise ValueError("side_groups needs pods of one namespace and one set of ports")
+        known = self._family_of.get(id(others))
+        if known is not None and known[0] is others:
+            family = known[1]  # checked when first seen
+        else:
+            if any(
+                o.host or o.namespace != first.namespace or o.ports != first.ports for o in others
+            ):
+                raise ValueError("side_groups needs pods of one namespace and one set of ports")
+            family = self._family(others)
         subject_key = self._key(subject)
         isolations, rules, open_notes = self._selection(subject, subject_key, direction)
         candidates = self._candidates_for(subject_key, direction, first.namespace, rules)
-        family = self._family(others)
         groups: list[tuple[int, tuple[int, ...], tuple[tuple[PolicyRule, Peer], ...]]] = [
             ((1 << len(others)) - 1, (), ())
         ]

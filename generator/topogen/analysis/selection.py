@@ -4,7 +4,7 @@ values selectors can tell apart, and pod endpoints that differ in one label only
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from topogen.cilium.identity import NAMESPACE_KEY
@@ -87,6 +87,10 @@ class EndpointFamily:
     members: tuple[Endpoint, ...]
     varying: str | None  # the one label key whose value differs; None: all alike
     per_position: bool  # more than one key differs: evaluate every position
+    # the varying label's value (None: absent) -> (first position, positions), made once
+    _by_value: dict[str | None, tuple[int, int]] = field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )
 
     @classmethod
     def of(cls, fid: int, members: Sequence[Endpoint]) -> EndpointFamily:
@@ -114,10 +118,20 @@ class EndpointFamily:
         for req in selector.match_expressions:
             if req.key == key:
                 named.update(req.values)
-        classes: dict[object, tuple[Endpoint, int]] = {}
-        for i, m in enumerate(self.members):
-            value = m.labels.get(key)
-            cls_key: object = value if value is None or value in named else OTHER_VALUE
-            rep, mask = classes.get(cls_key, (m, 0))
-            classes[cls_key] = (rep, mask | 1 << i)
-        return list(classes.values())
+        by_value = self._by_value
+        if not by_value:
+            for i, m in enumerate(self.members):
+                first, mask = by_value.get(m.labels.get(key), (i, 0))
+                by_value[m.labels.get(key)] = (first, mask | 1 << i)
+        # a class per value the selector names (and for the label's absence), one for the
+        # values it does not name: each represented by its first member
+        out = []
+        rest = everyone
+        for value in (None, *named):
+            hit = by_value.get(value)
+            if hit is not None:
+                out.append((self.members[hit[0]], hit[1]))
+                rest &= ~hit[1]
+        if rest:
+            out.append((self.members[(rest & -rest).bit_length() - 1], rest))
+        return out

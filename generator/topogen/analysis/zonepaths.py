@@ -89,8 +89,14 @@ class JobPaths:
             out = []
             for n_spec, (i, j, linked, anti_keys) in enumerate(self._specs):
                 a, b = self.sides[i], self.sides[j]
-                rows = self._rows.get(n_spec) or self._possible(i, j, linked, anti_keys)
-                cols = transpose(rows, n) if (linked or anti_keys) else self._uniform_cols(a, b)
+                kept = self._rows.get(n_spec)
+                rows = kept or self._possible(i, j, linked, anti_keys)
+                if not (linked or anti_keys):
+                    cols = self._uniform_cols(a, b)
+                elif kept:
+                    cols = self.engine.transposed(kept)
+                else:
+                    cols = transpose(rows, n)
                 m = self.engine.matrix(a.family, b.family)
                 blocked = [r & mb for r, mb in zip(rows, m.blocked, strict=True)]
                 out.append(_Pair(i, j, m, rows, cols, blocked))

@@ -130,8 +130,18 @@ class LabelFilter:
 
 
 def label_filter(settings: CiliumSettings) -> LabelFilter:
-    """The filter the agent with these options applies."""
-    return LabelFilter(settings.identity_labels)
+    """The filter the agent with these options applies (one object per option value: the
+    caches of keeps() then find it by identity)."""
+    key = settings.identity_labels
+    hit = _FILTERS.get(key)
+    if hit is None:
+        hit = LabelFilter(key)
+        if len(_FILTERS) < 64:
+            _FILTERS[key] = hit
+    return hit
+
+
+_FILTERS: dict[tuple[str, ...], LabelFilter] = {}
 
 
 @lru_cache(maxsize=65536)

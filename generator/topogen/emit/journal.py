@@ -20,10 +20,8 @@ recover(), which every topogen command runs first (under the tree's lock):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +56,8 @@ def _checkpoint(step: str) -> None:
 
 
 def digest(data: bytes) -> str:
+    import hashlib  # only when a render writes (start-up: OpenSSL stays unloaded)
+
     return hashlib.sha256(data).hexdigest()
 
 
@@ -183,6 +183,8 @@ def apply(out: Path, journal: Path, plan: Plan) -> None:
     retired = make_folder(_RETIRED, control)
     os.replace(journal, retired)
     _checkpoint("retired the journal")
+    import shutil
+
     shutil.rmtree(retired)
 
 

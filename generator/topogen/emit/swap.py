@@ -9,15 +9,13 @@ the journal redoes what a kill between them left undone.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 
 from topogen.emit.layout import CONTROL, MANIFEST, TREE, has_header
@@ -33,7 +31,10 @@ _AT_FDCWD = -100
 _UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV}
 
 
+@cache  # the C library is looked up when a render first swaps (start-up: ctypes stays out)
 def _exchanger() -> Callable[[bytes, bytes], int] | None:
+    import ctypes
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
     except OSError:
@@ -47,15 +48,15 @@ def _exchanger() -> Callable[[bytes, bytes], int] | None:
     return None
 
 
-_EXCHANGE = _exchanger()
-
-
 def exchange(a: Path, b: Path) -> bool:
     """Swap two existing paths atomically; False when this system cannot."""
-    if _EXCHANGE is None:
+    swap = _exchanger()
+    if swap is None:
         return False
-    if _EXCHANGE(os.fsencode(a), os.fsencode(b)) == 0:
+    if swap(os.fsencode(a), os.fsencode(b)) == 0:
         return True
+    import ctypes
+
     err = ctypes.get_errno()
     if err in _UNSUPPORTED:
         return False
@@ -108,13 +109,15 @@ def recover_legacy(out: Path) -> list[str]:
         remove_path(control / n)
     for n in sorted(os.listdir(out)):
         if n.startswith(_OLD_LEFTOVERS) and (out / n).is_dir() and _only_generated(out / n):
-            shutil.rmtree(out / n)
+            _rmtree(out / n)
             removed.append(n)
     return removed
 
 
 def make_folder(prefix: str, parent: Path) -> Path:
     """A fresh folder with the permissions mkdir would give it (mkdtemp's are 0700)."""
+    import tempfile
+
     path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     mask = os.umask(0)
     os.umask(mask)
@@ -131,7 +134,7 @@ def _shown(path: Path) -> str:
 
 def remove_path(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
+        _rmtree(path)
     else:
         path.unlink(missing_ok=True)
 
@@ -142,3 +145,9 @@ def _only_generated(folder: Path) -> bool:
         if p.is_symlink() or (p.is_file() and p.suffix != ".json" and not has_header(p)):
             return False
     return True
+
+
+def _rmtree(path: Path) -> None:
+    import shutil  # only when a folder goes (start-up: shutil stays out)
+
+    shutil.rmtree(path)

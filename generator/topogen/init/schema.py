@@ -1,4 +1,4 @@
-"""The JSON schema of topogen.yaml, generated from the pydantic model (config.py).
+"""The JSON schema of topogen.yaml, generated from the pydantic model (config/models.py).
 
 Editors read it through a `# yaml-language-server: $schema=...` line (topogen init writes
 one); the repository publishes it as schema/topogen.schema.json, which a test keeps equal
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from topogen.config import TopogenConfig
+from topogen.config.models import TopogenConfig
 from topogen.operators.registry import PROFILES
 
 __all__ = ["SCHEMA_FILE", "config_schema", "schema_text"]

@@ -13,7 +13,6 @@ are Ready. JobSet marks no rank 0: workers follow the members of their own JobSe
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
@@ -102,9 +101,7 @@ def jobset_pods(
                 _P + "replicatedjob-replicas": str(count),
                 _P + "global-replicas": str(sum(replicas)),
                 JOB_INDEX: str(index),
-                _P + "job-key": hashlib.sha1(
-                    f"{obj.namespace or 'default'}/{jname}".encode()
-                ).hexdigest(),
+                _P + "job-key": _sha1_hex(f"{obj.namespace or 'default'}/{jname}".encode()),
                 _P + "job-global-index": str(global_index),
                 _P + "group-name": group,
                 _P + "group-replicas": str(groups[group]),
@@ -197,3 +194,9 @@ class JobSet(Operator):
         )
 
     rules = Operator.rules_anchored_on_members
+
+
+def _sha1_hex(data: bytes) -> str:
+    import hashlib  # only with JobSets (start-up: OpenSSL stays unloaded)
+
+    return hashlib.sha1(data).hexdigest()

@@ -13,7 +13,6 @@ knowable and left out.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -72,7 +71,7 @@ class LeaderWorkerSet(Operator):
         ns = obj.namespace or "default"
         for g in range(replicas):
             name = f"{obj.name}-{g}"
-            key = hashlib.sha1(f"{ns}/{name}".encode()).hexdigest()
+            key = _sha1_hex(f"{ns}/{name}".encode())
             group = {NAME_LABEL: obj.name, GROUP_INDEX: str(g), GROUP_KEY: key}
             labels = {
                 **(lt["metadata"].get("labels") or {}),
@@ -126,3 +125,9 @@ class LeaderWorkerSet(Operator):
             scope=(GROUP_INDEX,),
             members=LabelSelector(),
         )
+
+
+def _sha1_hex(data: bytes) -> str:
+    import hashlib  # only with LeaderWorkerSets (start-up: OpenSSL stays unloaded)
+
+    return hashlib.sha1(data).hexdigest()

@@ -25,16 +25,18 @@ from topogen.errors import InputError, Notice
 from topogen.kueue.engines import KUEUE_ENGINE_GAPS, KUEUE_JOB_ENGINES, engine_gap
 from topogen.model import Finding, FindingKind, LastPlacements, TrainingGroup, Workload
 from topogen.operators.registry import profile_for
+from topogen.pipeline.inputs import read_inputs
 from topogen.pipeline.parallel import Shared, map_groups, no_cycle_collection, workers
 from topogen.pipeline.running import running_splits, with_running
 from topogen.plan.group_plan import GroupPlan
-from topogen.plan.planner import plan_cluster, plan_group
+from topogen.plan.packing import plan_cluster
+from topogen.plan.planner import plan_group
 from topogen.sources.last_render import read_last_placements
 from topogen.sources.loader import (
     ClusterInputs,
     WorkloadInputs,
-    load_cluster_inputs,
-    load_workload_inputs,
+    finish_cluster_inputs,
+    read_cluster_sources,
 )
 from topogen.textui import step
 
@@ -192,7 +194,7 @@ def _analyze(
     workloads: tuple[Workload, ...] | None,
     out: Path,
 ) -> AnalysisReport:
-    loaded = load_workload_inputs(cfg)
+    loaded, early = read_inputs(cfg, clusters)
     all_workloads = loaded.workloads if workloads is None else workloads
     chosen = [cfg.cluster(n) for n in clusters] if clusters else list(cfg.clusters)
     results = []
@@ -200,9 +202,12 @@ def _analyze(
     notes: list[str] = []
     empty: list[EmptyGroup] = []
     pods = [(w.namespace, tuple(w.template.labels)) for w in all_workloads]
-    for cluster in chosen:
+    for k, cluster in enumerate(chosen):
         step(f"cluster {cluster.name}: reading nodes and policies")
-        inputs = load_cluster_inputs(cfg, cluster, loaded.services, loaded.objects)
+        first = early if k == 0 else None
+        sources = first.sources if first is not None else read_cluster_sources(cfg, cluster)
+        policies = first.policies if first is not None else None
+        inputs = finish_cluster_inputs(cfg, sources, loaded.services, loaded.objects, policies)
         namespaces = {**loaded.namespaces, **inputs.namespaces}
         policy_index = PolicyIndex(inputs.policies, namespaces)
         # a queued job's pods as Kueue admits them (its flavor's nodeSelector, tolerations)
@@ -306,11 +311,22 @@ class ClusterRun:
             self._blocked,
         )
         procs = workers(sum(len(js) for js in self.found))
-        order = largest_first([len(js) for js in self.found])
-        analyzed = map_groups(self._one, len(self.groups), procs, shared, order)
+        analyzed = map_groups(self._one, len(self.groups), procs, shared, self._order(), True)
         # the spread groups' jobs share the cluster's GPUs: packed together, in one place
         planned = plan_cluster([p for _, p in analyzed], [js for js, _ in analyzed], self.last)
         return [(js, p) for (js, _), p in zip(analyzed, planned, strict=True)]
+
+    def _order(self) -> list[int]:
+        """The groups in the order the processes share them out: groups alike (profile,
+        identity label, ports, co-location: what fills the same caches) together, each
+        kind's largest first."""
+
+        def kind(g: int) -> str:
+            group = self.groups[g]
+            ports = ",".join(str(p) for p in group.ports or ())
+            return f"{group.profile}|{group.identity_label or ''}|{ports}|{group.colocate}"
+
+        return sorted(range(len(self.groups)), key=lambda g: (kind(g), -len(self.found[g]), g))
 
     def _context(self, g: int) -> AnalysisContext:
         ctx = self._contexts.get(g)

@@ -6,10 +6,13 @@ request, so a fleet (thousands of nodes, a thousand jobs) must take seconds; the
 of one group is pure Python, so only processes use more than one core.
 
 Groups are independent (pure functions of the cluster's inputs), so a fleet's groups
-are shared out among forked copies of the process: each claims the next group from a
-shared counter until none is left, then sends its results back. The parent runs its
-share too, then takes the others' results in group order, so the report is the same
-object for object, whichever process computed what.
+are shared out among forked copies of the process: each claims the next group of its own
+share of the order (groups alike side by side, so what they share is mostly computed in
+one process), then from the end of the fullest share, until none is left, then sends its
+results back. The parent runs its share too, then takes the others' results in group
+order, so the report is the same object for object, whichever process computed what.
+Reading a large input starts the same way: the workloads in a forked copy
+(in_background), what comes back is their pickle (pipeline/inputs.py).
 
 Objects the parent already holds (workloads, their templates, the jobs found in them,
 the group configs, the topology's nodes) cross the pipe as references to the parent's
@@ -30,7 +33,6 @@ from __future__ import annotations
 
 import gc
 import io
-import multiprocessing
 import os
 import pickle
 from array import array
@@ -44,6 +46,7 @@ from topogen.model import Node
 
 __all__ = [
     "Shared",
+    "in_background",
     "map_calls",
     "map_groups",
     "no_cycle_collection",
@@ -191,31 +194,48 @@ def map_groups(
     procs: int,
     shared: Shared,
     order: Sequence[int] | None = None,
+    shares: bool = False,
 ) -> list[T]:
     """[func(i) for i in range(count)], shared out among `procs` processes, which claim
-    the items in `order` (the largest first balances them best)."""
+    the items in `order` (the largest first balances them best). `shares`: each process
+    claims from its own contiguous share of `order` first, then from the end of the share
+    with the most left (items that fill the same caches, kept together in `order`, are
+    then mostly computed by one process: each process fills its caches itself)."""
     if procs < 2 or count < 2:
         return [func(i) for i in range(count)]
+    import multiprocessing  # only when the work is shared out (start-up: tens of modules)
+
     claims = list(order) if order is not None else list(range(count))
     ctx = multiprocessing.get_context("fork")
-    counter = ctx.RawValue("i", 0)
+    parts = procs if shares else 1
+    # share k: claims[fronts[k]:backs[k]], what is left of it
+    fronts = ctx.RawArray("i", [k * count // parts for k in range(parts)])
+    backs = ctx.RawArray("i", [(k + 1) * count // parts for k in range(parts)])
     lock = ctx.Lock()
 
-    def claim() -> int | None:
+    def claim(k: int) -> int | None:
         with lock:
-            i = counter.value
-            counter.value = i + 1
-        return claims[i] if i < count else None
+            k = k if shares else 0
+            front: int = fronts[k]
+            if front < backs[k]:
+                fronts[k] = front + 1
+                return claims[front]
+            most = max(range(parts), key=lambda j: backs[j] - fronts[j])
+            back: int = backs[most]
+            if fronts[most] >= back:
+                return None
+            backs[most] = back - 1
+            return claims[back - 1]
 
     children = []
-    for _ in range(procs - 1):
+    for worker in range(1, procs):
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the worker: compute what it claims, hand it over, leave
             os.close(r)
             done: dict[int, Any] = {}
             try:
-                while (i := claim()) is not None:
+                while (i := claim(worker)) is not None:
                     done[i] = func(i)
             except BaseException:  # the parent computes this group again and says why
                 pass
@@ -231,7 +251,7 @@ def map_groups(
         os.close(w)
         children.append((pid, r))
     results: dict[int, Any] = {}
-    while (i := claim()) is not None:
+    while (i := claim(0)) is not None:
         results[i] = func(i)
     for pid, r in children:
         data = _read_all(r)
@@ -240,6 +260,43 @@ def map_groups(
         if data:
             results.update(_loads(data, shared))
     return [results[i] if i in results else func(i) for i in range(count)]
+
+
+def in_background(func: Callable[[], T], procs: int) -> Callable[[], T]:
+    """func, run in a forked copy of the process while the caller goes on (procs > 1);
+    what it returns comes back by pickle when asked for. If the copy fails (func raises,
+    its result does not pickle, it dies), func runs again in the caller when asked for,
+    which raises whatever it raises: the caller sees what it would have without the copy."""
+    if procs < 2:
+        return func
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the copy: compute, hand over, leave (nothing of the parent's is flushed)
+        os.close(r)
+        try:
+            data = pickle.dumps(func(), protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException:
+            data = b""
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(w, view) :]
+        finally:
+            os._exit(0)
+    os.close(w)
+    done: list[T] = []
+
+    def result() -> T:
+        if not done:
+            try:
+                data = _read_all(r)
+            finally:
+                os.close(r)
+                os.waitpid(pid, 0)
+            done.append(pickle.loads(data) if data else func())
+        return done[0]
+
+    return result
 
 
 def map_calls(calls: Sequence[Callable[[], T]], plans: int) -> list[T]:

@@ -16,19 +16,13 @@ from topogen.pipeline.analyze import AnalysisReport, ClusterAnalysis, analyze, l
 from topogen.pipeline.parallel import Shared, map_calls, map_groups, no_cycle_collection, workers
 from topogen.plan.group_plan import GroupPlan
 from topogen.render.base import RenderedFile
-from topogen.render.gatekeeper import gatekeeper_policies
-from topogen.render.gatekeeper_tests import gatekeeper_test_files
 from topogen.render.intent import AdmissionIntent, intent_for
 from topogen.render.kueue_intent import KueueIntent, kueue_intents
 from topogen.render.kustomize import kustomize_files, workload_patch_files
 from topogen.render.kyverno import kyverno_policies
-from topogen.render.kyverno_kueue import kyverno_kueue_policies
-from topogen.render.kyverno_legacy import kyverno_legacy_policies
 from topogen.render.kyverno_tests import kyverno_test_files
 from topogen.render.limits import check_limits
 from topogen.render.monitoring import render_monitoring
-from topogen.render.native import native_policies
-from topogen.render.native_kueue import native_kueue_policies
 from topogen.render.placements import placement_files
 
 __all__ = ["RenderResult", "render"]
@@ -43,16 +37,44 @@ class RenderResult:
     report: AnalysisReport
 
 
+# The other engines' modules are imported when a config uses the engine (start-up: a
+# render loads only the backends it runs; Kyverno's, the default, every render loads).
+
+
+def _gatekeeper(intent: AdmissionIntent, kubernetes_version: str) -> list[RenderedFile]:
+    from topogen.render.gatekeeper import gatekeeper_policies
+
+    return gatekeeper_policies(intent, kubernetes_version=kubernetes_version)
+
+
+def _gatekeeper_tests(intent: AdmissionIntent) -> list[RenderedFile]:
+    from topogen.render.gatekeeper_tests import gatekeeper_test_files
+
+    return gatekeeper_test_files(intent)
+
+
+def _native(intent: AdmissionIntent, kubernetes_version: str) -> list[RenderedFile]:
+    from topogen.render.native import native_policies
+
+    return native_policies(intent, kubernetes_version=kubernetes_version)
+
+
+def _kyverno_legacy(intent: AdmissionIntent) -> list[RenderedFile]:
+    from topogen.render.kyverno_legacy import kyverno_legacy_policies
+
+    return kyverno_legacy_policies(intent)
+
+
 def _engines(kubernetes_version: str = "1.36") -> dict[str, tuple[Backend, Backend | None]]:
     """engine name -> (policies, CLI tests) for a cluster of that Kubernetes version."""
     return {
         "kyverno": (kyverno_policies, kyverno_test_files),
         "gatekeeper": (
-            partial(gatekeeper_policies, kubernetes_version=kubernetes_version),
-            gatekeeper_test_files,
+            partial(_gatekeeper, kubernetes_version=kubernetes_version),
+            _gatekeeper_tests,
         ),
-        "native": (partial(native_policies, kubernetes_version=kubernetes_version), None),
-        "kyverno-legacy": (kyverno_legacy_policies, None),
+        "native": (partial(_native, kubernetes_version=kubernetes_version), None),
+        "kyverno-legacy": (_kyverno_legacy, None),
     }
 
 
@@ -144,9 +166,21 @@ def _plan_files(cfg: TopogenConfig, cluster_name: str, plan: GroupPlan) -> list[
 
 # engine -> its policies for a group's Kueue jobs on a cluster of that Kubernetes version
 # (an engine not listed renders none: see the README's Kueue section)
+def _kyverno_kueue(ki: KueueIntent, _version: str) -> list[RenderedFile]:
+    from topogen.render.kyverno_kueue import kyverno_kueue_policies
+
+    return kyverno_kueue_policies(ki)
+
+
+def _native_kueue(ki: KueueIntent, kubernetes_version: str) -> list[RenderedFile]:
+    from topogen.render.native_kueue import native_kueue_policies
+
+    return native_kueue_policies(ki, kubernetes_version)
+
+
 KUEUE_ENGINES: dict[str, Callable[[KueueIntent, str], list[RenderedFile]]] = {
-    "kyverno": lambda ki, _version: kyverno_kueue_policies(ki),
-    "native": native_kueue_policies,
+    "kyverno": _kyverno_kueue,
+    "native": _native_kueue,
 }
 
 

@@ -3,7 +3,7 @@
 A job whose pods all run in one domain keeps it, as a placements.yaml entry keeps it, and
 wins over the file when the two disagree (moving it would split it from its pods); the
 snapshot's pods are read by sources/running.py, mapped to jobs by analysis/running.py,
-kept by plan/planner.py. `snapshot_pods` is the other end: what `topogen snapshot -c`
+kept by plan/planner.py and plan/packing.py. `snapshot_pods` is the other end: what `topogen snapshot -c`
 records.
 """
 

@@ -50,6 +50,8 @@ class Room:
         if d not in self.fixed:
             raise KeyError(d)
         own = self.fixed[d] - self.used[d]
+        if not self.pools:
+            return own
         return own + sum(self._pool_room(p, d) for p in range(len(self.pools)))
 
     def get(self, d: str, default: int = 0) -> int:

@@ -6,7 +6,7 @@ a constraint the capacity cannot meet turns a network failure into an eternal Pe
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from fractions import Fraction
 
@@ -16,19 +16,20 @@ from topogen.analysis.domains import DomainCheck
 from topogen.analysis.findings import JobAnalysis
 from topogen.cilium.labelfilter import label_filter
 from topogen.config import GroupConfig
-from topogen.model import LastPlacements, Toleration
+from topogen.model import Toleration
 from topogen.model import quantity as _count
 from topogen.nodepools import gpus_text
 from topogen.operators.registry import profile_for
 from topogen.plan.anchors import detached_selectors, worker_anchors
-from topogen.plan.assignment import Assignment, JobNeed, PoolNeed, assign
-from topogen.plan.fallback import Fallback, choose
-from topogen.plan.group_plan import GroupPlan, JobDomain
+from topogen.plan.assignment import assign
+from topogen.plan.domain_checks import SPLIT, STAYS, domain_index, domain_unit, why_not
+from topogen.plan.group_plan import GroupPlan
 from topogen.plan.identity_source import identity_source
 from topogen.plan.kueue import plan_kueue
+from topogen.plan.packing import capacity_of, job_names, needs_of, with_jobs
 from topogen.plan.scoring import best_for_pin, spread_order
 
-__all__ = ["plan_cluster", "plan_group", "why_not"]
+__all__ = ["plan_group"]
 
 
 def plan_group(
@@ -124,7 +125,7 @@ def _plan_pin(
 ) -> GroupPlan:
     """One domain that holds each job (one at a time) with its traffic allowed."""
     group = base.group
-    index = [_domain_index(j) for j in planned]
+    index = [domain_index(j) for j in planned]
     names = [d.name for d in planned[0].domains]
     good = [n for n in names if all(ix[n].ok for ix in index)]
     if not good:
@@ -139,10 +140,10 @@ def _plan_pin(
     if keep is not None and chosen != keep:
         repin = next((w for w in (why_not(j, keep) for j in planned) if w), "")
         if running is not None:
-            repin = f"running in {running}, but {repin}{_SPLIT}"
+            repin = f"running in {running}, but {repin}{SPLIT}"
     elif running is not None and last not in (None, running):
         previous = last
-        repin = f"running in {running}: {_STAYS.format(last)}"
+        repin = f"running in {running}: {STAYS.format(last)}"
     check = index[0][chosen]
     notes = [base.note, why]
     total = sum((ix[chosen].gpus_needed for ix in index), Fraction(0))
@@ -168,23 +169,6 @@ def _plan_pin(
     )
 
 
-# where the pods of a running job are is where its replaced pods must go
-_STAYS = "its pods run there (pinning it to {} would split it from the pods that stay)"
-_SPLIT = "; pods created from now on go to the new domain while the others stay (a split)"
-
-
-def why_not(job: JobAnalysis, name: str) -> str:
-    """Why a job can no longer go to domain `name` ("" when it can)."""
-    check = _domain_index(job).get(name)
-    if check is None:
-        return f"{name} is no longer a domain of the cluster"
-    if not check.traffic_ok:
-        return f"{name} no longer allows its traffic: " + (check.problems or ("denied",))[0]
-    if not check.capacity_ok:
-        return f"{name} can no longer hold it: " + (check.problems or ("too few GPUs",))[0]
-    return ""
-
-
 def _plan_spread(
     base: GroupPlan, planned: Sequence[JobAnalysis], ctx: AnalysisContext
 ) -> GroupPlan:
@@ -192,7 +176,7 @@ def _plan_spread(
     job assigned one of its own (a packing of the group's jobs, redone for the whole
     cluster by plan_cluster)."""
     group = base.group
-    index = [_domain_index(j) for j in planned]
+    index = [domain_index(j) for j in planned]
     names = [d.name for d in planned[0].domains]
     ok = [[n for n in names if ix[n].ok] for ix in index]
     homeless = [j for j, o in zip(planned, ok, strict=True) if not o]
@@ -229,9 +213,9 @@ def _plan_spread(
         # coordinator), spans inside one are not; one domain: as pinned
         denied_zone_pairs=_within_a_domain(base.denied_zone_pairs, domains),
     )
-    capacity, pools = _capacity((_unit(plan.topology_key, n), check[n]) for n in used)
-    a = assign(_needs(plan, planned), capacity, pools=pools)
-    return _with_jobs(plan, planned, a, _job_names([(plan, planned)]))
+    capacity, pools = capacity_of((domain_unit(plan.topology_key, n), check[n]) for n in used)
+    a = assign(needs_of(plan, planned), capacity, pools=pools)
+    return with_jobs(plan, planned, a, job_names([(plan, planned)]))
 
 
 def _homeless(j: JobAnalysis, bad: Sequence[DomainCheck], zone_label: str) -> str:
@@ -262,307 +246,3 @@ def _within_a_domain(
             of.setdefault(z, set()).add(i)
     none: set[int] = set()
     return tuple(p for p in pairs if not of.get(p[0], none).isdisjoint(of.get(p[1], none)))
-
-
-def _capacity(
-    checks: Iterable[tuple[str, DomainCheck]],
-) -> tuple[dict[str, Fraction], list[PoolNeed]]:
-    """The packing's capacity: each domain's existing GPUs, and per autoscaler pool what it
-    can add in each domain, its budget shared by all of them (plan/capacity.py)."""
-    fixed: dict[str, Fraction] = {}
-    budgets: dict[str, Fraction] = {}
-    rooms: dict[str, dict[str, Fraction]] = {}
-    for unit, c in checks:
-        if unit in fixed:
-            continue
-        fixed[unit] = c.gpus_now
-        for r in c.rooms:
-            budgets[r.pool] = r.budget
-            rooms.setdefault(r.pool, {})[unit] = r.gpus
-    return fixed, [PoolNeed(p, budgets[p], rooms[p]) for p in sorted(rooms)]
-
-
-def _total_gpus(checks: Sequence[DomainCheck]) -> Fraction:
-    """The GPUs of these domains together: their nodes', and each pool's once (its limits
-    are one budget for all of them)."""
-    fixed, pools = _capacity((c.name, c) for c in checks)
-    grown = sum((min(p.budget, sum(p.room.values(), Fraction(0))) for p in pools), Fraction(0))
-    return sum(fixed.values(), Fraction(0)) + grown
-
-
-def _scale_up_texts(j: JobAnalysis, name: str, pools: Sequence[str]) -> tuple[str, ...]:
-    """Where the job's domain gets the nodes it needs: its own (it does not fit the existing
-    nodes alone) and the pools the packing drew on there."""
-    check = _domain_index(j).get(name)
-    if check is None:
-        return ()
-    texts = {*check.scale_up, *(r.describe() for r in check.rooms if r.pool in pools)}
-    return tuple(sorted(texts))
-
-
-def _needs(plan: GroupPlan, planned: Sequence[JobAnalysis]) -> list[JobNeed]:
-    order = [n for n, _ in plan.domains]
-    out = []
-    for j in planned:
-        ix = _domain_index(j)
-        mine = tuple(_unit(plan.topology_key, n) for n in order if n in ix and ix[n].ok)
-        key = f"{plan.group.name}\0{j.job.key}"
-        out.append(JobNeed(key, j.domains[0].gpus_needed, mine, plan.profile.job_label))
-    return out
-
-
-JobName = tuple[str, str, str]  # namespace, job label, the label's value
-
-
-def _job_names(groups: Sequence[tuple[GroupPlan, Sequence[JobAnalysis]]]) -> dict[str, JobName]:
-    """The packing's job keys -> how an anti-affinity term selects each job's pods."""
-    return {
-        f"{p.group.name}\0{j.job.key}": (j.job.namespace, p.profile.job_label, j.job.job)
-        for p, js in groups
-        for j in js
-    }
-
-
-def _with_jobs(
-    plan: GroupPlan,
-    planned: Sequence[JobAnalysis],
-    a: Assignment,
-    names: dict[str, JobName],
-    last: LastPlacements | None = None,
-) -> GroupPlan:
-    zones = dict(plan.domains)
-    scale_up: set[str] = set()
-    waits: dict[str, list[str]] = {}  # a packed job -> the queued jobs that wait for it
-    for q, ks in a.excludes.items():
-        for k in ks:
-            waits.setdefault(k, []).append(q)
-    out = []
-    for j in planned:
-        key = f"{plan.group.name}\0{j.job.key}"
-        name = a.domain[key].partition("\0")[2]
-        need = _count(j.domains[0].gpus_needed)
-        free = gpus_text(a.free.get(_unit(plan.topology_key, name), Fraction(0)))
-        excludes = tuple(sorted(names[k] for k in a.excludes.get(key, ())))
-        grown = _scale_up_texts(j, name, a.scale_up.get(_unit(plan.topology_key, name), ()))
-        scale_up.update(grown)
-        if key not in a.runs_at_once:
-            reason = (
-                f"queued: the known jobs need more GPUs than their domains have at once; "
-                f"it never shares {name} with {_jobs_text(excludes)} (required pod "
-                "anti-affinity, both ways): whichever starts first runs whole, the others "
-                "wait"
-            )
-        else:
-            reason = (
-                f"packed: its {need} GPUs run at once with the cluster's other packed jobs "
-                f"({free} GPUs of {name} left over)"
-            )
-            if key in waits:
-                later = tuple(sorted(names[q] for q in waits[key]))
-                reason += f"; {_jobs_text(later)} queued behind it"
-        if grown:
-            reason += f"; fits after scale-up: {'; '.join(grown)}"
-        job = f"{j.job.namespace}/{j.job.job}"
-        previous = last.job_domain(plan.group.name, job) if last is not None else None
-        running = last.running_domain(plan.group.name, job) if last is not None else None
-        change, previous, repin = _change(j, previous, running, name, need)
-        if repin:
-            reason = f"re-pinned from {previous}: {repin}; {reason}"
-        elif running == name:
-            reason = f"running in {running}: kept there; {reason}"
-        out.append(
-            JobDomain(
-                job,
-                j.job.job,
-                name,
-                zones[name],
-                reason,
-                excludes,
-                need,
-                key not in a.runs_at_once,
-                change,
-                previous,
-                repin,
-                grown,
-                running,
-            )
-        )
-    note = ""
-    queued = [j for j in planned if f"{plan.group.name}\0{j.job.key}" not in a.runs_at_once]
-    if queued:
-        total = sum((j.domains[0].gpus_needed for j in planned), Fraction(0))
-        first = _domain_index(planned[0])
-        have = _total_gpus([first[n] for n, _ in plan.domains if n in first])
-        note = (
-            f"group {plan.group.name}: its {len(planned)} jobs fit "
-            f"{', '.join(n for n, _ in plan.domains)} one at a time but together need "
-            f"{_count(total)} GPUs of its {gpus_text(have)}: {len(queued)} will wait Pending "
-            "until others finish"
-        )
-    note = "; ".join(n for n in (worker_anchors(plan.profile, planned)[1], note) if n)
-    where, why = _fallback(plan, planned, a)
-    return replace(
-        plan,
-        job_domains=tuple(sorted(out, key=lambda d: d.job)),
-        note=note,
-        fallback_domains=where,
-        fallback=why,
-        scale_up=tuple(sorted(scale_up)),
-    )
-
-
-def _change(
-    j: JobAnalysis, previous: str | None, running: str | None, now: str, need: str
-) -> tuple[str, str | None, str]:
-    """(new | kept | moved, the domain it had, why it moved) against where its pods run,
-    else the domain the last render gave it."""
-    if running is not None and now == running and previous not in (None, running):
-        return "moved", previous, f"running in {running}: {_STAYS.format(previous)}"
-    had = running or previous
-    if had is None:
-        return "new", None, ""
-    if had == now:
-        return "kept", had, ""
-    why = why_not(j, had) or (
-        f"{had} no longer has room for its {need} GPUs beside the jobs kept there"
-    )
-    if running is not None:
-        why = f"running in {running}, but {why}{_SPLIT}"
-    return "moved", had, why
-
-
-def _fallback(plan: GroupPlan, planned: Sequence[JobAnalysis], a: Assignment) -> Fallback:
-    """Where a job that appears after the render goes (topogen.plan.fallback)."""
-    names = [n for n, _ in plan.domains]
-    index = [_domain_index(j) for j in planned]
-    return choose(
-        names,
-        [n for n in names if all(n in ix and ix[n].ok for ix in index)],
-        {n: a.left.get(_unit(plan.topology_key, n), Fraction(0)) for n in names},
-        min(j.domains[0].gpus_needed for j in planned),
-        plan.group.prefer_zones,
-        plan.identity_source == "static",
-    )
-
-
-def _jobs_text(jobs: Sequence[JobName], most: int = 3) -> str:
-    names = [f"{ns}/{name}" for ns, _, name in jobs]
-    more = f" and {len(names) - most} more" if len(names) > most else ""
-    return ", ".join(names[:most]) + more
-
-
-def plan_cluster(
-    plans: Sequence[GroupPlan],
-    jobs: Sequence[Sequence[JobAnalysis]],
-    last: LastPlacements | None = None,
-) -> list[GroupPlan]:
-    """The spread groups' known jobs packed together onto the cluster's GPUs, less those
-    of the pinned groups' jobs, so no two groups count the same GPUs free. Domains are
-    told apart by the key they co-locate on (zone or domain label): a cluster mixing both
-    counts each key's capacity on its own. `last`: where the last render put each job;
-    a job stays there while the domain allows and holds it (plan/assignment.py)."""
-    checks = [
-        (_unit(p.topology_key, d.name), d)
-        for p, js in zip(plans, jobs, strict=True)
-        for j in js
-        for d in j.domains
-    ]
-    total: dict[str, Fraction] = {}
-    for unit, d in checks:
-        total.setdefault(unit, d.gpus_free)
-    capacity, pools = _capacity(checks)
-    for p, js in zip(plans, jobs, strict=True):
-        if p.enforceable and not p.spread and p.domain is not None:
-            k = _unit(p.topology_key, p.domain)
-            need = sum((_domain_index(j)[p.domain].gpus_needed for j in js
-                        if j.job.key in p.jobs), Fraction(0))  # fmt: skip
-            own = min(need, capacity.get(k, Fraction(0)))
-            capacity[k] = capacity.get(k, Fraction(0)) - own
-            pools = _drawn(pools, k, need - own)
-    # what each domain has left for the known jobs: its nodes' GPUs and the pools' room
-    left = {u: c + sum((min(p.room.get(u, Fraction(0)), p.budget) for p in pools), Fraction(0))
-            for u, c in capacity.items()}  # fmt: skip
-    spread = [
-        (g, p, [j for j in js if j.job.key in p.jobs])
-        for g, (p, js) in enumerate(zip(plans, jobs, strict=True))
-        if p.spread and p.enforceable
-    ]
-    if not spread:
-        return [_with_room(p, total, left) for p in plans]
-    needs = [n for _, p, js in spread for n in _needs(p, js)]
-    keep, queued = _kept(spread, needs, last)
-    a = assign(needs, capacity, keep, queued, pools)
-    names = _job_names([(p, js) for _, p, js in spread])
-    out = list(plans)
-    for g, p, js in spread:
-        out[g] = _with_jobs(p, js, a, names, last)
-    return [_with_room(p, total, {**left, **a.free}) for p in out]
-
-
-def _kept(
-    spread: Sequence[tuple[int, GroupPlan, Sequence[JobAnalysis]]],
-    needs: Sequence[JobNeed],
-    last: LastPlacements | None,
-) -> tuple[dict[str, str], frozenset[str]]:
-    """The packing's job keys -> the domain the last render gave each (where it is still
-    one of the job's own), and those it queued there."""
-    if last is None:
-        return {}, frozenset()
-    own = {n.key: n.domains for n in needs}
-    keep: dict[str, str] = {}
-    queued = set()
-    for _, p, js in spread:
-        for j in js:
-            job = f"{j.job.namespace}/{j.job.job}"
-            previous = last.kept_domain(p.group.name, job)
-            key = f"{p.group.name}\0{j.job.key}"
-            unit = _unit(p.topology_key, previous) if previous is not None else None
-            if unit is not None and unit in own.get(key, ()):
-                keep[key] = unit
-                if last.was_queued(p.group.name, job):
-                    queued.add(key)
-    return keep, frozenset(queued)
-
-
-def _with_room(
-    plan: GroupPlan, capacity: dict[str, Fraction], left: dict[str, Fraction]
-) -> GroupPlan:
-    """The plan with the GPUs of the cluster's domains (of its key): free for the known
-    jobs, and left once the packed ones run."""
-    if not plan.enforceable:
-        return plan
-    prefix = _unit(plan.topology_key, "")
-    room = tuple(
-        (unit[len(prefix) :], capacity[unit], left.get(unit, capacity[unit]))
-        for unit in sorted(capacity)
-        if unit.startswith(prefix)
-    )
-    return replace(plan, room=room)
-
-
-def _drawn(pools: Sequence[PoolNeed], unit: str, need: Fraction) -> list[PoolNeed]:
-    """The pools once a pinned group takes `need` GPUs of theirs in that domain."""
-    out = []
-    for p in pools:
-        part = max(Fraction(0), min(need, p.room.get(unit, Fraction(0)), p.budget))
-        need -= part
-        room = {d: v - part if d == unit else v for d, v in p.room.items()}
-        out.append(replace(p, budget=p.budget - part, room=room))
-    return out
-
-
-def _unit(key: str, domain: str) -> str:
-    """A domain as the packing names it: the co-location key and the domain's name."""
-    return f"{key}\0{domain}"
-
-
-def _by_name(job: JobAnalysis, name: str) -> DomainCheck:
-    return next(d for d in job.domains if d.name == name)
-
-
-def _domain_index(job: JobAnalysis) -> dict[str, DomainCheck]:
-    """name -> the job's check of that domain (the first, as _by_name finds it)."""
-    out: dict[str, DomainCheck] = {}
-    for d in job.domains:
-        out.setdefault(d.name, d)
-    return out

@@ -18,7 +18,8 @@ import yaml
 
 from topogen.errors import InternalError
 from topogen.plaindata import dump_yaml
-from topogen.yamlfast import YAML_UNSAFE_IN_JSON, load_all_fast
+from topogen.templatecache import TemplateCache, cache_folder
+from topogen.yamlfast import load_all_fast, yaml_unsafe_in_json
 
 __all__ = ["TEMPLATES_DIR", "RenderedFile", "render_documents", "render_text", "to_yaml"]
 
@@ -64,7 +65,7 @@ def _f_json(value: Any) -> _Serialized:
     controls) are escaped, so every YAML reader reads the string back exactly."""
     text = json.dumps(value, sort_keys=True, ensure_ascii=False)
     if not text.isascii():
-        text = YAML_UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+        text = yaml_unsafe_in_json().sub(lambda m: f"\\u{ord(m[0]):04x}", text)
     return _Serialized(text)
 
 
@@ -89,6 +90,9 @@ def _env() -> jinja2.Environment:
     )
     env.filters["toyaml"] = _f_yaml
     env.filters["tojson"] = _f_json
+    folder = cache_folder()
+    if folder is not None:
+        env.bytecode_cache = TemplateCache(folder, env)
     return env
 
 

@@ -203,7 +203,7 @@ def intent_for(
                 if j.excludes
             )
         )
-        fallback = plan.fallback_zones  # a job the render did not know (plan/planner.py _fallback)
+        fallback = plan.fallback_zones  # a job the render did not know (plan/packing.py _fallback)
         assert fallback, "a spread plan over several domains has a fallback"
         # per-job zones name a job by its job label alone (plan/planner.py plan_group pins the rest)
         assert not (plan.detached or p.scope), "per-job zones for a job no label names"

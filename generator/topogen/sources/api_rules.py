@@ -81,6 +81,19 @@ def resource_name_problem(name: str) -> str | None:
 
 def quantity_problem(name: str, value: Fraction) -> str | None:
     """ValidateResourceQuantityValue: never negative; whole for integer resources."""
+    key = (name, value)
+    if key in _QUANTITY_PROBLEMS:  # a fleet repeats a few quantities thousands of times
+        return _QUANTITY_PROBLEMS[key]
+    problem = _quantity_problem(name, value)
+    if len(_QUANTITY_PROBLEMS) < 10_000:
+        _QUANTITY_PROBLEMS[key] = problem
+    return problem
+
+
+_QUANTITY_PROBLEMS: dict[tuple[str, Fraction], str | None] = {}
+
+
+def _quantity_problem(name: str, value: Fraction) -> str | None:
     if value < 0:
         return "must be greater than or equal to 0"
     if _integer(name) and math.ceil(value * 1000) % 1000:
@@ -130,7 +143,19 @@ def parse_network(text: str) -> tuple[Network, Address, str, str] | None:
     """Go's net.ParseCIDR with leading zeros allowed (k8s.io/utils ParseCIDRSloppy): the
     network (host bits cleared), the address, and the address and prefix length as
     written; None when it is no CIDR (no '/', no address, a prefix length beyond the
-    family's)."""
+    family's). The last answer is kept: a CIDR is checked, then read."""
+    global _last_network
+    if _last_network is not None and _last_network[0] == text:
+        return _last_network[1]
+    parsed = _parse_network(text)
+    _last_network = (text, parsed)
+    return parsed
+
+
+_last_network: tuple[str, tuple[Network, Address, str, str] | None] | None = None
+
+
+def _parse_network(text: str) -> tuple[Network, Address, str, str] | None:
     addr, slash, bits = text.partition("/")
     if not slash or not bits.isascii() or not bits.isdigit() or "%" in addr:
         return None

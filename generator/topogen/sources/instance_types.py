@@ -11,12 +11,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from topogen.autoscaling import InstanceTypeConfig, NodeGroupConfig
-from topogen.configerrors import config_error
+from topogen.config import InstanceTypeConfig, NodeGroupConfig, checked_entry
 from topogen.errors import InputError
-from topogen.fields import PATTERN_WORDS
 from topogen.model import NO_ZONE_PREFIX, Taint
 from topogen.nodepools import (
     ARCH_LABEL,
@@ -34,7 +30,7 @@ from topogen.sources.yamlio import expand_paths, iter_documents
 from topogen.yamltext import display_path
 
 if TYPE_CHECKING:
-    from topogen.autoscaling import AutoscalingConfig
+    from topogen.config import AutoscalingConfig
     from topogen.model import Node
 
 __all__ = [
@@ -99,12 +95,7 @@ def instance_types(
             if "offerings" in entry:
                 out.append(_kwok(entry, where, doc.path))
             else:
-                try:
-                    declared = InstanceTypeConfig.model_validate(entry)
-                except ValidationError as exc:
-                    raise config_error(
-                        exc, InstanceTypeConfig, entry, None, doc.path, PATTERN_WORDS, where
-                    ) from None
+                declared = checked_entry(InstanceTypeConfig, entry, doc.path, where)
                 out.append(_declared(declared, where, doc.path))
     twice = sorted(n for n, c in Counter(t.name for t in out).items() if c > 1)
     if twice:

@@ -47,7 +47,7 @@ from topogen.sources.live_objects import (
     pod_record,
 )
 from topogen.textui import step
-from topogen.yamlfast import YAML_UNSAFE_IN_JSON
+from topogen.yamlfast import yaml_unsafe_in_json
 
 __all__ = [
     "AUTOSCALING",
@@ -182,7 +182,7 @@ def json_yaml(doc: Any) -> str:
     """`doc` as indented JSON that PyYAML reads as the same data: characters YAML does
     not print or reads as line breaks are escaped (json.dumps leaves them raw)."""
     text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False)
-    return YAML_UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
+    return yaml_unsafe_in_json().sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 # --- one bounded read ------------------------------------------------------------------

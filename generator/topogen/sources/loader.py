@@ -35,9 +35,13 @@ if TYPE_CHECKING:  # the config model (pydantic) is not needed to read files
 
 __all__ = [
     "ClusterInputs",
+    "ClusterSources",
     "WorkloadInputs",
+    "finish_cluster_inputs",
     "load_cluster_inputs",
     "load_workload_inputs",
+    "read_cluster_policies",
+    "read_cluster_sources",
     "read_objects",
 ]
 
@@ -91,6 +95,29 @@ def load_cluster_inputs(
     """`services`: Services read elsewhere (beside the workloads), for toServices rules;
     `workload_objects`: the objects read beside the workloads, for the Kueue objects a
     GitOps repository holds (the cluster's own sources first: a snapshot's)."""
+    return finish_cluster_inputs(
+        cfg, read_cluster_sources(cfg, cluster), services, workload_objects
+    )
+
+
+@dataclass(frozen=True)
+class ClusterSources:
+    """What load_cluster_inputs reads before it needs anything read beside the workloads:
+    the nodes, the autoscalers' pools, the policy objects and the agent's settings."""
+
+    cluster: ClusterConfig
+    strict: bool  # the API server's CIDR rules of the cluster's Kubernetes version
+    nodes: list[Node]
+    node_objs: list[KubeObject]  # the objects of the node sources, pools aside
+    skipped: list[str]
+    policy_objs: list[KubeObject]
+    pools: list[NodePool]
+    pool_notes: list[Notice]
+    cilium: ClusterCilium | None
+
+
+def read_cluster_sources(cfg: TopogenConfig, cluster: ClusterConfig) -> ClusterSources:
+    """The first part of load_cluster_inputs (the same checks, in the same order)."""
     from topogen.sources.pools import is_pool_object  # autoscalers: only with a config
 
     base = cfg.base_dir
@@ -127,16 +154,42 @@ def load_cluster_inputs(
     # the agent's settings: its cilium-config among the cluster's files (topogen.yaml's keys
     # override them)
     cilium = read_cilium_config(policy_objs)
-    policies = read_policies(
-        policy_objs,
-        cluster.cilium.settings(cilium.values if cilium else None),
-        services,
-        strict_cidrs=strict,
+    return ClusterSources(
+        cluster, strict, nodes, node_objs, skipped, policy_objs, pools, pool_notes, cilium
     )
-    ns_objs = read_objects(cluster.namespaces, base, f"clusters.{cluster.name}.namespaces", cfg)
+
+
+def read_cluster_policies(src: ClusterSources, services: Sequence[Service] = ()) -> PolicySet:
+    """The cluster's policies (toServices rules read `services`)."""
+    cilium = src.cilium
+    return read_policies(
+        src.policy_objs,
+        src.cluster.cilium.settings(cilium.values if cilium else None),
+        services,
+        strict_cidrs=src.strict,
+    )
+
+
+def finish_cluster_inputs(
+    cfg: TopogenConfig,
+    src: ClusterSources,
+    services: Sequence[Service] = (),
+    workload_objects: Sequence[KubeObject] = (),
+    policies: PolicySet | None = None,
+) -> ClusterInputs:
+    """The rest of load_cluster_inputs: the policies (toServices rules read `services`;
+    `policies`: read already, with these services), the namespaces, the topology and the
+    Kueue objects."""
+    cluster, cilium = src.cluster, src.cilium
+    if policies is None:
+        policies = read_cluster_policies(src, services)
+    ns_objs = read_objects(
+        cluster.namespaces, cfg.base_dir, f"clusters.{cluster.name}.namespaces", cfg
+    )
+    node_objs, policy_objs = src.node_objs, src.policy_objs
     namespaces = {n.name: n for n in read_namespaces(ns_objs + node_objs + policy_objs)}
     topology = Topology(
-        nodes=tuple(sorted(nodes, key=lambda n: n.name)),
+        nodes=tuple(sorted(src.nodes, key=lambda n: n.name)),
         zone_label=cluster.zone_label,
         gpu_resources=tuple(cluster.gpu_resources),
         gpu_node_selector=dict(cluster.gpu_node_selector),
@@ -147,10 +200,10 @@ def load_cluster_inputs(
         topology,
         policies,
         namespaces,
-        tuple(skipped),
-        (*_zoneless(cluster.name, cluster.zone_label, topology), *pool_notes),
+        tuple(src.skipped),
+        (*_zoneless(cluster.name, cluster.zone_label, topology), *src.pool_notes),
         cilium=cilium,
-        pools=tuple(pools),
+        pools=tuple(src.pools),
         kueue=kueue,
     )
 

@@ -3,7 +3,6 @@ folder), each file read once and parsed by topogen.yamltext."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
@@ -13,6 +12,11 @@ from typing import Any
 
 from topogen.errors import InputError
 from topogen.yamltext import display_path, load_yaml_text
+
+try:  # built in: hashlib would load OpenSSL first (milliseconds of every start-up)
+    from _blake2 import blake2b as _digest
+except ImportError:  # pragma: no cover (a Python built without it)
+    from hashlib import blake2b as _digest
 
 __all__ = ["MAX_FILE_BYTES", "Document", "expand_paths", "iter_documents"]
 
@@ -153,7 +157,7 @@ def _parsed(text: str, shown: str) -> list[Any]:
     """load_yaml_text, remembered for the last few files: one run reads some inputs twice
     (render's workload patches re-read the workloads). The documents are shared: callers
     treat them as read-only (KubeObject.body is a Mapping)."""
-    key = (shown, hashlib.sha1(text.encode("utf-8"), usedforsecurity=False).hexdigest())
+    key = (shown, _digest(text.encode("utf-8"), digest_size=20).hexdigest())
     hit = _PARSED.get(key)
     if hit is None:
         hit = _PARSED[key] = load_yaml_text(text, shown)

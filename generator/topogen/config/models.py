@@ -1,51 +1,59 @@
-"""Config (below sources): topogen.yaml, strict, and every rule that depends on it alone."""
+"""Config: topogen.yaml as pydantic models, the schema of its keys. They publish the JSON
+schema (init/schema.py) and the reference (docs/gen_reference.py), and word every error of
+a config the fast reader (records.py) cannot vouch for; commands run on records.py's
+records, so a config that reads cleanly never imports pydantic."""
 
 from __future__ import annotations
 
-import dataclasses
-import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
     StringConstraints,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
-from topogen.autoscaling import AutoscalingConfig
+from topogen.autoscaling import (
+    AutoscalingConfig,
+    InstanceTypeConfig,
+    NodeGroupConfig,
+    TaintConfig,
+)
 from topogen.cilium.labelfilter import LabelPrefixError, parse_prefix
-from topogen.configerrors import config_error, key_line
-from topogen.errors import InputError
+from topogen.config.rules import (
+    DEFAULT_RUNBOOK_URL,
+    DROP_REASON_PATTERN,
+    DURATION_PATTERN,
+    METRIC_PATTERN,
+    URL_PATTERN,
+    VERSION_PATTERN,
+    parse_port,
+)
+from topogen.config.rules import Engine as _Engine
 from topogen.fields import PATTERN_WORDS, InputPath, LabelKey, LabelValue, Name, Strict
 from topogen.model import CiliumSettings
-from topogen.names import dns_label_problem, name_limit
 from topogen.operators.registry import PROFILES, operator
-from topogen.yamltext import display_path, load_yaml_text
 
 __all__ = [
-    "API_VERSION",
+    "PATTERN_WORDS_ALL",
+    "AutoscalingConfig",
     "CiliumConfig",
     "ClusterConfig",
+    "Engine",
     "GatekeeperConfig",
     "GroupConfig",
+    "InstanceTypeConfig",
     "KyvernoConfig",
     "MonitoringConfig",
     "MonitoringMetrics",
+    "NodeGroupConfig",
+    "TaintConfig",
     "TopogenConfig",
-    "engine_version_problem",
-    "load_config",
-    "parse_port",
-    "with_default_namespace",
 ]
 
-API_VERSION = "topogen.io/v1alpha1"
-
-Engine = Literal["kyverno", "kyverno-legacy", "gatekeeper", "native"]
-
+Engine = _Engine
 
 _CILIUM = CiliumSettings()  # the defaults: Cilium's
 
@@ -84,16 +92,6 @@ class CiliumConfig(Strict):
                 raise ValueError(str(exc)) from None
         return value
 
-    def settings(self, cluster: Mapping[str, Any] | None = None) -> CiliumSettings:
-        """The model's CiliumSettings: Cilium's defaults, then what the cluster's
-        cilium-config sets (`cluster`: CiliumSettings fields), then the keys set here."""
-        values: dict[str, Any] = dict(cluster or {})
-        for f in dataclasses.fields(CiliumSettings):
-            if f.name in self.model_fields_set:
-                value = getattr(self, f.name)
-                values[f.name] = tuple(value) if isinstance(value, list) else value
-        return dataclasses.replace(_CILIUM, **values)
-
 
 class ClusterConfig(Strict):
     """`clusters[]`: one cluster, its inputs (files or folders, relative to topogen.yaml's
@@ -128,25 +126,6 @@ class ClusterConfig(Strict):
     autoscaling: AutoscalingConfig = Field(
         default_factory=lambda: AutoscalingConfig.model_validate({})
     )
-
-
-_PORT = re.compile(r"^(\d{1,5})(?:-(\d{1,5}))?(?:/(TCP|UDP|SCTP))?$")
-
-
-def parse_port(p: Any) -> tuple[str, int, int]:
-    """A port of groups[].ports (1-65535, "LO-HI", optionally "/TCP", "/UDP" or "/SCTP") as
-    (protocol, low, high); TCP unless it says otherwise. ValueError: not a port."""
-    if isinstance(p, int) and not isinstance(p, bool):
-        lo = hi = p
-        protocol = "TCP"
-    else:
-        m = _PORT.match(p) if isinstance(p, str) else None
-        if m is None:
-            raise ValueError(f"{p!r} is not a port: use 1-65535, LO-HI or PORT/PROTOCOL")
-        lo, hi, protocol = int(m[1]), int(m[2] or m[1]), m[3] or "TCP"
-    if not 1 <= lo <= hi <= 65535:
-        raise ValueError(f"{p!r} is not a port range within 1-65535")
-    return protocol, lo, hi
 
 
 class GroupConfig(Strict):
@@ -192,16 +171,6 @@ class GroupConfig(Strict):
             parse_port(p)
         return value
 
-    def port_ranges(self) -> dict[str, list[tuple[int, int]]] | None:
-        """protocol -> (low, high) of each port of `ports`, in order; None: not given."""
-        if not self.ports:
-            return None
-        out: dict[str, list[tuple[int, int]]] = {}
-        for p in self.ports:
-            protocol, lo, hi = parse_port(p)
-            out.setdefault(protocol, []).append((lo, hi))
-        return out
-
     @model_validator(mode="after")
     def _required_keys(self) -> GroupConfig:
         """The keys the profile's operator needs (custom: the labels and role values)."""
@@ -213,20 +182,17 @@ class GroupConfig(Strict):
         return self
 
 
-_DURATION = r"^\d+[smh]$"
+_DURATION = DURATION_PATTERN
 Duration = Annotated[str, StringConstraints(pattern=_DURATION)]
-# Hubble's drop reasons are enum names (POLICY_DENIED); they enter a PromQL regex
-_DROP_REASON = r"^[A-Za-z0-9_]{1,100}$"
+_DROP_REASON = DROP_REASON_PATTERN
 DropReason = Annotated[str, StringConstraints(pattern=_DROP_REASON)]
-# no braces: the URL enters alert annotations, which Prometheus expands as Go templates
-_URL = r"^https?://[^\s{}#]+$"
+_URL = URL_PATTERN
 RunbookUrl = Annotated[str, StringConstraints(pattern=_URL, max_length=2000)]
-DEFAULT_RUNBOOK_URL = "https://github.com/topogen/topogen/blob/main/docs/runbooks.md"
-_METRIC = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
+_METRIC = METRIC_PATTERN
 MetricName = Annotated[str, StringConstraints(pattern=_METRIC, max_length=200)]
-_VERSION = r"^1\.\d+$"
+_VERSION = VERSION_PATTERN
 # each pattern of the model in words, for its errors (configerrors.py)
-_PATTERN_WORDS = {
+PATTERN_WORDS_ALL = {
     **PATTERN_WORDS,
     _DURATION: "is not a duration such as 30s, 15m or 1h",
     _DROP_REASON: "is not a Hubble drop reason such as POLICY_DENIED",
@@ -362,135 +328,3 @@ class TopogenConfig(Strict):
                 if c not in known:
                     raise ValueError(f"group {g.name} names unknown cluster {c}")
         return self
-
-    def cluster(self, name: str) -> ClusterConfig:
-        for c in self.clusters:
-            if c.name == name:
-                return c
-        names = ", ".join(c.name for c in self.clusters)
-        raise InputError(f"no cluster named {name!r} (have: {names})", path=self.path)
-
-    def groups_for(self, cluster: str) -> list[GroupConfig]:
-        return [g for g in self.groups if g.clusters is None or cluster in g.clusters]
-
-    def engines_for(self, cluster: ClusterConfig) -> list[Engine]:
-        return list(cluster.engines or self.engines)
-
-    def validation_action_for(self, cluster: ClusterConfig) -> str:
-        return cluster.validation_action or self.validation_action
-
-
-# the oldest Kubernetes (major, minor) each engine's output works on, and why
-ENGINE_MIN_KUBERNETES = {"gatekeeper": ((1, 31), "matchLabelKeys in pod affinity")}
-# the API group of the policies each engine names after the group (render/intent.py names
-# them topogen-<group>-<suffix>; -validate is the longest suffix every group gets)
-_ENGINE_POLICIES = {
-    "kyverno": ("policies.kyverno.io/v1", "ValidatingPolicy"),
-    "kyverno-legacy": ("kyverno.io/v1", "ClusterPolicy"),
-}
-_LONGEST_SUFFIX = "-validate"
-
-
-def engine_version_problem(engine: str, kubernetes_version: str) -> str | None:
-    """Why the engine's output does not work on a cluster of this Kubernetes version."""
-    oldest = ENGINE_MIN_KUBERNETES.get(engine)
-    if oldest is None:
-        return None
-    (want, why) = oldest
-    major, minor = (int(p) for p in kubernetes_version.split("."))
-    if (major, minor) >= want:
-        return None
-    return (
-        f"engine {engine} needs Kubernetes {'.'.join(map(str, want))} or later ({why}); "
-        f"the cluster is configured as {kubernetes_version}"
-    )
-
-
-def _check_engines(cfg: TopogenConfig, shown: str, text: str | None) -> None:
-    """The rules that depend on the engines chosen: each cluster's Kubernetes version, and
-    the group names that become the names of policies whose names are limited."""
-
-    def line(*loc: str | int) -> int | None:
-        return key_line(text, loc) if text else None
-
-    for i, cluster in enumerate(cfg.clusters):
-        for engine in cfg.engines_for(cluster):
-            problem = engine_version_problem(engine, cluster.kubernetes_version)
-            if problem:
-                raise InputError(
-                    f"clusters.{cluster.name}.kubernetesVersion: {problem}",
-                    path=shown,
-                    line=line("clusters", i, "kubernetesVersion"),
-                    hint="use engine kyverno or native, or raise kubernetesVersion",
-                )
-    for i, group in enumerate(cfg.groups):
-        for cluster in (
-            c for c in cfg.clusters if group.clusters is None or c.name in group.clusters
-        ):
-            for engine in cfg.engines_for(cluster):
-                if engine not in _ENGINE_POLICIES:
-                    continue
-                api_version, kind = _ENGINE_POLICIES[engine]
-                name = f"topogen-{group.name}{_LONGEST_SUFFIX}"
-                limit, whose = name_limit(api_version)
-                size = len(name.encode())
-                if size > limit:
-                    raise InputError(
-                        f"groups.{group.name}.name: engine {engine} names a {kind} {name} "
-                        f"({size} bytes; {whose} allows {limit}): use a group name of at most "
-                        f"{len(group.name) - (size - limit)} characters",
-                        path=shown,
-                        line=line("groups", i, "name"),
-                    )
-
-
-def with_default_namespace(cfg: TopogenConfig, namespace: str | None) -> TopogenConfig:
-    """`cfg` with namespaced inputs that name no namespace put in `namespace` (-n)."""
-    if not namespace:
-        return cfg
-    problem = dns_label_problem(namespace)
-    if problem:
-        raise InputError(f"--namespace: {problem}")
-    return cfg.model_copy(update={"default_namespace": namespace})
-
-
-def load_config(path: str | Path, *, allow_outside: bool = False) -> TopogenConfig:
-    """Read and check topogen.yaml. Its input paths are confined to its folder (and the
-    folders below it, symlinks resolved) unless `allow_outside`."""
-    file = Path(path)
-    shown = display_path(file)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(
-            "config file not found", path=shown, hint="pass -c PATH or run `topogen init`"
-        ) from None
-    except UnicodeDecodeError:
-        raise InputError("file is not UTF-8 text", path=shown) from None
-    except OSError as exc:
-        raise InputError(f"cannot read config: {exc.strerror or exc}", path=shown) from None
-    docs = [d for d in load_yaml_text(text, shown) if d is not None]
-    if len(docs) != 1 or not isinstance(docs[0], dict):
-        raise InputError("config must be one YAML mapping (kind: TopogenConfig)", path=shown)
-    cfg = parse_config(docs[0], shown, file.parent, text)
-    if allow_outside:
-        return cfg
-    return cfg.model_copy(update={"root": file.parent.resolve()})
-
-
-def parse_config(
-    data: dict[str, Any], shown: str, base_dir: Path, text: str | None = None
-) -> TopogenConfig:
-    """`data` (read from `text`, whose lines errors name) as a TopogenConfig, checked."""
-    if data.get("apiVersion") != API_VERSION:
-        raise InputError(
-            f"apiVersion must be {API_VERSION}, got {data.get('apiVersion')!r}",
-            path=shown,
-            line=key_line(text, ("apiVersion",)) if text else None,
-        )
-    try:
-        cfg = TopogenConfig.model_validate(data)
-    except ValidationError as exc:
-        raise config_error(exc, TopogenConfig, data, text, shown, _PATTERN_WORDS) from None
-    _check_engines(cfg, shown, text)
-    return cfg.model_copy(update={"base_dir": base_dir, "path": shown})

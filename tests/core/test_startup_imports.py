@@ -1,0 +1,84 @@
+"""Start-up: a command imports what it runs and nothing heavy besides. `analyze` on a
+config the fast reader vouches for imports neither pydantic nor the render stage;
+`render` imports only the engines its config names; no command loads multiprocessing,
+ctypes or OpenSSL (hashlib) before it needs them. (How long a start-up takes is measured
+by bench/startup.py, not here.)"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ZONE_SPLIT = REPO / "examples" / "zone-split" / "topogen.yaml"
+
+# never on these commands' paths for the bundled example (the names of sys.modules)
+HEAVY = (
+    "pydantic", "pydantic_core", "multiprocessing", "ctypes", "_hashlib", "hashlib",
+    "tempfile", "shutil", "topogen.config.models", "topogen.configerrors", "topogen.fields",
+    "topogen.autoscaling",
+)  # fmt: skip
+# the engines' modules; zone-split names kyverno only
+OTHER_ENGINES = (
+    "topogen.render.gatekeeper", "topogen.render.gatekeeper_tests", "topogen.render.native",
+    "topogen.render.native_kueue", "topogen.render.kyverno_legacy",
+)  # fmt: skip
+
+
+def _modules_after(args: list[str]) -> set[str]:
+    """The modules a topogen command left in sys.modules (run in a fresh interpreter)."""
+    code = (
+        "import sys\n"
+        "from topogen.cli import main\n"
+        "try:\n"
+        f"    main({args!r}, prog_name='topogen')\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code in (0, 1, None), exc.code\n"
+        "print('--- modules', *sorted(sys.modules), sep='\\n', file=sys.stderr)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=REPO,
+    )
+    assert out.stdout  # it ran
+    return set(out.stderr.split("--- modules\n", 1)[1].split())
+
+
+def _found(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules for n in names if m == n or m.startswith(n + "."))
+
+
+def test_analyze_imports_no_pydantic_render_or_heavy_stdlib() -> None:
+    modules = _modules_after(["analyze", "-c", str(ZONE_SPLIT)])
+    assert "topogen.config.records" in modules and "topogen.pipeline.analyze" in modules
+    assert not _found(modules, HEAVY)
+    assert not _found(modules, ("jinja2", "topogen.render", "topogen.diff", "topogen.audit"))
+
+
+def test_render_imports_only_the_engines_its_config_names() -> None:
+    modules = _modules_after(["render", "--stdout", "-c", str(ZONE_SPLIT)])
+    assert "topogen.render.kyverno" in modules and "jinja2" in modules
+    assert not _found(modules, OTHER_ENGINES)
+    jinja_own = ("hashlib", "_hashlib", "tempfile", "shutil")  # jinja2.bccache imports them
+    assert not _found(modules, tuple(n for n in HEAVY if n not in jinja_own))
+
+
+@pytest.mark.parametrize("engine", ["gatekeeper", "native", "kyverno-legacy"])
+def test_render_imports_the_engine_a_config_names(tmp_path: Path, engine: str) -> None:
+    folder = tmp_path / "zone-split"
+    shutil.copytree(ZONE_SPLIT.parent, folder)
+    config = folder / "topogen.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + f"engines: [{engine}]\n", "utf-8")
+    modules = _modules_after(["render", "--stdout", "-c", str(config)])
+    wanted = f"topogen.render.{engine.replace('-', '_')}"
+    assert wanted in modules
+    assert not _found(modules, tuple(m for m in OTHER_ENGINES if not m.startswith(wanted)))
+    # (render.kyverno is imported by every render: kustomize and native share its names)
