@@ -359,13 +359,16 @@ def main(argv: Iterable[str] | None = None) -> int:
             kyv["fleet"] = fleet_name
         if not args.skip_admission:
             adm = _admission(tree, config, fleet_name, args, work / "admission")
-    text = report(results, start, kyv, args.runs, env, time.perf_counter() - began, adm)
+    # start-up and the race in the same run: their sections written now, their rows in the
+    # report's Targets table
+    more = _startup_rows(args)
+    if not args.skip_race:
+        more += _race_rows(args)
+    seconds = time.perf_counter() - began
+    text = report(results, start, kyv, args.runs, env, seconds, adm, more)
     old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
     args.out.write_text(keep_sections(text, old), encoding="utf-8")
     print(f"bench: wrote {args.out}", file=sys.stderr)
-    _startup(args)
-    if not args.skip_race:
-        _race(args)
     if not args.skip_argocd:
         argocd_bench.main(["--runs", str(args.runs), "--out", str(args.out)]
                           + ["--quick"] * args.quick)  # fmt: skip
@@ -426,27 +429,41 @@ def _race(args: argparse.Namespace) -> int:
         print(f"bench: no race: {racebench.race.CYCLONUS} is not built (make tools)",
               file=sys.stderr)  # fmt: skip
         return 0 if not args.race_only else 2
+    _race_rows(args)
+    return 0
+
+
+def _race_rows(args: argparse.Namespace) -> list[tuple[str, str, bool | None]]:
+    """The race measured, its section written; its Targets rows (none without Cyclonus)."""
+    if not racebench.race.CYCLONUS.exists():
+        return []
     subprocess.run([str(PYTHON), "-m", "compileall", "-q", str(ROOT / "generator")], check=True)
     sizes = args.race_workloads or ("100" if args.quick else "100,1000,5000")
     with tempfile.TemporaryDirectory(prefix="topogen-race-", dir=scratch()) as tmp:
-        section = racebench.run([int(n) for n in sizes.split(",")], args.runs, Path(tmp),
-                                full=args.race_full, fresh_peer=args.fresh_peer)  # fmt: skip
+        section, rows = racebench.run([int(n) for n in sizes.split(",")], args.runs, Path(tmp),
+                                      full=args.race_full, fresh_peer=args.fresh_peer)  # fmt: skip
     old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
     args.out.write_text(racebench.splice(old, section), encoding="utf-8")
     print(f"bench: wrote {args.out}", file=sys.stderr)
-    return 0
+    return rows
 
 
 def _startup(args: argparse.Namespace) -> int:
     """topogen's start-up over its stack's floor (bench/startup.py): its section replaced."""
+    _startup_rows(args)
+    return 0
+
+
+def _startup_rows(args: argparse.Namespace) -> list[tuple[str, str, bool | None]]:
+    """The start-up measured, its section written; its Targets rows."""
     print("bench: start-up ...", file=sys.stderr, flush=True)
     subprocess.run([str(PYTHON), "-m", "compileall", "-q", str(ROOT / "generator")], check=True)
     with tempfile.TemporaryDirectory(prefix="topogen-startup-", dir=scratch()) as tmp:
-        section, _ = startup_bench.run(args.startup_runs, Path(tmp), args.startup_baseline)
+        section, rows = startup_bench.run(args.startup_runs, Path(tmp), args.startup_baseline)
     old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
     args.out.write_text(startup_bench.splice(old, section), encoding="utf-8")
     print(f"bench: wrote {args.out}", file=sys.stderr)
-    return 0
+    return list(rows)
 
 
 def _compare(args: argparse.Namespace) -> int:

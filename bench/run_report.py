@@ -128,8 +128,10 @@ def targets(
     kyv: dict[str, Any] | None,
     start: float,
     adm: dict[str, Any] | None = None,
+    more: Sequence[tuple[str, str, bool | None]] = (),
 ) -> list[str]:
-    """The issue's targets, each with what was measured and whether it holds."""
+    """The issue's targets, each with what was measured and whether it holds; `more`: the
+    rows of the measures with sections of their own (start-up, the race), same run."""
     out = ["| target | measured | holds |", "|---|---|---|"]
 
     def row(target: str, measured: str, ok: bool | None) -> None:
@@ -176,6 +178,8 @@ def targets(
             f"({kyv['fleet']} fleet, {kyv['pods']} pods)", kyv["ratio"] <= 1.5)  # fmt: skip
     for target, measured, ok in admission_bench.target_rows(adm or {}):
         row(target, measured, ok)
+    for target, measured, ok in more:
+        row(target, measured, ok)
     same = all(len(r["analyze"].digests) == 1 and len(r["render"].digests) == 1 for r in results)
     row("output byte-identical across runs, every size", "yes" if same else "differs", same)
     return out
@@ -189,6 +193,7 @@ def report(
     env: list[str],
     seconds: float,
     adm: dict[str, Any] | None = None,
+    more: Sequence[tuple[str, str, bool | None]] = (),
 ) -> str:
     head = (
         "| fleet | nodes | zones | policies | jobs | input | input MB | analyze s "
@@ -237,7 +242,7 @@ def report(
         "",
         "## Targets",
         "",
-        *targets(results, kyv, start, adm),
+        *targets(results, kyv, start, adm, more),
         "",
         "## Fleets",
         "",

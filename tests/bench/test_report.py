@@ -26,7 +26,7 @@ import schedbench  # noqa: E402
 import startup  # noqa: E402
 
 LARGE = fleet.SIZES["large"]
-SPEED = "race: `topogen connectivity` no slower than Cyclonus, every size"
+SPEED = "race: `topogen connectivity` at least 10x faster than Cyclonus from 1,000 workloads"
 SAME = "race: the same answers as Cyclonus, every pair and port compared"
 
 
@@ -99,8 +99,18 @@ def test_targets_hold_when_the_numbers_do() -> None:
     assert "| admission p50, generated / reference: 1.19x (large fleet, 2000 pods) |" in text
     assert "| admission p99, generated / reference: 1.50x (large fleet, 2000 pods) |" in text
     assert "| Gatekeeper admission p50, generated / reference: 1.20x (large fleet" in text
-    race_got = _verdicts(racebench.targets(_races(0.5, 0.6)))
+    race_got = _verdicts(racebench.targets(_races(0.5, 5.0)))
     assert race_got == {SPEED: "yes", SAME: "yes"}
+    # 10x is asked from 1,000 workloads: slower at 100 (start-up bound) is no failure
+    fast_when_large = _races(0.5, 5.0)
+    fast_when_large[0]["cyclonus"] = _measured(0.3)
+    assert _verdicts(racebench.targets(fast_when_large))[SPEED] == "yes"
+    # and measured below 1,000 only, the target is not measured
+    assert _verdicts(racebench.targets(_races(0.5, 5.0)[:1]))[SPEED] == "n/a"
+    # rows of start-up and the race join the Targets table (run.py passes them, same run)
+    more = [("start-up: `topogen analyze` at most 50 ms of CPU over the floor", "40 ms", True)]
+    joined = _verdicts(run_report.targets(_fleet(1.2, 1.4, 0.8), kyv, 0.0, adm, more))
+    assert joined["start-up: `topogen analyze` at most 50 ms of CPU over the floor"] == "yes"
 
 
 def test_targets_fail_when_the_numbers_do() -> None:
@@ -384,15 +394,16 @@ def test_the_race_section_lists_sizes_times_and_disagreements() -> None:
 
 
 def test_a_sampled_peer_is_a_lower_bound_and_projected() -> None:
-    races = _races(0.5, 2.0)
+    races = _races(0.2, 2.0)
     races[2].update(every=25, fixed=_measured(1.0))  # 5,000: 200 senders, 1 s fixed
+    assert _verdicts(racebench.targets(races))[SPEED] == "yes"  # 10x, a lower bound
     text = "\n".join(racebench.report_lines(races, runs=3))
     # per sender (2.0 - 1.0) s over 200 of 5,000 senders: 1 + 1 * 25 = 26 s projected
     assert "| &ge; 2.00 | &ge; 2.00 | 26.00 |" in text
     assert "asked about 200 of 5,000 senders (every 25th)" in text
     assert "|\n\n- 5,000 workloads: Cyclonus asked" in text  # the notes after the table
     assert racebench.faster(races[2])
-    races[2]["cyclonus"] = _measured(0.4)  # the sample alone beats topogen: not shown faster
+    races[2]["cyclonus"] = _measured(0.1)  # the sample alone beats topogen: not shown faster
     assert not racebench.faster(races[2])
     assert _verdicts(racebench.targets(races))[SPEED] == "**no**"
 

@@ -72,14 +72,30 @@ class Controller:
 C = TypeVar("C", bound=Controller)
 
 
+# A controller that exits before it is ready is started again, as the kubelet restarts a
+# pod's container (restartPolicy Always): a loaded machine can run out a controller's own
+# start-up deadline (controller-runtime's cache sync, say), and in a cluster that is a
+# restart, not a failure. A controller that exits every time still fails the test.
+START_ATTEMPTS = 3
+
+
 def started(controller: C) -> C:
-    """The controller, started; stopped again if it did not come up."""
-    try:
-        controller.start()
-    except BaseException:
-        controller.stop()
-        raise
-    return controller
+    """The controller, started (again after an exit before it was ready, at most
+    START_ATTEMPTS times in all); stopped again if it did not come up."""
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            controller.start()
+            return controller
+        except RuntimeError as exc:
+            exited = controller.proc is not None and not controller.proc.alive()
+            controller.stop()
+            if not exited or attempt == START_ATTEMPTS:
+                raise
+            print(f"harness: {exc}\nharness: started again ({attempt + 1} of {START_ATTEMPTS})")
+        except BaseException:
+            controller.stop()
+            raise
+    raise AssertionError("unreachable")
 
 
 def plane_with(
