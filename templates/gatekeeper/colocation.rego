@@ -3,7 +3,8 @@
 #
 # The same checks, messages and reference semantics as topogen's CEL ValidatingPolicy
 # (render/cel.py, render/reference.py). Every value comes from input.parameters
-# (the Constraint); nothing here is specific to a group.
+# (the Constraint); nothing here is specific to a group. The parameters hold what a pod
+# is looked up in (zoneSet, deniedPairs), so a pod costs lookups, not walks of tables.
 package topogen.colocation
 
 pod := input.review.object
@@ -26,34 +27,24 @@ namespace := ns if {
 	ns != ""
 } else := object.get(input.review, "namespace", "")
 
-# --- which pods: the group's namespaces, its job label, a role, not placed by Kueue TAS
+# --- which pods: the group's namespaces, its job label, a role, not placed by Kueue TAS.
+# A selector comes as lookups: {"in": {key: {value: true}}, "notIn": {key: {value: true}},
+# "exists": [key], "absent": [key]} (matchLabels as `in` of one value).
 
-requirement_holds(r) if {
-	r.operator == "In"
-	labels[r.key] in r.values
-}
-
-requirement_holds(r) if {
-	r.operator == "NotIn"
-	not labels[r.key] in r.values
-}
-
-requirement_holds(r) if {
-	r.operator == "Exists"
-	r.key in object.keys(labels)
-}
-
-requirement_holds(r) if {
-	r.operator == "DoesNotExist"
-	not r.key in object.keys(labels)
-}
+has_label(key) if labels[key]
 
 selector_matches(sel) if {
-	every key, value in object.get(sel, "matchLabels", {}) {
-		labels[key] == value
+	every key, values in sel.in {
+		values[labels[key]]
 	}
-	every r in object.get(sel, "matchExpressions", []) {
-		requirement_holds(r)
+	every key, values in sel.notIn {
+		not values[labels[key]]
+	}
+	every key in sel.exists {
+		has_label(key)
+	}
+	every key in sel.absent {
+		not has_label(key)
 	}
 }
 
@@ -63,8 +54,10 @@ is_coordinator if {
 }
 
 # a detached pod of a job (KubeRay's submitter: no job label) is pinned like the coordinator
-is_coordinator if {
-	not params.jobLabel in object.keys(labels)
+is_coordinator if detached
+
+detached if {
+	not has_label(params.jobLabel)
 	some sel in object.get(params, "detached", [])
 	selector_matches(sel)
 }
@@ -77,30 +70,28 @@ is_worker if {
 
 placed_by_kueue if {
 	some key in params.skipKeys
-	key in object.keys(labels)
+	has_label(key)
 }
 
 placed_by_kueue if {
 	some key in params.skipKeys
-	key in object.keys(annotations)
+	annotations[key]
 }
 
 placed_by_kueue if {
-	some gate in object.get(pod.spec, "schedulingGates", [])
+	some gate in object.get(spec, "schedulingGates", [])
 	gate.name == params.skipGate
 }
 
 in_group if {
 	namespace in params.namespaces
-	params.jobLabel in object.keys(labels)
+	has_label(params.jobLabel)
 	not placed_by_kueue
 }
 
 in_group if {
 	namespace in params.namespaces
-	not params.jobLabel in object.keys(labels)
-	some sel in object.get(params, "detached", [])
-	selector_matches(sel)
+	detached
 	not placed_by_kueue
 }
 
@@ -143,7 +134,7 @@ within_domain if {
 	every s in sets {
 		count(s) > 0
 		every v in s {
-			v in params.zones
+			params.zoneSet[v]
 		}
 	}
 }
@@ -202,10 +193,10 @@ violation contains {"msg": msg, "details": {"check": "worker-affinity"}} if {
 }
 
 violation contains {"msg": msg, "details": {"check": "identity"}} if {
-	in_group
-	any_role
 	params.identityLabel != ""
 	value := labels[params.identityLabel]
+	in_group
+	any_role
 	not identity_claim_holds(value)
 	msg := sprintf(
 		"pod %s: identity label %s=%s claims a zone the pod is not pinned to",
@@ -213,16 +204,19 @@ violation contains {"msg": msg, "details": {"check": "identity"}} if {
 	)
 }
 
+# deniedPairs: zone A -> zone B -> the policies that deny the pair, as the message names them
 violation contains {"msg": msg, "details": {"check": check}} if {
+	some a, pairs in params.deniedPairs
+	may_land[a]
+	some b, texts in pairs
+	may_land[b]
 	in_group
 	any_role
-	some pair in params.deniedZonePairs
-	pair.zoneA in may_land
-	pair.zoneB in may_land
-	check := sprintf("denied:%s:%s", [pair.zoneA, pair.zoneB])
+	some policies in texts
+	check := sprintf("denied:%s:%s", [a, b])
 	msg := sprintf(
 		"pod %s: node affinity spans %s and %s, whose traffic is denied by %s",
-		[pod_name, pair.zoneA, pair.zoneB, concat(", ", pair.policies)],
+		[pod_name, a, b, policies],
 	)
 }
 

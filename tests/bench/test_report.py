@@ -347,6 +347,26 @@ def test_gatekeeper_admission_report_and_reference() -> None:
     assert "**1.25x** at p50, **2.00x** at p99" in text
 
 
+def test_gatekeepers_cpu_splits_between_mutators_and_constraint() -> None:
+    """Mutators: mutators only over none; constraint: generated over mutators only."""
+    import admission_gatekeeper as agk
+
+    gk = _gatekeeper()
+    stats = gk["stats"]
+    assert agk.cpu_split(stats) is None  # not measured: no split, no line
+    for name, ms in (("none", 2.0), ("reference", 3.5), ("generated", 7.0)):
+        stats[name]["cpu"] = {"API server": 5.0, "Gatekeeper": ms}
+    stats[agk.MUTATORS] = stats["generated"] | {"p50": 4.5, "p99": 9.0, "cpu": {
+        "API server": 5.0, "Gatekeeper": 4.25}}  # fmt: skip
+    assert agk.cpu_split(stats) == {"reference": 1.5, "mutators": 2.25, "constraint": 2.75}
+    gk["kinds"] = {"Assign": 8, "ModifySet": 4, "ConstraintTemplate": 1, "TopogenX": 1}
+    text = "\n".join(agk.report_lines(gk))
+    assert f"| {agk.MUTATORS} | 10 | 10 | 2 |" in text
+    assert "12 mutators **2.25 ms**" in text and "ModifySet 1.50 ms" in text
+    assert "constraint **2.75 ms**" in text
+    assert "Mutators only / reference: 1.12x at p50, 1.12x at p99." in text
+
+
 def test_admission_only_splices_its_section_and_rows() -> None:
     import admission_bench
 

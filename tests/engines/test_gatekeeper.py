@@ -129,6 +129,102 @@ def test_workers_exclude_every_coordinator_selector() -> None:
     ]
 
 
+def _matches(reqs: list[dict[str, Any]], labels: dict[str, str]) -> bool:
+    """A label selector's requirements, as the API server reads them."""
+    for r in reqs:
+        have = labels.get(r["key"])
+        ok = {
+            "In": have is not None and have in r.get("values", ()),
+            "NotIn": have is None or have not in r.get("values", ()),
+            "Exists": have is not None,
+            "DoesNotExist": have is None,
+        }[r["operator"]]
+        if not ok:
+            return False
+    return True
+
+
+def test_union_matches_exactly_what_its_selectors_match() -> None:
+    """Over every labelling of three keys: the union's selectors match a pod exactly when
+    one of the given selectors does."""
+    import itertools
+    import random
+
+    from topogen.render.requirements import union
+
+    keys, values = ("a", "b", "c"), ("1", "2", "3")
+    labellings = [
+        {k: v for k, v in zip(keys, choice, strict=True) if v is not None}
+        for choice in itertools.product((None, *values), repeat=len(keys))
+    ]
+    rng = random.Random(7)
+
+    def requirement() -> dict[str, Any]:
+        op = rng.choice(("In", "In", "NotIn", "Exists", "DoesNotExist"))
+        r: dict[str, Any] = {"key": rng.choice(keys), "operator": op}
+        if op in ("In", "NotIn"):
+            r["values"] = rng.sample(values, rng.randint(1, 2))
+        return r
+
+    shrunk = 0
+    for _ in range(400):
+        given = [
+            [requirement() for _ in range(rng.randint(0, 2))] for _ in range(rng.randint(1, 4))
+        ]
+        got = union(given)
+        shrunk += len(got) < len(given)
+        for labels in labellings:
+            want = any(_matches(s, labels) for s in given)
+            assert any(_matches(s, labels) for s in got) == want, (given, got, labels)
+    assert shrunk > 50  # the cases do exercise the merging
+
+
+def test_the_constraint_holds_each_selector_as_lookups() -> None:
+    """A role's selector reaches the Rego as value sets per key: two `In` on a key keep
+    the values both allow, two `NotIn` deny what either denies, matchLabels is an `In`."""
+    from dataclasses import replace
+
+    from topogen.model import LabelSelector, Requirement
+    from topogen.render.gatekeeper import parameters
+
+    sel = LabelSelector(
+        match_labels=(("app", "x"),),
+        match_expressions=(
+            Requirement("role", "In", ("a", "b")),
+            Requirement("role", "In", ("b", "c")),
+            Requirement("tier", "NotIn", ("1",)),
+            Requirement("tier", "NotIn", ("2",)),
+            Requirement("gpu", "Exists"),
+            Requirement("spot", "DoesNotExist"),
+        ),
+    )
+    got = parameters(replace(synthetic_intent(), coordinator=(sel,)))["coordinators"]
+    assert got == [
+        {
+            "in": {"app": {"x": True}, "role": {"b": True}},
+            "notIn": {"tier": {"1": True, "2": True}},
+            "exists": ["gpu"],
+            "absent": ["spot"],
+        }
+    ]
+
+
+def test_every_role_is_pinned_by_one_mutator_per_field() -> None:
+    """The synthetic group's role selectors (role launcher; role node and rank 0; role
+    node or ps) are one selector: role launcher, node or ps."""
+    intent = synthetic_intent()
+    pins = [m for m in _objects(intent)[2:] if m["kind"] in ("Assign", "AssignMetadata")]
+    assert [m["spec"]["location"].split(".")[-1] for m in pins][:1] == [
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert len(pins) == 2
+    for m in pins:
+        exprs = m["spec"]["match"]["labelSelector"]["matchExpressions"]
+        assert exprs[1 + len(intent.skip_keys) :] == [
+            {"key": "example.com/role", "operator": "In", "values": ["launcher", "node", "ps"]}
+        ]
+
+
 def test_location_keys_are_quoted() -> None:
     assert location_key("topology.kubernetes.io/zone") == '"topology.kubernetes.io/zone"'
     assert location_key('a"b\\c') == '"a\\"b\\\\c"'

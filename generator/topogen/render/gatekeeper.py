@@ -41,6 +41,7 @@ from topogen.render.cel import toleration_dicts
 from topogen.render.intent import (
     MUTATE,
     AdmissionIntent,
+    Bucket,
     Exclusion,
     anti_affinity_term,
     buckets,
@@ -49,7 +50,13 @@ from topogen.render.intent import (
     named_jobs,
     policy_metadata,
 )
-from topogen.render.requirements import Req, disjunctive, expressions, requirements, selector
+from topogen.render.requirements import (
+    Req,
+    disjunctive,
+    requirements,
+    selector,
+    union,
+)
 from topogen.render.vocabulary import (
     DESCRIPTION,
     NODE_AFFINITY,
@@ -199,6 +206,17 @@ def _coordinator_selectors(intent: AdmissionIntent) -> list[tuple[str, list[Req]
     return out
 
 
+def _role_pods(intent: AdmissionIntent) -> list[tuple[str, list[Req], bool]]:
+    """(name, requirements, detached): as few selectors as match exactly the pods of every
+    role selector (pinning is the same for every role: one mutator per field each), then
+    as few for the detached pods."""
+    roles = [requirements(s) for s in (*intent.coordinator, *intent.worker)]
+    out = [(f"roles-{n}", reqs, False) for n, reqs in enumerate(union(roles))]
+    detached = union([requirements(d) for d in intent.detached])
+    out += [(f"detached-{n}", reqs, True) for n, reqs in enumerate(detached)]
+    return out
+
+
 def _tolerations(intent: AdmissionIntent) -> list[_Mutator]:
     # as the API server stores a toleration: without empty fields (its typed Pod drops
     # them, so at admission an `effect: ""` never reaches a mutator and a value holding
@@ -240,15 +258,9 @@ def _pod_affinity(intent: AdmissionIntent) -> list[_Mutator]:
     return out
 
 
-def _pinning(
-    intent: AdmissionIntent, role: str, reqs: Sequence[Req], detached: bool = False
-) -> list[_Mutator]:
-    """Node affinity to the domain and the identity label: once, or per bucket of jobs
-    (the job label In the bucket's jobs, or NotIn the named ones) when zones are per job
-    (never with detached pods: they carry no job label to bucket by)."""
-    if not intent.per_job:
-        selector = _label_selector(intent, reqs, detached)
-        return _pin(intent, role, selector, intent.zones, intent.identity)
+def _job_buckets(intent: AdmissionIntent) -> list[tuple[str, list[Req], Bucket]]:
+    """Per bucket of jobs (zones per job): its name, and the job label In the bucket's
+    jobs, or NotIn the named ones."""
     out = []
     for k, b in enumerate(buckets(intent)):
         named = named_jobs(intent, b.namespace)
@@ -259,9 +271,32 @@ def _pinning(
             if named
             else []
         )
+        out.append((str(k + 1), job, b))
+    return out
+
+
+def _pinning(
+    intent: AdmissionIntent, name: str, reqs: Sequence[Req], detached: bool
+) -> list[_Mutator]:
+    """Node affinity to the domain and the identity label: once, or per bucket of jobs
+    when zones are per job (never with detached pods: they carry no job label to bucket
+    by)."""
+    if not intent.per_job:
+        selector = _label_selector(intent, reqs, detached)
+        return _pin(intent, name, selector, intent.zones, intent.identity)
+    out = []
+    for k, job, b in _job_buckets(intent):
         selector = _label_selector(intent, [*reqs, *job])
-        out += _pin(intent, f"{role}-{k + 1}", selector, b.zones, b.identity, (b.namespace,))
-        out += _exclude(intent, f"{role}-{k + 1}", selector, b.excludes, (b.namespace,))
+        out += _pin(intent, f"{name}-{k}", selector, b.zones, b.identity, (b.namespace,))
+    return out
+
+
+def _exclusions(intent: AdmissionIntent, role: str, reqs: Sequence[Req]) -> list[_Mutator]:
+    """A queued job's anti-affinity terms, per role selector and bucket of jobs."""
+    out = []
+    for k, job, b in _job_buckets(intent):
+        selector = _label_selector(intent, [*reqs, *job])
+        out += _exclude(intent, f"{role}-{k}", selector, b.excludes, (b.namespace,))
     return out
 
 
@@ -348,79 +383,96 @@ def _pin(
 
 
 def _mutators(intent: AdmissionIntent) -> list[_Mutator]:
-    """Coordinators: tolerations; workers: pod affinity; every role: pinning (a pod of
-    both a coordinator and a worker selector is a coordinator, and pinned either way)."""
-    roles = _coordinator_selectors(intent)
-    roles += [(f"worker-{n}", requirements(s), False) for n, s in enumerate(intent.worker)]
+    """Coordinators: tolerations; workers: pod affinity; the pods of every role: pinning
+    (a pod of both a coordinator and a worker selector is a coordinator, and pinned either
+    way); a queued job's role pods: its exclusions."""
     out = _tolerations(intent) + _pod_affinity(intent)
-    for role, reqs, detached in roles:
-        out += _pinning(intent, role, reqs, detached)
+    for name, reqs, detached in _role_pods(intent):
+        out += _pinning(intent, name, reqs, detached)
+    if intent.per_job:
+        roles = _coordinator_selectors(intent)
+        roles += [(f"worker-{n}", requirements(s), False) for n, s in enumerate(intent.worker)]
+        for role, reqs, _ in roles:
+            out += _exclusions(intent, role, reqs)
     return out
 
 
 # --- the checks --------------------------------------------------------------------------
 
 
-def parameters(intent: AdmissionIntent) -> dict[str, Any]:
-    def both(s: LabelSelector) -> dict[str, Any]:  # the Rego reads both, empty or not
-        return {"matchLabels": dict(s.match_labels), "matchExpressions": expressions(s)}
+def _lookups(sel: LabelSelector) -> dict[str, Any]:
+    """A selector as the Rego looks labels up in it: `in` and `notIn` value sets per key
+    (two `In` on a key: the values both allow; two `NotIn`: either denies), keys that must
+    exist and keys that must be absent (matchLabels: `in` of one value)."""
+    out: dict[str, Any] = {"in": {}, "notIn": {}, "exists": [], "absent": []}
+    for r in requirements(sel):
+        key, op = r["key"], r["operator"]
+        if op == "In":
+            values = [v for v in r["values"] if key not in out["in"] or v in out["in"][key]]
+            out["in"][key] = dict.fromkeys(values, True)
+        elif op == "NotIn":
+            out["notIn"].setdefault(key, {}).update(dict.fromkeys(r["values"], True))
+        else:
+            out["exists" if op == "Exists" else "absent"].append(key)
+    return out
 
+
+def parameters(intent: AdmissionIntent) -> dict[str, Any]:
+    """The Constraint's parameters: the group's values, each in the form the Rego looks a
+    pod up in (selectors as value sets, the zones as a set, the denied pairs by zone and
+    zone), so a pod costs lookups, not walks of tables."""
+    denied: dict[str, dict[str, list[str]]] = {}
+    for a, b, policies in intent.denied_zone_pairs:
+        denied.setdefault(a, {}).setdefault(b, []).append(", ".join(policies))
     return {
         "group": intent.group,
         "namespaces": list(intent.namespaces),
         "jobLabel": intent.job_label,
-        "coordinators": [both(s) for s in intent.coordinator],
-        "workers": [both(s) for s in intent.worker],
-        **({"detached": [both(s) for s in intent.detached]} if intent.detached else {}),
+        "coordinators": [_lookups(s) for s in intent.coordinator],
+        "workers": [_lookups(s) for s in intent.worker],
+        **({"detached": [_lookups(s) for s in intent.detached]} if intent.detached else {}),
         "skipKeys": list(intent.skip_keys),
         "skipGate": intent.skip_gate,
         "zoneLabel": intent.zone_label,
-        "zones": list(intent.zones),
+        "zones": list(intent.zones),  # for the message
+        "zoneSet": dict.fromkeys(intent.zones, True),
         "topologyKey": intent.topology_key,
         "identityLabel": intent.identity_label or "",
-        "deniedZonePairs": [
-            {"zoneA": a, "zoneB": b, "policies": list(p)} for a, b, p in intent.denied_zone_pairs
-        ],
+        "deniedPairs": denied,
     }
 
 
 def _schema() -> dict[str, Any]:
     string: dict[str, Any] = {"type": "string"}
     strings: dict[str, Any] = {"type": "array", "items": string}
-    selector = {
+    value_sets = {
         "type": "object",
-        "properties": {
-            "matchLabels": {"type": "object", "additionalProperties": string},
-            "matchExpressions": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {"key": string, "operator": string, "values": strings},
-                },
-            },
-        },
+        "additionalProperties": {"type": "object", "additionalProperties": {"type": "boolean"}},
     }
+    lookups = {
+        "type": "object",
+        "properties": {"in": value_sets, "notIn": value_sets, "exists": strings, "absent": strings},
+    }
+    selectors = {"type": "array", "items": lookups}
     return {
         "type": "object",
         "properties": {
             "group": string,
             "namespaces": strings,
             "jobLabel": string,
-            "coordinators": {"type": "array", "items": selector},
-            "workers": {"type": "array", "items": selector},
-            "detached": {"type": "array", "items": selector},
+            "coordinators": selectors,
+            "workers": selectors,
+            "detached": selectors,
             "skipKeys": strings,
             "skipGate": string,
             "zoneLabel": string,
             "zones": strings,
+            "zoneSet": {"type": "object", "additionalProperties": {"type": "boolean"}},
             "topologyKey": string,
             "identityLabel": string,
-            "deniedZonePairs": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {"zoneA": string, "zoneB": string, "policies": strings},
-                },
+            "deniedPairs": {
+                "type": "object",
+                "additionalProperties": {"type": "object", "additionalProperties": strings},
             },
         },
     }

@@ -2,7 +2,8 @@
 only, as the API server wants them; sources/label_selectors.py is the one reader), and the
 algebra Gatekeeper's mutators need: a label selector ANDs its requirements and cannot
 negate a selector of several, so "a worker and no coordinator" is written in disjunctive
-form."""
+form, nor OR several, so the pods of several selectors take as few selectors as `union`
+finds (each selector is one more mutator Gatekeeper matches every pod against)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ from typing import Any
 
 from topogen.model import LabelSelector, Requirement
 
-__all__ = ["Req", "disjunctive", "expressions", "requirement", "requirements", "selector"]
+__all__ = [
+    "Req",
+    "disjunctive",
+    "expressions",
+    "requirement",
+    "requirements",
+    "selector",
+    "union",
+]
 
 Req = dict[str, Any]  # a label selector requirement, as written in a selector
 
@@ -89,3 +98,58 @@ def disjunctive(base: list[Req], negated_selectors: Sequence[LabelSelector]) -> 
             if reqs not in out:
                 out.append(reqs)
     return out
+
+
+def _implies(have: Sequence[Req], r: Req) -> bool:
+    """Does every set of labels that meets all of `have` meet r?"""
+    if r in have:
+        return True
+    op, values = r["operator"], set(r.get("values", ()))
+    for s in have:
+        if s["key"] != r["key"]:
+            continue
+        held, vals = s["operator"], set(s.get("values", ()))
+        if held == "In" and (
+            op == "Exists"
+            or (op == "In" and vals <= values)
+            or (op == "NotIn" and not vals & values)
+        ):
+            return True
+        if held == "NotIn" and op == "NotIn" and values <= vals:
+            return True
+        if held == op == "Exists" or (held == "DoesNotExist" and op in ("DoesNotExist", "NotIn")):
+            return True
+    return False
+
+
+def _merged(a: list[Req], b: list[Req]) -> list[Req] | None:
+    """One selector for a OR b where they differ only in the values of one `In` on a key."""
+    only_a = [r for r in a if r not in b]
+    only_b = [r for r in b if r not in a]
+    if len(only_a) != 1 or len(only_b) != 1:
+        return None
+    ra, rb = only_a[0], only_b[0]
+    if ra["key"] != rb["key"] or ra["operator"] != "In" or rb["operator"] != "In":
+        return None
+    values = ra["values"] + [v for v in rb["values"] if v not in ra["values"]]
+    return [{**r, "values": values} if r is ra else r for r in a]
+
+
+def union(selectors: Sequence[list[Req]]) -> list[list[Req]]:
+    """Selectors (each a list of requirements, ANDed) that together match exactly what
+    any of `selectors` matches: fewer where one selector's matches are another's, or two
+    differ only in the values of one `In` on the same key (A, k In X | A, k In Y: A, k In
+    X+Y). In order of first appearance."""
+    out = [list(s) for s in selectors]
+    while True:
+        for i, j in itertools.permutations(range(len(out)), 2):
+            if all(_implies(out[i], r) for r in out[j]):  # out[i] matches nothing more
+                del out[i]
+                break
+            merged = _merged(out[i], out[j])
+            if merged is not None:
+                out[i] = merged
+                del out[j]
+                break
+        else:
+            return out
