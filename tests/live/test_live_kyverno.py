@@ -326,7 +326,17 @@ def test_kyverno_down_the_rendered_fail_rejects_group_pods_only(
             'Internal error occurred: failed calling webhook "mpol.validate.kyverno.svc-fail-'
             in (body["message"])
         )
-        assert "connect: connection refused" in body["message"], body
+        # nothing listens: a new connection is refused; a connection the API server kept
+        # open to the killed process fails on its first write instead (a loaded machine
+        # can leave one pooled while the process dies)
+        assert any(
+            e in body["message"]
+            for e in (
+                "connect: connection refused",
+                "write: broken pipe",
+                "connection reset by peer",
+            )
+        ), body
     status, body, _ = create_pod_raw(cp, outsider, dry_run=False)
     assert status == 201 and project(body) == project(outsider), body
 
