@@ -70,6 +70,8 @@ class Gatekeeper(Controller):
     proc: Process | None = None
     installed_args: list[str] = field(default_factory=list)
     configs: list[dict[str, Any]] = field(default_factory=list)
+    released: list[dict[str, Any]] = field(default_factory=list)  # configs as released
+    ca: bytes = b""
 
     def install(self) -> None:
         manifest = self.module / "deploy" / "gatekeeper.yaml"
@@ -99,8 +101,14 @@ class Gatekeeper(Controller):
         }
         kube.create(f"/api/v1/namespaces/{NAMESPACE}/pods", pod, exist_ok=True)
         self.port = self.port or free_port()
-        ca = loopback_certificates(self.work / "certs", "gatekeeper-test-ca")
-        self.configs = [by_url(d, self.port, ca) for d in docs if d["kind"] in CONFIGS]
+        self.ca = loopback_certificates(self.work / "certs", "gatekeeper-test-ca")
+        self.released = [d for d in docs if d["kind"] in CONFIGS]
+        self.configs = [by_url(d, self.port, self.ca) for d in self.released]
+        self.register(self.configs)
+
+    def before_restart(self) -> None:
+        self.port, self.health = free_port(), free_port()
+        self.configs = [by_url(d, self.port, self.ca) for d in self.released]
         self.register(self.configs)
 
     def register(self, configs: Sequence[Mapping[str, Any]]) -> None:

@@ -186,6 +186,9 @@ class Kyverno(Controller):
     def env(self) -> dict[str, str]:
         return out_of_cluster_env(self.installed_env, self.work, f"{DEPLOYMENT}-out-of-cluster")
 
+    def before_restart(self) -> None:
+        self.port = 0  # a new one: Kyverno registers its webhooks at it
+
     def start(self) -> None:
         if not self.installed_args:
             self.install()

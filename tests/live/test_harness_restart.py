@@ -32,9 +32,14 @@ class Flaky(Controller):
     failures: int
     proc: Process | None = None
     port: int = 0
+    ports: int = 0  # how many ports it was given
+
+    def before_restart(self) -> None:
+        self.port = 0
 
     def start(self) -> None:
-        self.port = self.port or free_port()
+        if not self.port:
+            self.port, self.ports = free_port(), self.ports + 1
         argv = [sys.executable, "-c", FLAKY, str(self.work / "runs"), str(self.port),
                 str(self.failures)]  # fmt: skip
         self.proc = Process("flaky", argv, self.work / "flaky.log")
@@ -47,6 +52,7 @@ def test_a_controller_that_exits_before_ready_is_started_again(tmp_path: Path) -
     try:
         assert flaky.alive()
         assert (tmp_path / "runs").read_text() == str(START_ATTEMPTS)
+        assert flaky.ports == START_ATTEMPTS  # a new port for each start
     finally:
         flaky.stop()
 

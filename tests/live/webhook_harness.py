@@ -47,6 +47,10 @@ class Controller:
     def start(self) -> None:
         raise NotImplementedError
 
+    def before_restart(self) -> None:
+        """Before a start after an exit (webhook_harness.started): new ports, since another
+        process may have taken a port this one chose (a port is free only when chosen)."""
+
     def wait_ready(self, name: str, url: str) -> None:
         """Until the controller's plain-HTTP readiness endpoint answers 200."""
         wait_until(
@@ -92,6 +96,7 @@ def started(controller: C) -> C:
             if not exited or attempt == START_ATTEMPTS:
                 raise
             print(f"harness: {exc}\nharness: started again ({attempt + 1} of {START_ATTEMPTS})")
+            controller.before_restart()
         except BaseException:
             controller.stop()
             raise
