@@ -27,6 +27,7 @@ __all__ = [
     "config_option",
     "main",
     "namespace_option",
+    "resolve_config_path",
     "run",
     "verbose_option",
 ]
@@ -277,7 +278,7 @@ def main() -> None:
     """Co-locate distributed training groups where their network policy allows their traffic."""
 
 
-def _config_path(ctx: click.Context, param: click.Parameter, value: str) -> str:
+def resolve_config_path(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """-c DIR reads DIR/topogen.yaml."""
     if value and os.path.isdir(value):
         return os.path.join(value, "topogen.yaml")
@@ -293,7 +294,7 @@ def config_option(f: F) -> F:
         show_default=True,
         metavar="FILE|DIR",
         type=click.Path(),
-        callback=_config_path,
+        callback=resolve_config_path,
         help="the topogen.yaml to read (a folder: its topogen.yaml)",
     )(f)
 

@@ -14,10 +14,10 @@ import click
 
 from topogen.cli import (
     SHORT_HELP,
-    _config_path,
     allow_outside_option,
     cluster_choice_option,
     main,
+    resolve_config_path,
     verbose_option,
 )
 from topogen.cli.output import json_as_yaml
@@ -103,7 +103,7 @@ _FORMATS = ("json", "yaml")
     "config_path",
     metavar="FILE|DIR",
     type=click.Path(),
-    callback=_config_path,
+    callback=resolve_config_path,
     help="also record where the jobs of this topogen.yaml's groups run (their bound pods; "
     "needs list on pods in the groups' namespaces)",
 )
