@@ -103,11 +103,14 @@ class Gatekeeper(Controller):
         self.port = self.port or free_port()
         self.ca = loopback_certificates(self.work / "certs", "gatekeeper-test-ca")
         self.released = [d for d in docs if d["kind"] in CONFIGS]
-        self.configs = [by_url(d, self.port, self.ca) for d in self.released]
-        self.register(self.configs)
+        self._register_at_port()
 
     def before_restart(self) -> None:
         self.port, self.health = free_port(), free_port()
+        self._register_at_port()
+
+    def _register_at_port(self) -> None:
+        """The released webhook configurations, calling this process's port."""
         self.configs = [by_url(d, self.port, self.ca) for d in self.released]
         self.register(self.configs)
 
