@@ -57,12 +57,15 @@ def _command_started(side: Sidecar, since: int) -> bool:
 
 def _escaped(side: Sidecar) -> list[int]:
     """Processes of the plugin left in a process group of their own, out of reach of the
-    group kill: a live group leader in the sidecar's session other than the server (the
-    command Argo CD started, the leader of its group, is dead and reaped by then)."""
+    group kill: a live group leader in the sidecar's session other than the server. The
+    command Argo CD started leads its group; killed, it may still be a zombie, not yet
+    reaped by the server on a loaded machine: dead, so not counted."""
     out = []
     for pid in side.session():
-        with contextlib.suppress(ProcessLookupError):
-            if os.getpgid(pid) == pid:
+        with contextlib.suppress(OSError):
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            state = stat[stat.rindex(")") + 2 :].split()[0]
+            if state != "Z" and os.getpgid(pid) == pid:
                 out.append(pid)
     return out
 
