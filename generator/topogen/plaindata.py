@@ -26,6 +26,8 @@ from typing import Any, TypeVar
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from topogen.blockyaml import block_yaml
+
 __all__ = ["copy_plain", "dump_yaml"]
 
 T = TypeVar("T")
@@ -155,6 +157,10 @@ def _node(value: Any, seen: set[int]) -> Node:
 
 def dump_yaml(value: Any, *, width: int, allow_unicode: bool) -> str:
     """yaml.dump(value, Dumper=CSafeDumper, sort_keys=True, default_flow_style=False, ...)."""
+    if width == 10_000 and allow_unicode:  # as every render writes its documents
+        text = block_yaml(value, _node, _Dumper)
+        if text is not None:
+            return text
     try:
         node = _node(value, set())
     except _Uncovered:
