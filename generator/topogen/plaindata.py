@@ -5,7 +5,8 @@ container referenced twice is copied twice, which plain data never notices).
 
 `dump_yaml` is yaml.dump(..., sort_keys=True, default_flow_style=False) with the
 representer's work done in one pass: it builds the same nodes SafeRepresenter builds
-and hands them to the same (C) serializer. A tree it does not cover (a container
+and hands them to the same (C) serializer; with the width and Unicode a render uses,
+blockyaml.py first writes the document line by line. A tree it does not cover (a container
 referenced twice, which PyYAML writes as an anchor and alias; any type but dict, list,
 str, int, float, bool and None) goes to yaml.dump itself.
 
@@ -25,6 +26,8 @@ from typing import Any, TypeVar
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from topogen.blockyaml import block_yaml
 
 __all__ = ["copy_plain", "dump_yaml"]
 
@@ -155,6 +158,10 @@ def _node(value: Any, seen: set[int]) -> Node:
 
 def dump_yaml(value: Any, *, width: int, allow_unicode: bool) -> str:
     """yaml.dump(value, Dumper=CSafeDumper, sort_keys=True, default_flow_style=False, ...)."""
+    if width == 10_000 and allow_unicode:  # as every render writes its documents
+        block = block_yaml(value, _node, _Dumper)
+        if block is not None:
+            return block
     try:
         node = _node(value, set())
     except _Uncovered:

@@ -426,3 +426,15 @@ def test_lazy_blocked_paths_cross_listed_when_nothing_can_list_them_again() -> N
 
     got = map_groups(job, 4, 2, Shared(), order=[3, 2, 1, 0])
     assert [list(p) for p in got] == [[f"{i}a", f"{i}b"] for i in range(4)]
+
+
+def test_an_item_that_raises_raises_as_in_one_process() -> None:
+    """Whichever process claims a failing item first, the error raised is the serial
+    run's: the first failing item in item order."""
+    from topogen.pipeline.parallel import Shared, map_groups
+
+    def fail(i: int) -> int:
+        raise ValueError(f"item {i}")
+
+    with pytest.raises(ValueError, match="item 0"):
+        map_groups(fail, 4, 2, Shared(), order=[3, 2, 1, 0])

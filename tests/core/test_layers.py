@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         "vocabulary",
         frozenset(
             {"", "errors", "names", "model", "manifest", "plaindata", "textui", "yamlfast"}
+            | {"blockyaml"}
             | {"yamltext", "nodepools", "codecache", "templatecache"}
         ),
     ),

@@ -88,3 +88,29 @@ def test_copy_plain_is_deep_and_equal() -> None:
     other = {"s": {1, 2}}
     dup = copy_plain(other)
     assert dup == other and dup["s"] is not other["s"]
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_block_writer_matches_yaml_dump_where_it_writes(seed: int) -> None:
+    """blockyaml writes most documents itself (the rest: None, dump_yaml's own path)."""
+    from topogen.blockyaml import block_yaml
+
+    value = _tree(random.Random(seed), 5)
+    got = block_yaml(value, plaindata._node, QUOTING)
+    assert got is None or got == _reference(value)
+
+
+def test_block_writer_covers_a_policy_and_leaves_what_it_cannot() -> None:
+    from topogen.blockyaml import block_yaml
+
+    policy = {
+        "apiVersion": "policies.kyverno.io/v1",
+        "kind": "MutatingPolicy",
+        "metadata": {"name": "pin", "labels": {"a": "1e3", "b": "yes", "": "x"}},
+        "spec": {"rules": [{"match": ["a: b", "#c", [], {}], "n": [1, 0.5, None, True]}]},
+        "list": [[["deep"]], {"k": [{"x": 1}]}],
+    }
+    assert block_yaml(policy, plaindata._node, QUOTING) == _reference(policy)
+    for uncovered in ({"msg": "two\nlines"}, {"k" * 200: 1}, {1: "x"}, {}, "scalar"):
+        assert block_yaml(uncovered, plaindata._node, QUOTING) is None
+        assert dump_yaml(uncovered, width=10_000, allow_unicode=True) == _reference(uncovered)

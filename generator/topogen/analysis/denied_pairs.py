@@ -76,15 +76,13 @@ def denied_zone_pairs(
     zones = eng.zones
     out = []
     for za in range(n):
-        above = ~((2 << za) - 1)  # zones after za
-        any_row = 0
-        for sym in both:
-            any_row |= sym[za]
-        for zb in _bits(any_row & above):
-            mask = 0
-            for k, sym in enumerate(both):
-                if sym[za] >> zb & 1:
-                    mask |= 1 << k
+        after = za + 1
+        # per zone zb after za: the policy tuples (bits over `tuples`) denying (za, zb)
+        by_zb = _columns([sym[za] >> after for sym in both], n - after)
+        for j, mask in enumerate(by_zb):
+            if not mask:
+                continue
+            zb = after + j
             text = named.get(mask)
             if text is None:
                 refs = {p for k in _bits(mask) for p in tuples[k]}
@@ -101,3 +99,19 @@ def _zone_mask(
     if hit is None:
         hit = known[domains] = sum(1 << zone_index[names[d]] for d in _bits(domains))
     return hit
+
+
+def _columns(rows: Sequence[int], width: int) -> list[int]:
+    """The columns of a bit matrix of len(rows) rows and `width` columns, as bits over the
+    rows (iterating the sparser of the matrix and its complement)."""
+    full = (1 << width) - 1
+    flip = sum(r.bit_count() for r in rows) * 2 > len(rows) * width
+    out = [0] * width
+    for k, r in enumerate(rows):
+        bit = 1 << k
+        for j in _bits((full & ~r) if flip else r):
+            out[j] |= bit
+    if flip:
+        every = (1 << len(rows)) - 1
+        out = [every & ~c for c in out]
+    return out

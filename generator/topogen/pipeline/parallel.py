@@ -20,9 +20,9 @@ own; placements as node positions; a job's lazy list of blocked paths as what is
 needed to list them again in the parent. A worker that fails or dies leaves its groups
 to the parent, which computes them (and raises whatever they raise).
 
-Render shares out its work after the analysis the same way (each group's policy files,
-then the signals and workload patches): what crosses the pipe is text, not the analysis
-again. What is shared out, and in what order, is the caller's: pipeline/analyze.py
+Render shares out its work after the analysis the same way, in one go (every cluster's
+signals and workload patches claimed first, then each group's policy files): what
+crosses the pipe is text, not the analysis again. What is shared out, and in what order, is the caller's: pipeline/analyze.py
 (analysis and plan of a cluster's groups) and pipeline/render.py.
 
 Off when there is one core, few jobs, no fork (TOPOGEN_JOBS=1 turns it off,
@@ -31,6 +31,7 @@ TOPOGEN_JOBS=N sets the number of processes).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
 import os
@@ -47,7 +48,6 @@ from topogen.model import Node
 __all__ = [
     "Shared",
     "in_background",
-    "map_calls",
     "map_groups",
     "no_cycle_collection",
     "workers",
@@ -200,7 +200,9 @@ def map_groups(
     the items in `order` (the largest first balances them best). `shares`: each process
     claims from its own contiguous share of `order` first, then from the end of the share
     with the most left (items that fill the same caches, kept together in `order`, are
-    then mostly computed by one process: each process fills its caches itself)."""
+    then mostly computed by one process: each process fills its caches itself). An item
+    that raises, in any process, is computed again once the others are in, in item order:
+    the error raised is the one the serial run raises."""
     if procs < 2 or count < 2:
         return [func(i) for i in range(count)]
     import multiprocessing  # only when the work is shared out (start-up: tens of modules)
@@ -252,7 +254,9 @@ def map_groups(
         children.append((pid, r))
     results: dict[int, Any] = {}
     while (i := claim(0)) is not None:
-        results[i] = func(i)
+        # an item that raises is computed again below, in item order: the serial run's error
+        with contextlib.suppress(Exception):
+            results[i] = func(i)
     for pid, r in children:
         data = _read_all(r)
         os.close(r)
@@ -297,10 +301,3 @@ def in_background(func: Callable[[], T], procs: int) -> Callable[[], T]:
         return done[0]
 
     return result
-
-
-def map_calls(calls: Sequence[Callable[[], T]], plans: int) -> list[T]:
-    """[c() for c in calls], shared out among the cores when there are MIN_PLANS plans or
-    more (the work of each call grows with them)."""
-    procs = workers(plans, minimum=MIN_PLANS)
-    return map_groups(lambda i: calls[i](), len(calls), procs, Shared())

@@ -13,7 +13,13 @@ from pathlib import Path
 from topogen.config import TopogenConfig
 from topogen.errors import Refusal
 from topogen.pipeline.analyze import AnalysisReport, ClusterAnalysis, analyze, largest_first
-from topogen.pipeline.parallel import Shared, map_calls, map_groups, no_cycle_collection, workers
+from topogen.pipeline.parallel import (
+    MIN_PLANS,
+    Shared,
+    map_groups,
+    no_cycle_collection,
+    workers,
+)
 from topogen.plan.group_plan import GroupPlan
 from topogen.render.base import RenderedFile
 from topogen.render.intent import AdmissionIntent, intent_for
@@ -95,10 +101,11 @@ def _render(cfg: TopogenConfig, clusters: list[str] | None, out: Path | None) ->
     report = analyze(cfg, clusters, out=out)
     files: list[RenderedFile] = []
     refused: list[Refusal] = []
-    for ca in report.clusters:
+    group_files, done = _rendered(cfg, report)
+    for ca, rendered_groups in zip(report.clusters, group_files, strict=True):
         cluster = cfg.cluster(ca.cluster)
         engines = _engines(cluster.kubernetes_version)
-        for plan, rendered in zip(ca.plans, _group_files(cfg, ca), strict=True):
+        for plan, rendered in zip(ca.plans, rendered_groups, strict=True):
             if plan.refused:
                 refused.append(Refusal(ca.cluster, plan.group.name, plan.refused))
                 continue
@@ -112,12 +119,6 @@ def _render(cfg: TopogenConfig, clusters: list[str] | None, out: Path | None) ->
                 if engine not in engines
             ]
             files += rendered
-    # the rest, cluster by cluster: signals and workload patches, shared out among the cores
-    # on a fleet (each takes a few tenths of a second there)
-    work: list[Callable[[], list[RenderedFile]]] = []
-    for ca in report.clusters:
-        work += [partial(_monitoring, ca, cfg), partial(workload_patch_files, ca, report, cfg)]
-    done = map_calls(work, sum(len(ca.plans) for ca in report.clusters))
     patches = {ca.cluster: done[2 * k + 1] for k, ca in enumerate(report.clusters)}
     for k in range(len(report.clusters)):
         files += done[2 * k]
@@ -127,18 +128,34 @@ def _render(cfg: TopogenConfig, clusters: list[str] | None, out: Path | None) ->
     return RenderResult(tuple(sorted(files, key=lambda f: f.path)), tuple(refused), report)
 
 
-def _group_files(cfg: TopogenConfig, ca: ClusterAnalysis) -> list[list[RenderedFile]]:
-    """Each group's policy files, in plan order, shared out among the cores as the
-    analysis was (the groups with the most jobs first)."""
-    jobs = Counter(ja.job.config_group for ja in ca.jobs)
-    order = largest_first([jobs[p.group.name] for p in ca.plans])
-    return map_groups(
-        lambda g: _plan_files(cfg, ca.cluster, ca.plans[g]),
-        len(ca.plans),
-        workers(len(ca.jobs)),
-        Shared(),
-        order,
-    )
+def _rendered(
+    cfg: TopogenConfig, report: AnalysisReport
+) -> tuple[list[list[list[RenderedFile]]], list[list[RenderedFile]]]:
+    """Per cluster, each group's policy files (in plan order); then per cluster its
+    signals and its workload patches. All of it in one share-out among the cores on a
+    fleet (parallel.py): the signals and the patches (a few tenths of a second each
+    there) claimed first, then the groups with the most jobs; the items in the order one
+    process computes them (so an error is the one it would raise)."""
+    work: list[Callable[[], list[RenderedFile]]] = []
+    jobs: list[int] = []  # per group: its jobs
+    for ca in report.clusters:
+        count = Counter(ja.job.config_group for ja in ca.jobs)
+        for plan in ca.plans:
+            work.append(partial(_plan_files, cfg, ca.cluster, plan))
+            jobs.append(count[plan.group.name])
+    groups = len(work)
+    for ca in report.clusters:
+        work += [partial(_monitoring, ca, cfg), partial(workload_patch_files, ca, report, cfg)]
+    # each cluster's patches, then its signals, then the groups, the most jobs first
+    order = [i for k in range(groups, len(work), 2) for i in (k + 1, k)] + largest_first(jobs)
+    procs = max(workers(sum(jobs)), workers(groups, minimum=MIN_PLANS))
+    done = map_groups(lambda i: work[i](), len(work), procs, Shared(), order)
+    per_cluster: list[list[list[RenderedFile]]] = []
+    at = 0
+    for ca in report.clusters:
+        per_cluster.append(done[at : at + len(ca.plans)])
+        at += len(ca.plans)
+    return per_cluster, done[groups:]
 
 
 def _plan_files(cfg: TopogenConfig, cluster_name: str, plan: GroupPlan) -> list[RenderedFile]:

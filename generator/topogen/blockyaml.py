@@ -1,0 +1,150 @@
+"""Block YAML of plain data written line by line, as plaindata.dump_yaml writes it.
+
+A render writes thousands of small documents (policies, CLI tests, workload patches);
+PyYAML builds an event per node and its emitter weighs every scalar again, which made
+their serialization a tenth of a fleet's render. Here the layout of block style is
+written directly (indent 2, sorted keys, sequences in a mapping not indented, empty
+containers as {} and []) and each scalar is written by PyYAML itself once per run, on
+its own in a one-item sequence (and as a mapping key), then reused.
+
+What this does not cover goes to dump_yaml whole (None is returned): a scalar PyYAML
+writes over several lines or so long that its line could wrap, a long key (written as
+a complex key), a container referenced twice (an anchor and alias), a key that is not
+a string, a type other than dict, list, str, int, float, bool and None, and a document
+that is not a non-empty mapping or sequence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+__all__ = ["block_yaml"]
+
+_LONGEST = 4000  # longer scalars could reach the line width (10,000) and wrap
+_LONGEST_KEY = 100  # PyYAML writes a key of 128 characters or more as a complex key
+_NULL = ScalarNode("tag:yaml.org,2002:null", "null")
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+
+
+class _Uncovered(Exception):
+    """Outside what is written here: dump_yaml writes the document."""
+
+
+class _Scalars:
+    """Each scalar's text as PyYAML writes it (as a value, and as a key), once."""
+
+    def __init__(self, node: Any, dumper: Any) -> None:
+        self.node = node  # plaindata._node: the scalar's node, as dump_yaml makes it
+        self.dumper = dumper
+        self.values: dict[tuple[type, Any], str | None] = {}
+        self.keys: dict[str, str | None] = {}
+
+    def value(self, v: Any) -> str:
+        key = (type(v), v)
+        text = self.values.get(key, "") if type(v) is not float else ""  # 0.0 == -0.0
+        if text == "":
+            node = SequenceNode(_SEQ, [self.node(v, set())], flow_style=False)
+            text = self.values[key] = self._one(node, "- ")
+        if text is None:
+            raise _Uncovered
+        return text
+
+    def key(self, k: Any) -> str:
+        if type(k) is not str:
+            raise _Uncovered
+        text = self.keys.get(k, "")
+        if text == "":
+            node = MappingNode(_MAP, [(self.node(k, set()), _NULL)], flow_style=False)
+            text = self.keys[k] = self._one(node, "", ": null")
+            if text is not None and len(text) > _LONGEST_KEY:
+                text = self.keys[k] = None
+        if text is None:
+            raise _Uncovered
+        return text
+
+    def _one(self, node: Any, head: str, tail: str = "") -> str | None:
+        """The scalar's text in a document of one item, or None if it is not one line."""
+        out: str = yaml.serialize(node, Dumper=self.dumper, allow_unicode=True, width=10_000)
+        if not (out.startswith(head) and out.endswith(tail + "\n")):
+            return None
+        text = out[len(head) : len(out) - len(tail) - 1]
+        if "\n" in text or "\r" in text or len(text) > _LONGEST:
+            return None
+        return text
+
+
+_scalars: _Scalars | None = None
+
+
+def block_yaml(value: Any, node: Any, dumper: Any) -> str | None:
+    """The document dump_yaml(value, width=10_000, allow_unicode=True) writes, or None
+    where this does not cover it. `node` and `dumper`: plaindata's scalar node maker and
+    dumper (the scalars are written by them)."""
+    global _scalars
+    if _scalars is None or _scalars.dumper is not dumper:
+        _scalars = _Scalars(node, dumper)
+    if type(value) not in (dict, list) or not value:
+        return None
+    lines: list[str] = []
+    try:
+        _block(value, "", lines, _scalars, set())
+    except (_Uncovered, TypeError):
+        return None
+    return "\n".join(lines) + "\n"
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _block(value: Any, pad: str, lines: list[str], s: _Scalars, seen: set[int]) -> None:
+    """A non-empty mapping or sequence at indentation `pad`; its first line is appended
+    without the indentation (the caller puts it after its key or dash)."""
+    if id(value) in seen:
+        raise _Uncovered  # PyYAML would write an anchor and an alias
+    seen.add(id(value))
+    first = True
+    if type(value) is dict:
+        for k in sorted(value):
+            head = s.key(k) + ":"
+            line = head if first else pad + head
+            first = False
+            v = value[k]
+            t = type(v)
+            if t is dict or t is list:
+                if not v:
+                    lines.append(line + (" {}" if t is dict else " []"))
+                elif t is dict:
+                    lines.append(line)
+                    inner = pad + "  "
+                    at = len(lines)
+                    _block(v, inner, lines, s, seen)
+                    lines[at] = inner + lines[at]
+                else:  # a sequence in a mapping is not indented
+                    lines.append(line)
+                    at = len(lines)
+                    _block(v, pad, lines, s, seen)
+                    lines[at] = pad + lines[at]
+            elif t in _SCALARS:
+                lines.append(f"{line} {s.value(v)}")
+            else:
+                raise _Uncovered
+        return
+    for v in value:
+        dash = "- " if first else pad + "- "
+        first = False
+        t = type(v)
+        if t is dict or t is list:
+            if not v:
+                lines.append(dash + ("{}" if t is dict else "[]"))
+            else:
+                at = len(lines)
+                _block(v, pad + "  ", lines, s, seen)
+                lines[at] = dash + lines[at]
+        elif t in _SCALARS:
+            lines.append(dash + s.value(v))
+        else:
+            raise _Uncovered
