@@ -57,15 +57,16 @@ def _command_started(side: Sidecar, since: int) -> bool:
 
 def _escaped(side: Sidecar) -> list[int]:
     """Processes of the plugin left in a process group of their own, out of reach of the
-    group kill: a live group leader in the sidecar's session other than the server. The
-    command Argo CD started leads its group; killed, it may still be a zombie, not yet
-    reaped by the server on a loaded machine: dead, so not counted."""
+    group kill: a live group leader in the sidecar's session that the server did not
+    start. The command the server started leads its group by design: it may still run
+    when the client's deadline comes first on a loaded machine, or be a zombie not yet
+    reaped; neither has escaped."""
     out = []
     for pid in side.session():
         with contextlib.suppress(OSError):
             stat = Path(f"/proc/{pid}/stat").read_text()
-            state = stat[stat.rindex(")") + 2 :].split()[0]
-            if state != "Z" and os.getpgid(pid) == pid:
+            state, ppid = stat[stat.rindex(")") + 2 :].split()[:2]
+            if state != "Z" and int(ppid) != side.process.pid and os.getpgid(pid) == pid:
                 out.append(pid)
     return out
 
