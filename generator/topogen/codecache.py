@@ -11,6 +11,11 @@ a compile gives (tests/core/test_codecache.py compares them). dataclasses.py com
 through one call, exec(text, globals, ns); install() gives that module a name `exec` of
 its own that runs the kept code of `text` (Python 3.11 to 3.13 alike). A cache that
 cannot be read or written is skipped.
+
+A dataclass without a docstring gets one from dataclasses.py, its name and its
+__init__'s signature: inspect.signature, a tenth of a millisecond a class, for a text
+nothing reads at run time. install() has that text made when __doc__ is first read
+instead (the same text, tests/core/test_codecache.py compares them).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import atexit
 import builtins
 import contextlib
 import dataclasses
+import inspect
 import marshal
 import os
 import sys
@@ -120,6 +126,46 @@ def _cached_exec(cache: _CodeCache) -> Any:
     return exec
 
 
+class _DataclassDoc:
+    """A dataclass's __doc__ when its class has none: while dataclasses.py makes the
+    class, a placeholder (it then leaves __doc__ alone); after, on first read, the text
+    dataclasses.py would have set, which then replaces this in the class."""
+
+    def __init__(self) -> None:
+        self.made = False
+
+    def __get__(self, instance: object, owner: type) -> str:
+        if not self.made:
+            return "..."
+        try:  # as dataclasses.py: a signature may not be available
+            text = owner.__name__ + str(inspect.signature(owner)).replace(" -> None", "")
+        except (TypeError, ValueError):
+            text = owner.__name__
+        owner.__doc__ = text
+        return text
+
+
+def _doc_on_first_read(process: Any) -> Any:
+    """dataclasses._process_class with the class docstring it makes (when the class has
+    none) left to _DataclassDoc."""
+
+    def _process_class(cls: type, *args: Any, **kwargs: Any) -> Any:
+        if vars(cls).get("__doc__"):
+            return process(cls, *args, **kwargs)
+        doc = _DataclassDoc()
+        cls.__doc__ = doc  # type: ignore[assignment]
+        try:
+            made = process(cls, *args, **kwargs)
+        except BaseException:
+            cls.__doc__ = None
+            raise
+        doc.made = True
+        return made
+
+    _process_class.__wrapped__ = process  # type: ignore[attr-defined]
+    return _process_class
+
+
 def install() -> None:
     """Keep the compiled methods of the dataclasses defined from now on (once a process):
     dataclasses.py's name `exec` (the builtin) becomes one that runs kept code."""
@@ -129,4 +175,7 @@ def install() -> None:
     name = f"dataclasses-{sys.implementation.cache_tag}-{sys.hexversion:x}.marshal"
     cache = _CodeCache(root / name if root is not None else None)
     dataclasses.exec = _cached_exec(cache)  # type: ignore[attr-defined]
+    dataclasses._process_class = _doc_on_first_read(  # type: ignore[attr-defined]
+        dataclasses._process_class  # type: ignore[attr-defined]
+    )
     atexit.register(cache.save)
