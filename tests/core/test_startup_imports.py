@@ -23,6 +23,8 @@ HEAVY = (
     "tempfile", "shutil", "topogen.config.models", "topogen.configerrors", "topogen.fields",
     "topogen.autoscaling", "difflib",
 )  # fmt: skip
+# what finishes an interrupted render, loaded only when the output tree holds one
+NO_LEFTOVERS = ("topogen.emit.journal", "topogen.emit.layout", "topogen.emit.swap")
 # the engines' modules; zone-split names kyverno only
 OTHER_ENGINES = (
     "topogen.render.gatekeeper", "topogen.render.gatekeeper_tests", "topogen.render.native",
@@ -64,6 +66,14 @@ def test_analyze_imports_no_pydantic_render_or_heavy_stdlib() -> None:
     assert "topogen.config.records" in modules and "topogen.pipeline.analyze" in modules
     assert not _found(modules, HEAVY)
     assert not _found(modules, ("jinja2", "topogen.render", "topogen.diff", "topogen.audit"))
+    assert not _found(modules, NO_LEFTOVERS)
+
+
+def test_connectivity_imports_no_render_nor_journal() -> None:
+    modules = _modules_after(["connectivity", "-o", "csv", "-c", str(ZONE_SPLIT)])
+    assert "topogen.connectivity.core" in modules and "topogen.emit.leftovers" in modules
+    assert not _found(modules, HEAVY)
+    assert not _found(modules, ("jinja2", "topogen.render", "topogen.pipeline", *NO_LEFTOVERS))
 
 
 def test_render_imports_only_the_engines_its_config_names(tmp_path: Path) -> None:
