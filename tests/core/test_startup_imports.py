@@ -87,6 +87,8 @@ def test_render_imports_only_the_engines_its_config_names(tmp_path: Path) -> Non
     warm = _modules_after(["render", "--stdout", "-c", str(ZONE_SPLIT)], tmp_path)
     assert "topogen.render.kyverno" in warm and "topogen.render.templaterun" in warm
     assert not _found(warm, ("jinja2", "markupsafe", *OTHER_ENGINES, *HEAVY))
+    # a printed render writes no tree: no writer, nor its journal
+    assert not _found(warm, ("topogen.emit.writer", *NO_LEFTOVERS))
 
 
 def test_jinja2_is_whole_for_whoever_imports_it_after_a_render() -> None:
