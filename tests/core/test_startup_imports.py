@@ -74,6 +74,7 @@ def test_connectivity_imports_no_render_nor_journal() -> None:
     assert "topogen.connectivity.core" in modules and "topogen.emit.leftovers" in modules
     assert not _found(modules, HEAVY)
     assert not _found(modules, ("jinja2", "topogen.render", "topogen.pipeline", *NO_LEFTOVERS))
+    assert "topogen.connectivity.explain" not in modules  # `explain`'s breakdown
 
 
 def test_render_imports_only_the_engines_its_config_names(tmp_path: Path) -> None:
