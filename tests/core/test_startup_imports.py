@@ -23,6 +23,8 @@ HEAVY = (
     "tempfile", "shutil", "topogen.config.models", "topogen.configerrors", "topogen.fields",
     "topogen.autoscaling", "difflib",
 )  # fmt: skip
+# the operator modules a command on zone-split imports: the registry and the one it reads
+OPERATOR_MODULES = ("base", "custom", "profile", "registry")
 # what finishes an interrupted render, loaded only when the output tree holds one
 NO_LEFTOVERS = ("topogen.emit.journal", "topogen.emit.layout", "topogen.emit.swap")
 # the engines' modules; zone-split names kyverno only
@@ -67,6 +69,11 @@ def test_analyze_imports_no_pydantic_render_or_heavy_stdlib() -> None:
     assert not _found(modules, HEAVY)
     assert not _found(modules, ("jinja2", "topogen.render", "topogen.diff", "topogen.audit"))
     assert not _found(modules, NO_LEFTOVERS)
+    # the operators of the objects it reads (zone-split: Deployments), not every one
+    assert _found(modules, ("topogen.operators",)) == [
+        "topogen.operators",
+        *(f"topogen.operators.{m}" for m in OPERATOR_MODULES),
+    ]
 
 
 def test_connectivity_imports_no_render_nor_journal() -> None:
