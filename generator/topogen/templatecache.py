@@ -229,11 +229,10 @@ def kept_code(
     if folder is not None:
         text = b"|".join((b"kept-1", _jinja_version(), sys.version.encode(), key))
         for name in files:
-            try:
-                with open(name, "rb") as f:
-                    text += b"|" + f.read()
-            except OSError:
+            content = _file_bytes(name)
+            if content is None:
                 return make()
+            text += b"|" + content
         kept = folder / f"{_blake2b(text, digest_size=20).hexdigest()}.code"
         with contextlib.suppress(OSError, EOFError, ValueError, TypeError):
             entry = marshal.loads(kept.read_bytes())
@@ -243,6 +242,16 @@ def kept_code(
     if kept is not None:
         _write_atomically(kept, marshal.dumps(("code", code)))
     return code
+
+
+@functools.cache
+def _file_bytes(name: str) -> bytes | None:
+    """A file a kept code depends on, read once a run (None: unreadable)."""
+    try:
+        with open(name, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def _is_kept_code(entry: object) -> bool:
