@@ -238,3 +238,37 @@ def test_templates_load_as_the_file_system_loader_does(tmp_path: Path) -> None:
     for name in ("../x.j2", "sub/missing.j2", "sub\\t.j2"):
         with pytest.raises(jinja2.TemplateNotFound):
             env.get_template(name)
+
+
+def test_kept_code_is_made_again_when_its_entry_is_damaged_or_its_inputs_change(
+    tmp_path: Path,
+) -> None:
+    from topogen import templatecache
+
+    made: list[str] = []
+    rules = tmp_path / "rules.py"
+    rules.write_text("one", encoding="utf-8")
+
+    def make() -> Any:
+        made.append("x")
+        return compile("a = 1", "<t>", "exec")
+
+    def kept(key: bytes = b"k") -> Any:
+        return templatecache.kept_code(tmp_path / "cache", key, (str(rules),), make)
+
+    assert kept() is not None and kept() is not None and len(made) == 1  # kept, then read
+    (entry,) = (tmp_path / "cache").iterdir()
+    for damaged in (b"\x00garbage", marshal.dumps(("code", "not code")), marshal.dumps(1)):
+        entry.write_bytes(damaged)
+        assert kept() is not None
+    assert len(made) == 4
+    kept(b"other key")  # another key: made
+    assert len(made) == 5
+    templatecache._file_bytes.cache_clear()
+    rules.unlink()  # what it depends on cannot be read: made, not kept
+    kept()
+    assert len(made) == 6 and len(list((tmp_path / "cache").iterdir())) == 2
+    templatecache._file_bytes.cache_clear()
+    unwritable = tmp_path / "file"
+    unwritable.write_text("not a folder", encoding="utf-8")
+    assert templatecache.kept_code(unwritable / "cache", b"k", (), make) is not None
