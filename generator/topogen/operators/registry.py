@@ -9,7 +9,7 @@ first asked for: a command imports the one or two its inputs name, not all of th
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from topogen.operators.base import Kind, Operator, RoleConfig
@@ -25,17 +25,66 @@ __all__ = [
     "profile_for",
 ]
 
-# profile name -> its operator's module and class, in the registry's order; a module is
-# imported when its operator is first asked for (a command meets one or two of them)
-_ROWS: dict[str, tuple[str, str]] = {
-    "kubeflow-training-operator": ("kubeflow", "KubeflowTrainingOperator"),
-    "kubeflow-trainer": ("trainer", "KubeflowTrainer"),
-    "mpi-operator": ("mpi", "MpiOperator"),
-    "jobset": ("jobset", "JobSet"),
-    "volcano": ("volcano", "Volcano"),
-    "kuberay": ("kuberay", "KubeRay"),
-    "leaderworkerset": ("lws", "LeaderWorkerSet"),
-    "custom": ("custom", "Custom"),
+
+def _kubeflow() -> Operator:
+    from topogen.operators.kubeflow import KubeflowTrainingOperator
+
+    return KubeflowTrainingOperator()
+
+
+def _trainer() -> Operator:
+    from topogen.operators.trainer import KubeflowTrainer
+
+    return KubeflowTrainer()
+
+
+def _mpi() -> Operator:
+    from topogen.operators.mpi import MpiOperator
+
+    return MpiOperator()
+
+
+def _jobset() -> Operator:
+    from topogen.operators.jobset import JobSet
+
+    return JobSet()
+
+
+def _volcano() -> Operator:
+    from topogen.operators.volcano import Volcano
+
+    return Volcano()
+
+
+def _kuberay() -> Operator:
+    from topogen.operators.kuberay import KubeRay
+
+    return KubeRay()
+
+
+def _lws() -> Operator:
+    from topogen.operators.lws import LeaderWorkerSet
+
+    return LeaderWorkerSet()
+
+
+def _custom() -> Operator:
+    from topogen.operators.custom import Custom
+
+    return Custom()
+
+
+# profile name -> its operator, made (its module imported) when first asked for: a
+# command meets one or two of them
+_ROWS: dict[str, Callable[[], Operator]] = {
+    "kubeflow-training-operator": _kubeflow,
+    "kubeflow-trainer": _trainer,
+    "mpi-operator": _mpi,
+    "jobset": _jobset,
+    "volcano": _volcano,
+    "kuberay": _kuberay,
+    "leaderworkerset": _lws,
+    "custom": _custom,
 }
 PROFILES: tuple[str, ...] = tuple(_ROWS)
 # (API group, kind) -> the operators whose controllers read it, in the registry's order
@@ -70,9 +119,7 @@ def operator(name: str) -> Operator:
     """The operator of a profile name (config validation makes sure there is one)."""
     made = _MADE.get(name)
     if made is None:
-        module, cls = _ROWS[name]
-        made = getattr(importlib.import_module(f"topogen.operators.{module}"), cls)()
-        _MADE[name] = made
+        made = _MADE[name] = _ROWS[name]()
     return made
 
 
