@@ -31,7 +31,6 @@ from topogen.render.monitoring_rules import (
 )
 from topogen.render.planned import PlannedCluster
 from topogen.render.vocabulary import CLUSTER_LABEL, MANAGED_BY
-from topogen.yamlfast import load_all_fast
 
 __all__ = ["DASHBOARD_SCHEMA_VERSION", "render_monitoring"]
 
@@ -191,13 +190,8 @@ def render_monitoring(cluster: PlannedCluster, cfg: TopogenConfig) -> list[Rende
         "groups": [_group_values(p, cluster.cluster, mon) for p in cluster.plans],
     }
     rules_text = render_text("monitoring/rules.yaml.j2", **values)
-    fast = load_all_fast(rules_text)  # the C loader's result, faster (None: it says why)
     try:
-        parsed = (
-            fast[0][0]
-            if fast is not None and len(fast[0]) == 1
-            else yaml.load(rules_text, Loader=_Loader)
-        )
+        parsed = yaml.load(rules_text, Loader=_Loader)
     except yaml.YAMLError as exc:
         raise InternalError(
             f"template monitoring/rules.yaml.j2 rendered invalid YAML: {exc}"
