@@ -82,9 +82,9 @@ def test_csv(small: list[str]) -> None:
 
 def test_connectivity_over_files_imports_no_config_or_later_stage(small: list[str]) -> None:
     """Start-up: without -c, connectivity reads no topogen.yaml, so neither pydantic (the
-    config's validation) nor the plan, render or emit stages are imported; only the journal
-    every command checks for an interrupted render (emit.journal and the stdlib-only layout
-    and swap modules it needs); nor multiprocessing, ctypes or OpenSSL (hashlib), which
+    config's validation) nor the plan, render or emit stages are imported; only the check
+    every command makes for an interrupted render (emit.leftovers: the journal itself only
+    when there is one to finish); nor multiprocessing, ctypes or OpenSSL (hashlib), which
     only a large input, a render's swap or a JobSet's names need."""
     code = (
         "import sys\n"
@@ -95,8 +95,7 @@ def test_connectivity_over_files_imports_no_config_or_later_stage(small: list[st
         "    assert not exc.code, exc.code\n"
         "stages = ('pydantic', 'jinja2', 'topogen.config', 'topogen.plan', 'topogen.render',\n"
         "          'topogen.emit', 'multiprocessing', 'ctypes', '_hashlib', 'hashlib')\n"
-        "journal = ('topogen.emit', 'topogen.emit.journal', 'topogen.emit.layout',\n"
-        "           'topogen.emit.swap')\n"
+        "journal = ('topogen.emit', 'topogen.emit.leftovers')\n"
         "print(sorted(m for m in sys.modules if (m.split('.')[0] in stages or\n"
         "             m.startswith(stages[2:])) and m not in journal))\n"
     )

@@ -48,6 +48,22 @@ print(len(made), len({s.split("(", 1)[0] for s in made}))
 """
 
 
+# every dataclass of topogen and its __doc__, with install() (argv "cached") or with
+# dataclasses.py left as it is ("plain": install() leaves another tool's exec alone)
+_DOCS = """
+import builtins, dataclasses, importlib, pkgutil, sys
+if sys.argv[1] == "plain":
+    dataclasses.exec = builtins.exec
+import topogen
+docs = {}
+for m in pkgutil.walk_packages(topogen.__path__, "topogen."):
+    for v in list(vars(importlib.import_module(m.name)).values()):
+        if isinstance(v, type) and dataclasses.is_dataclass(v) and v.__module__ == m.name:
+            docs[m.name + "." + v.__qualname__] = v.__doc__
+print(repr(sorted(docs.items())))
+"""
+
+
 def _env(cache: Path) -> dict[str, str]:
     return {**os.environ, "XDG_CACHE_HOME": str(cache)}
 
@@ -77,13 +93,74 @@ def test_every_dataclass_method_from_the_cache_is_the_compiled_one(tmp_path: Pat
     assert not (tmp_path / "topogen").exists()  # an in-memory cache writes nothing
 
 
+def test_a_dataclass_doc_made_on_first_read_is_the_one_dataclasses_makes(
+    tmp_path: Path,
+) -> None:
+    docs = [
+        subprocess.run(
+            [sys.executable, "-c", _DOCS, how],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=_env(tmp_path),
+            check=True,
+        ).stdout
+        for how in ("plain", "cached")
+    ]
+    assert docs[0] == docs[1]
+    made = [doc for name, doc in eval(docs[0]) if doc.startswith(name.rsplit(".", 1)[1] + "(")]
+    assert len(made) > 20  # the classes without a docstring of their own
+
+
+def _classes() -> list[type]:
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Point:
+        x: int
+        label: str = "a"
+
+    @dataclasses.dataclass(slots=True)
+    class Slotted:
+        x: int
+
+    @dataclasses.dataclass(frozen=True)
+    class Documented(Point):
+        """Its own."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Child(Point):
+        y: float = 0.5
+
+    class Plain(Child):
+        pass
+
+    return [Point, Slotted, Documented, Child, Plain]
+
+
+def test_a_dataclass_doc_is_the_one_dataclasses_makes_for_each_class(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import dataclasses
+
+    import topogen  # noqa: F401  (install() has run)
+
+    cached = [(c.__doc__, c.__dict__.get("__doc__") is None) for c in _classes()]
+    assert _classes()[0](1).__doc__ == cached[0][0]  # an instance reads it too
+    monkeypatch.setattr(dataclasses, "_process_class", dataclasses._process_class.__wrapped__)
+    assert cached == [(c.__doc__, c.__dict__.get("__doc__") is None) for c in _classes()]
+    assert cached[0][0] == "Point(x: 'int', label: 'str' = 'a')" and cached[2][0] == "Its own."
+    assert cached[4] == (None, True)  # a plain subclass: no doc of its own, as ever
+
+
 def test_a_command_writes_the_cache_once_and_reads_it_after(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     first = _run(["render", "--stdout", "-c", str(CONFIG)], cache)
     files = sorted(p for p in cache.rglob("*") if p.is_file())
     assert [p.parent.name for p in files].count("templates") >= 5
-    dataclass_code = [p for p in files if p.name.startswith("dataclasses-")]
-    assert len(dataclass_code) == 1
+    dataclass_code = [p for p in files if p.parent.name.startswith("dataclasses-")]
+    assert len({p.parent for p in dataclass_code}) == 1  # a folder per Python version
+    assert {p.name for p in dataclass_code} >= {"topogen.model.marshal", "topogen.errors.marshal"}
     written = {p: p.stat().st_mtime_ns for p in files}
     second = _run(["render", "--stdout", "-c", str(CONFIG)], cache)
     assert (second.returncode, second.stdout, second.stderr) == (
@@ -161,3 +238,37 @@ def test_templates_load_as_the_file_system_loader_does(tmp_path: Path) -> None:
     for name in ("../x.j2", "sub/missing.j2", "sub\\t.j2"):
         with pytest.raises(jinja2.TemplateNotFound):
             env.get_template(name)
+
+
+def test_kept_code_is_made_again_when_its_entry_is_damaged_or_its_inputs_change(
+    tmp_path: Path,
+) -> None:
+    from topogen import templatecache
+
+    made: list[str] = []
+    rules = tmp_path / "rules.py"
+    rules.write_text("one", encoding="utf-8")
+
+    def make() -> Any:
+        made.append("x")
+        return compile("a = 1", "<t>", "exec")
+
+    def kept(key: bytes = b"k") -> Any:
+        return templatecache.kept_code(tmp_path / "cache", key, (str(rules),), make)
+
+    assert kept() is not None and kept() is not None and len(made) == 1  # kept, then read
+    (entry,) = (tmp_path / "cache").iterdir()
+    for damaged in (b"\x00garbage", marshal.dumps(("code", "not code")), marshal.dumps(1)):
+        entry.write_bytes(damaged)
+        assert kept() is not None
+    assert len(made) == 4
+    kept(b"other key")  # another key: made
+    assert len(made) == 5
+    templatecache._file_bytes.cache_clear()
+    rules.unlink()  # what it depends on cannot be read: made, not kept
+    kept()
+    assert len(made) == 6 and len(list((tmp_path / "cache").iterdir())) == 2
+    templatecache._file_bytes.cache_clear()
+    unwritable = tmp_path / "file"
+    unwritable.write_text("not a folder", encoding="utf-8")
+    assert templatecache.kept_code(unwritable / "cache", b"k", (), make) is not None

@@ -6,6 +6,7 @@ by bench/startup.py, not here.)"""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,10 @@ HEAVY = (
     "tempfile", "shutil", "topogen.config.models", "topogen.configerrors", "topogen.fields",
     "topogen.autoscaling", "difflib",
 )  # fmt: skip
+# the operator modules a command on zone-split imports: the registry and the one it reads
+OPERATOR_MODULES = ("base", "custom", "profile", "registry")
+# what finishes an interrupted render, loaded only when the output tree holds one
+NO_LEFTOVERS = ("topogen.emit.journal", "topogen.emit.layout", "topogen.emit.swap")
 # the engines' modules; zone-split names kyverno only
 OTHER_ENGINES = (
     "topogen.render.gatekeeper", "topogen.render.gatekeeper_tests", "topogen.render.native",
@@ -29,8 +34,9 @@ OTHER_ENGINES = (
 )  # fmt: skip
 
 
-def _modules_after(args: list[str]) -> set[str]:
-    """The modules a topogen command left in sys.modules (run in a fresh interpreter)."""
+def _modules_after(args: list[str], cache: Path | None = None) -> set[str]:
+    """The modules a topogen command left in sys.modules (run in a fresh interpreter;
+    with `cache`, that folder as XDG_CACHE_HOME)."""
     code = (
         "import sys\n"
         "from topogen.cli import main\n"
@@ -47,6 +53,7 @@ def _modules_after(args: list[str]) -> set[str]:
         timeout=120,
         check=True,
         cwd=REPO,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache)} if cache else None,
     )
     assert out.stdout  # it ran
     return set(out.stderr.split("--- modules\n", 1)[1].split())
@@ -61,15 +68,35 @@ def test_analyze_imports_no_pydantic_render_or_heavy_stdlib() -> None:
     assert "topogen.config.records" in modules and "topogen.pipeline.analyze" in modules
     assert not _found(modules, HEAVY)
     assert not _found(modules, ("jinja2", "topogen.render", "topogen.diff", "topogen.audit"))
+    assert not _found(modules, NO_LEFTOVERS)
+    # the operators of the objects it reads (zone-split: Deployments), not every one
+    assert _found(modules, ("topogen.operators",)) == [
+        "topogen.operators",
+        *(f"topogen.operators.{m}" for m in OPERATOR_MODULES),
+    ]
 
 
-def test_render_imports_only_the_engines_its_config_names() -> None:
-    modules = _modules_after(["render", "--stdout", "-c", str(ZONE_SPLIT)])
-    assert "topogen.render.kyverno" in modules and "jinja2.environment" in modules
-    assert not _found(modules, OTHER_ENGINES)
+def test_connectivity_imports_no_render_nor_journal() -> None:
+    modules = _modules_after(["connectivity", "-o", "csv", "-c", str(ZONE_SPLIT)])
+    assert "topogen.connectivity.core" in modules and "topogen.emit.leftovers" in modules
     assert not _found(modules, HEAVY)
+    assert not _found(modules, ("jinja2", "topogen.render", "topogen.pipeline", *NO_LEFTOVERS))
+    assert "topogen.connectivity.explain" not in modules  # `explain`'s breakdown
+
+
+def test_render_imports_only_the_engines_its_config_names(tmp_path: Path) -> None:
+    cold = _modules_after(["render", "--stdout", "-c", str(ZONE_SPLIT)], tmp_path)
+    assert "topogen.render.kyverno" in cold and "jinja2.environment" in cold  # compiles
+    assert not _found(cold, OTHER_ENGINES)
+    assert not _found(cold, HEAVY)
     # Jinja2's package __init__ is not run: its bytecode cache and loaders are not needed
-    assert not _found(modules, ("jinja2.bccache", "jinja2.loaders", "jinja2.ext"))
+    assert not _found(cold, ("jinja2.bccache", "jinja2.loaders", "jinja2.ext"))
+    # the templates' kept lite code runs without Jinja2 (render/templaterun.py)
+    warm = _modules_after(["render", "--stdout", "-c", str(ZONE_SPLIT)], tmp_path)
+    assert "topogen.render.kyverno" in warm and "topogen.render.templaterun" in warm
+    assert not _found(warm, ("jinja2", "markupsafe", *OTHER_ENGINES, *HEAVY))
+    # a printed render writes no tree: no writer, nor its journal
+    assert not _found(warm, ("topogen.emit.writer", *NO_LEFTOVERS))
 
 
 def test_jinja2_is_whole_for_whoever_imports_it_after_a_render() -> None:

@@ -33,6 +33,20 @@ from .samples import CUSTOM, JOBS, SAMPLES, VERSIONED
 KINDS = [(op, kind) for op in OPERATORS for kind in op.kinds]
 
 
+def test_the_registry_tables_are_the_operators_own() -> None:
+    """The registry imports an operator's module only when asked for it: its tables of
+    names and kinds say what each operator's class says."""
+    from topogen.operators import registry
+
+    assert tuple(op.name for op in OPERATORS) == PROFILES
+    kinds: dict[tuple[str, str], tuple[str, ...]] = {}
+    for op in OPERATORS:
+        for kind in op.kinds:
+            kinds[kind] = (*kinds.get(kind, ()), op.name)
+    assert kinds == registry._BY_KIND
+    assert all(operator(op.name) is op for op in OPERATORS)  # one of each
+
+
 def _ids(value: Any) -> str:
     if isinstance(value, Operator):
         return value.name

@@ -104,9 +104,13 @@ def _trees_named(params: dict[str, Any]) -> list[str]:
 def _finish_interrupted(ctx: click.Context) -> None:
     from pathlib import Path
 
-    from topogen.emit.journal import finish
+    from topogen.emit.leftovers import interrupted
 
     for tree in _trees_named(ctx.params):
+        if not interrupted(Path(tree)):
+            continue  # (almost always: the journal's module stays unloaded)
+        from topogen.emit.journal import finish
+
         done = finish(Path(tree))
         if done is None:
             continue

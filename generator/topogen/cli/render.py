@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,12 +21,14 @@ from topogen.cli import (
 from topogen.cli.output import output_option
 from topogen.config import load_config, with_default_namespace
 from topogen.emit.refusal import policies_of, refusal_line
-from topogen.emit.stream import stream_json
-from topogen.emit.writer import GENERATED_HEADER, WriteReport, stream_objects, write_tree
+from topogen.emit.stream import GENERATED_HEADER, stream_json, stream_objects
 from topogen.pipeline.format import placement_lines
 from topogen.pipeline.render import RenderResult, render
 from topogen.textui import install_progress
 from topogen.yamltext import display_path
+
+if TYPE_CHECKING:
+    from topogen.emit.writer import WriteReport
 
 
 def _shown_config(config: Path, out: Path) -> str:
@@ -107,6 +110,8 @@ def render_command(
     elif printing:
         click.echo(stream_objects(result.files, header), nl=False)
     else:
+        from topogen.emit.writer import write_tree  # (its journal: not for a printed render)
+
         report = write_tree(result.files, out, header, list(clusters) or None)
         _said(report, out, result, verbose)
     if result.refused:

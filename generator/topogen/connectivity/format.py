@@ -6,12 +6,14 @@ import csv
 import io
 import json
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topogen.analysis.reachability import RuleMatch, SideTrace
 from topogen.connectivity.core import ConnectivityReport
 from topogen.connectivity.endpoints import HOST_NETWORK_RULE, WorkloadEndpoint
-from topogen.connectivity.explain import Explanation, isolation_name, rule_name
+
+if TYPE_CHECKING:
+    from topogen.connectivity.explain import Explanation
 
 __all__ = [
     "connectivity_csv",
@@ -147,6 +149,8 @@ def _endpoint_line(role: str, ep: WorkloadEndpoint) -> str:
 
 
 def _match_line(m: RuleMatch) -> str:
+    from topogen.connectivity.explain import rule_name  # (explain's, loaded by it)
+
     written = m.rule.ports
     ports = "all ports" if written is None else ", ".join(str(r) for r in written) or "no ports"
     if written is not None and any(r.name for r in written):
@@ -155,6 +159,8 @@ def _match_line(m: RuleMatch) -> str:
 
 
 def _side_text(title: str, side: SideTrace, other: WorkloadEndpoint) -> list[str]:
+    from topogen.connectivity.explain import isolation_name
+
     lines = [title]
     if side.isolated:
         who = [isolation_name(i) for i in side.isolations] or [str(p) for p in side.isolated_by]
@@ -202,6 +208,8 @@ def explanation_text(ex: Explanation) -> str:
 
 
 def _side_json(side: SideTrace) -> dict[str, Any]:
+    from topogen.connectivity.explain import isolation_name
+
     who = [isolation_name(i) for i in side.isolations] or [str(p) for p in side.isolated_by]
     if side.always:
         who.append("policy-enforcement=always")
@@ -215,6 +223,8 @@ def _side_json(side: SideTrace) -> dict[str, Any]:
 
 
 def _match_json(m: RuleMatch) -> dict[str, Any]:
+    from topogen.connectivity.explain import rule_name
+
     return {"rule": rule_name(m.rule), "peer": str(m.peer), "ports": m.ports.describe()}
 
 

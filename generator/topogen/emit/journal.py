@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from topogen.emit.layout import CONTROL, MANIFEST, TREE
+from topogen.emit.leftovers import JOURNAL, RETIRED, STAGING, interrupted
 from topogen.emit.swap import TreeBusy, exchange, locked, make_folder, recover_legacy, remove_path
 from topogen.errors import InputError
 
@@ -45,8 +46,6 @@ __all__ = [
     "stage",
 ]
 
-JOURNAL = "journal"  # under .topogen: a committed render not yet finished
-_STAGING, _RETIRED = "journal.new-", "journal.done-"
 _FILES, _PLAN = "files", "PLAN"
 _KIND = "RenderJournal"
 
@@ -128,7 +127,7 @@ def stage(out: Path, plan: Plan, contents: dict[str, bytes], manifest: str) -> P
     """Write the journal of `plan` (not yet committed: the tree is untouched)."""
     control = out / CONTROL
     control.mkdir(exist_ok=True)
-    staging = make_folder(_STAGING, control)
+    staging = make_folder(STAGING, control)
     made: set[Path] = set()
     for i, path in enumerate(plan.written):
         target = staging / _FILES / path
@@ -180,7 +179,7 @@ def apply(out: Path, journal: Path, plan: Plan) -> None:
     if plan.drop_tree and (tree.exists() or tree.is_symlink()):
         remove_path(tree)
         _checkpoint("removed .topogen/tree")
-    retired = make_folder(_RETIRED, control)
+    retired = make_folder(RETIRED, control)
     os.replace(journal, retired)
     _checkpoint("retired the journal")
     import shutil
@@ -230,20 +229,6 @@ class Recovery:
     busy: bool = False  # another topogen process holds the tree: nothing was done
 
 
-def interrupted(out: Path) -> bool:
-    """Whether OUT holds what an interrupted render left (cheap: a listing or two)."""
-    control = out / CONTROL
-    try:
-        names = os.listdir(control) if control.is_dir() else []
-        tops = os.listdir(out) if names or out.is_dir() else []
-    except OSError:
-        return False
-    leftovers = (JOURNAL, _STAGING, _RETIRED, "next-", "old-")
-    return any(n.startswith(leftovers) for n in names) or any(
-        n.startswith((".topogen-render-", ".topogen-old-")) for n in tops
-    )
-
-
 def finish(out: Path) -> Recovery | None:
     """What a command runs before anything else on a tree it names: recover() under the
     tree's lock when OUT holds what an interrupted render left (None: it holds nothing)."""
@@ -267,7 +252,7 @@ def recover(out: Path) -> Recovery:
         return Recovery(None, tuple(recover_legacy(out)))
     removed = recover_legacy(out)
     for name in sorted(os.listdir(control)):
-        if name.startswith((_STAGING, _RETIRED)):
+        if name.startswith((STAGING, RETIRED)):
             remove_path(control / name)
             removed.append(f"{CONTROL}/{name}")
     journal = control / JOURNAL

@@ -8,16 +8,26 @@ to be Kubernetes objects before a backend returns it.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import CodeType
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from topogen.errors import InternalError
 from topogen.plaindata import dump_yaml
-from topogen.templatecache import TemplateLoader, cache_folder, jinja
+from topogen.render import templaterun
+from topogen.render.templaterun import Runtime, lite_source
+from topogen.templatecache import (
+    TemplateLoader,
+    cache_folder,
+    jinja,
+    kept_code,
+    template_source,
+)
 from topogen.yamlfast import load_all_fast, yaml_unsafe_in_json
 
 if TYPE_CHECKING:
@@ -79,24 +89,66 @@ def _finalize(value: Any) -> Any:
     )
 
 
+# the environment's options besides the filters: Jinja2's, and the key of the templates'
+# lite code (render/templaterun.py), which depends on them
+_OPTIONS: dict[str, Any] = {
+    "autoescape": False,
+    "keep_trailing_newline": True,
+    "trim_blocks": True,
+    "lstrip_blocks": True,
+}
+_FILTERS = {"toyaml": _f_yaml, "tojson": _f_json}
+
+
+_LITE_KEY = repr(
+    ("StrictUndefined", f"{__name__}._finalize", sorted(_FILTERS), sorted(_OPTIONS.items()))
+).encode()
+
+
 @cache
 def _env() -> jinja2.Environment:
     environment, runtime = jinja()
     env: jinja2.Environment = environment.Environment(
-        undefined=runtime.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        finalize=_finalize,
+        undefined=runtime.StrictUndefined, finalize=_finalize, **_OPTIONS
     )
-    env.filters["toyaml"] = _f_yaml
-    env.filters["tojson"] = _f_json
+    env.filters.update(_FILTERS)
     env.loader = TemplateLoader(TEMPLATES_DIR, cache_folder(), env)  # type: ignore[assignment]
     return env
 
 
+@cache
+def _runtime() -> Runtime:
+    return Runtime(_finalize, _FILTERS)
+
+
+# (template name, source) -> its render function from lite code, or None (Jinja2 runs it)
+_LITE: dict[tuple[str, str], Callable[[Mapping[str, Any]], str] | None] = {}
+
+
+def _lite_template(name: str) -> Callable[[Mapping[str, Any]], str] | None:
+    """The template's render function without Jinja2, when its code allows it: kept in
+    the cache folder, made (with Jinja2's compiler) when not kept yet."""
+    found = template_source(TEMPLATES_DIR, name)
+    if found is None:
+        return None  # Jinja2's loader says why
+    filename, source = found
+    if (name, source) not in _LITE:
+
+        def make() -> CodeType | None:
+            lite = lite_source(_env().compile(source, name, filename, raw=True), _FILTERS)
+            return None if lite is None else compile(lite, filename, "exec", dont_inherit=True)
+
+        key = b"|".join((_LITE_KEY, name.encode(), filename.encode(), source.encode()))
+        # the lite code depends on the rules of render/templaterun.py too
+        code = kept_code(cache_folder(), key, (templaterun.__file__,), make)
+        _LITE[name, source] = None if code is None else _runtime().load(code)
+    return _LITE[name, source]
+
+
 def render_text(template: str, **values: Any) -> str:
+    lite = _lite_template(template)
+    if lite is not None:
+        return lite(values)
     return _env().get_template(template).render(**values)
 
 
