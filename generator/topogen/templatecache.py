@@ -25,6 +25,7 @@ import importlib.util
 import marshal
 import os
 import sys
+from _thread import RLock
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from types import CodeType, ModuleType
@@ -57,16 +58,28 @@ def cache_folder() -> Path | None:
     return root / "templates" if root is not None else None
 
 
+# Threads rendering at once (a library caller's) load the package once, and none sees it
+# half-filled: the names are asked for under this lock while __init__ runs.
+_JINJA_LOCK = RLock()
+
+
 def _package_on_first_use(package: ModuleType, spec: Any) -> None:
     """Run the package's __init__ when a name it defines is first asked for (its
     submodules' names are left to the import system)."""
     folder = Path(spec.origin).parent
+    started = []
 
     def __getattr__(name: str) -> Any:
         if (folder / f"{name}.py").exists():
             raise AttributeError(name)
-        vars(package).pop("__getattr__", None)
-        spec.loader.exec_module(package)
+        with _JINJA_LOCK:
+            if started:  # __init__ ran in another thread, or runs in this one
+                if name in vars(package):
+                    return vars(package)[name]
+                raise AttributeError(name)
+            started.append(True)
+            spec.loader.exec_module(package)
+            vars(package).pop("__getattr__", None)
         return getattr(package, name)
 
     vars(package)["__getattr__"] = __getattr__
@@ -74,12 +87,15 @@ def _package_on_first_use(package: ModuleType, spec: Any) -> None:
 
 def _jinja_package() -> None:
     """jinja2 in sys.modules, its __init__ run on first use of one of its names."""
-    if "jinja2" not in sys.modules:
-        spec = importlib.util.find_spec("jinja2")
-        if spec is not None and spec.origin and spec.loader is not None:
-            package = importlib.util.module_from_spec(spec)
-            _package_on_first_use(package, spec)
-            sys.modules["jinja2"] = package
+    if "jinja2" in sys.modules:
+        return
+    with _JINJA_LOCK:
+        if "jinja2" not in sys.modules:
+            spec = importlib.util.find_spec("jinja2")
+            if spec is not None and spec.origin and spec.loader is not None:
+                package = importlib.util.module_from_spec(spec)
+                _package_on_first_use(package, spec)
+                sys.modules["jinja2"] = package
 
 
 def jinja() -> tuple[ModuleType, ModuleType]:

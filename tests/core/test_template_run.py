@@ -5,6 +5,8 @@ anything the lite runtime does not provide)."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +122,52 @@ def test_a_render_is_the_same_without_lite_code(
     lite = _files(config)
     monkeypatch.setattr(base, "_lite_template", lambda name: None)
     assert _files(config) == lite
+
+
+_THREADS = """
+import sys, threading
+from topogen.config import load_config
+from topogen.pipeline.render import render
+
+sys.setswitchinterval(1e-6)  # threads switch often: their first uses overlap
+configs = [load_config(path) for path in sys.argv[1:]]
+barrier = threading.Barrier(8)
+results, errors = {}, []
+
+def run(i):
+    barrier.wait()
+    try:
+        files = {f.path: f.text for f in render(configs[i % len(configs)]).files}
+        results.setdefault(i % len(configs), []).append(files)
+    except BaseException as exc:
+        errors.append(repr(exc))
+
+threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+assert not errors, errors
+assert all(r == rs[0] for rs in results.values() for r in rs), "renders differ"
+print(" ".join(str(len(results[i][0])) for i in range(len(configs))))
+"""
+
+
+def test_threads_rendering_at_once_on_first_use(tmp_path: Path) -> None:
+    """Renders in threads of a fresh process, meeting Jinja2's lazily loaded package and
+    runtime at once (a library caller's, the engine suites'): some render templates that
+    need Jinja2 (Gatekeeper's), others templates that do not (but ask whether Jinja2's
+    runtime made a value). Each gives the output a single render gives, none an error of
+    a half-loaded module."""
+    configs = []
+    for engine in ("gatekeeper", "native", "kyverno-legacy"):
+        folder = tmp_path / engine
+        shutil.copytree(ZONE_SPLIT, folder)
+        config = folder / "topogen.yaml"
+        config.write_text(config.read_text(encoding="utf-8") + f"engines: [{engine}]\n", "utf-8")
+        configs.append(config)
+    run = subprocess.run(
+        [sys.executable, "-c", _THREADS, *map(str, configs)], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == [str(len(_files(config))) for config in configs]

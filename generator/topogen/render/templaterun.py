@@ -157,8 +157,10 @@ def _plain_undefined(*args: Any, **kwargs: Any) -> Any:
 
 
 def _defined(value: Any) -> bool:
-    runtime = sys.modules.get("jinja2.runtime")  # no Undefined exists before it is loaded
-    return runtime is None or not isinstance(value, runtime.Undefined)
+    # No Undefined exists before its class does: jinja2.runtime not loaded yet, or still
+    # being imported by another thread (a partially initialised module without it yet)
+    undefined = getattr(sys.modules.get("jinja2.runtime"), "Undefined", None)
+    return undefined is None or not isinstance(value, undefined)
 
 
 def _template_runtime_error(message: str) -> Exception:
