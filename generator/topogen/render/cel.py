@@ -298,13 +298,11 @@ def has_coordinator_term(intent: AdmissionIntent, label_keys: bool = False) -> s
     Gatekeeper's mutator writes: the API server turns it into `<job label> In (<value>)`)."""
     job = lit(intent.job_label)
     own = (
-        f"(has(t.labelSelector.matchLabels) && {job} in t.labelSelector.matchLabels && "
-        f"t.labelSelector.matchLabels[{job}] == object.metadata.labels[{job}])"
+        f"has(t.labelSelector.matchLabels) && {job} in t.labelSelector.matchLabels && "
+        f"t.labelSelector.matchLabels[{job}] == object.metadata.labels[{job}]"
     )
     if label_keys:
-        own = f"({own} || (has(t.matchLabelKeys) && {job} in t.matchLabelKeys))"
-    else:
-        own = own[1:-1]
+        own = f"(({own}) || (has(t.matchLabelKeys) && {job} in t.matchLabelKeys))"
     return (
         f"has(object.spec.affinity) && has(object.spec.affinity.podAffinity) && "
         f"has({POD_REQ}) && {POD_REQ}.exists(t, t.topologyKey == {lit(intent.topology_key)}"

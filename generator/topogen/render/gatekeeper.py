@@ -1,5 +1,7 @@
-"""OPA Gatekeeper: a ConstraintTemplate (Rego v1) and Constraint for the checks, and
-mutators (mutations.gatekeeper.sh/v1 Assign, AssignMetadata, ModifySet) for the rest.
+"""OPA Gatekeeper: a ConstraintTemplate (the checks in CEL for its K8sNativeValidation
+engine, which Gatekeeper runs by default, and in Rego v1, which it runs with native
+validation off) and Constraint for the checks, and mutators (mutations.gatekeeper.sh/v1
+Assign, AssignMetadata, ModifySet) for the rest.
 
 Same behaviour as the Kyverno policies wherever Gatekeeper's mutation model can say it;
 where it cannot, the closest faithful encoding, each listed in DIFFERENCES (and held to
@@ -495,7 +497,7 @@ def cel_source(intent: AdmissionIntent) -> dict[str, Any]:
     return {
         "generateVAP": False,
         "failurePolicy": "Fail",
-        "matchCondition": cel.match_role(intent, MUTATE),
+        "matchCondition": cel.match_role(intent, MUTATE),  # Gatekeeper's key: singular
         "variables": cel.validation_variables(intent, label_keys=True),
         "validations": [
             {k: v for k, v in check.items() if k != "reason"} for check in cel.validations(intent)
