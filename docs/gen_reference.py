@@ -258,10 +258,18 @@ def _type_row(name: str, obj: Any, comment: str) -> str:
     said = []
     for v in variants:
         bits = [v.get("type", "")]
-        for key, word in (("pattern", "matching"), ("maxLength", "at most"), ("minimum", ">=")):
+        for key, word in (
+            ("pattern", "matching"),
+            ("maxLength", "at most"),
+            ("minimum", ">="),
+        ):
             if key in v:
                 value = f"`{v[key]}`" if key == "pattern" else v[key]
                 bits.append(f"{word} {value}" + (" characters" if key == "maxLength" else ""))
+        if v.get("minLength") == 1:
+            bits[0] = f"non-empty {bits[0]}"
+        elif v.get("minLength"):
+            bits.append(f"at least {v['minLength']} characters")
         said.append(" ".join(str(b) for b in bits if b != ""))
     return f"| `{name}` | {_cell(' or '.join(said))} | {_cell(comment)} |"
 

@@ -520,3 +520,13 @@ def test_the_admission_section_spliced_into_a_file_of_its_own_brings_its_targets
         "| admission p50 at most 1.2x the reference | not measured | n/a |",
     ]
     assert admission_bench.splice(text, {"kyverno": None, "gatekeeper": None}) == text
+
+
+def test_race_without_cyclonus_says_so_and_measures_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(racebench.race, "CYCLONUS", tmp_path / "no-cyclonus")
+    out = tmp_path / "RESULTS.md"
+    assert run.main(["--race-only", "--out", str(out)]) == 2  # it cannot do its one job
+    assert "no race" in capsys.readouterr().err
+    assert not out.exists()

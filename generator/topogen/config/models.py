@@ -67,7 +67,7 @@ class CiliumConfig(Strict):
 
     # the agent's `labels` option (Helm `labels`, `--labels`), verbatim: [source:]regexp
     # prefixes, `!` after the source excludes (default: Cilium's own label filter)
-    identity_labels: list[Annotated[str, StringConstraints(min_length=1)]] = Field(
+    identity_labels: list[LabelFilter] = Field(
         default_factory=lambda: list(_CILIUM.identity_labels), alias="identityLabels"
     )
     # enable-host-firewall: host (nodeSelector) policies apply
@@ -116,9 +116,7 @@ class ClusterConfig(Strict):
     )
     # the cluster's minor version: the native engine writes MutatingAdmissionPolicy v1 from
     # 1.36 (the default), v1beta1 before; Gatekeeper needs 1.31
-    kubernetes_version: Annotated[str, StringConstraints(pattern=_VERSION)] = Field(
-        "1.36", alias="kubernetesVersion"
-    )
+    kubernetes_version: KubernetesVersion = Field("1.36", alias="kubernetesVersion")
     engines: list[Engine] | None = None  # this cluster's, instead of the top level's
     # this cluster's, instead of the top level's
     validation_action: Literal["Audit", "Enforce"] | None = Field(None, alias="validationAction")
@@ -191,6 +189,10 @@ RunbookUrl = Annotated[str, StringConstraints(pattern=_URL, max_length=2000)]
 _METRIC = METRIC_PATTERN
 MetricName = Annotated[str, StringConstraints(pattern=_METRIC, max_length=200)]
 _VERSION = VERSION_PATTERN
+# a Kubernetes minor version such as 1.36
+KubernetesVersion = Annotated[str, StringConstraints(pattern=_VERSION)]
+# one entry of the cilium-agent's `labels` option: [source:]regexp, `!` excludes
+LabelFilter = Annotated[str, StringConstraints(min_length=1)]
 # each pattern of the model in words, for its errors (configerrors.py)
 PATTERN_WORDS_ALL = {
     **PATTERN_WORDS,
