@@ -365,6 +365,26 @@ def test_gatekeepers_cpu_splits_between_mutators_and_constraint() -> None:
     assert "12 mutators **2.25 ms**" in text and "ModifySet 1.50 ms" in text
     assert "constraint **2.75 ms**" in text
     assert "Mutators only / reference: 1.12x at p50, 1.12x at p99." in text
+    # the template's Rego alone: its constraint over the same mutators
+    stats[agk.REGO] = stats["generated"] | {"p50": 6.0, "p99": 8.0, "cpu": {
+        "API server": 5.0, "Gatekeeper": 8.0}}  # fmt: skip
+    assert agk.cpu_split(stats)["rego"] == 3.75
+    text = "\n".join(agk.report_lines(gk))
+    assert f"| {agk.REGO} | 10 | 10 | 2 |" in text and "its Rego instead, 3.75 ms" in text
+    assert "generated, Rego / reference: 1.50x at p50, 1.00x at p99." in text
+
+
+def test_the_rego_configuration_keeps_the_template_s_rego_alone() -> None:
+    import admission_gatekeeper as agk
+
+    template = {
+        "kind": "ConstraintTemplate",
+        "spec": {"targets": [{"code": [{"engine": "K8sNativeValidation"}, {"engine": "Rego"}]}]},
+    }
+    other = {"kind": "Assign", "spec": {}}
+    got = agk.rego_only([template, other])
+    assert got[0]["spec"]["targets"][0]["code"] == [{"engine": "Rego"}]
+    assert got[1] is other and len(template["spec"]["targets"][0]["code"]) == 2  # a copy
 
 
 def test_admission_only_splices_its_section_and_rows() -> None:

@@ -309,20 +309,51 @@ def gator_expand(
     return out
 
 
+def cel_check(intent: AdmissionIntent, msg: str) -> str:
+    """The check a K8sNativeValidation violation's message is of (CEL carries no details):
+    its message's distinct words, as cel.validations writes them, each of one check only."""
+    marks = {
+        "coordinator-pinned": f": the coordinator of group {intent.group} must be pinned to ",
+        "worker-affinity": f": a worker of group {intent.group} must require pod affinity ",
+        "identity": f": identity label {intent.identity_label}=",
+    }
+    found = [check for check, mark in marks.items() if mark in msg]
+    found += [
+        f"denied:{a}:{b}"
+        for a, b, _ in intent.denied_zone_pairs
+        if f": node affinity spans {a} and {b}, whose traffic is denied by " in msg
+    ]
+    assert len(found) == 1, f"a violation of no one known check: {msg}"
+    return found[0]
+
+
 def gator_checks(
-    gator: Path, policies: Sequence[Path], pods: Sequence[Pod], tmp: Path
+    gator: Path,
+    policies: Sequence[Path],
+    pods: Sequence[Pod],
+    tmp: Path,
+    intent: AdmissionIntent,
+    rego: bool = False,
 ) -> dict[str, Checks]:
+    """`rego`: gator's native validation off, so the template's Rego judges (else its
+    K8sNativeValidation CEL, as Gatekeeper's webhook runs it by default)."""
     path = _dump(tmp / "judged.yaml", pods)
     args = [str(gator), "test", *(f"--filename={p}" for p in [*policies, path]), "--output=json"]
+    if rego:
+        args.append("--enable-k8s-native-validation=false")
     proc = _run(args, ok=(0, 1))
     out: dict[str, list[tuple[str, str]]] = {}
     for v in json.loads(proc.stdout or "[]") or []:
         name = v["violatingObject"]["metadata"]["name"]
-        out.setdefault(name, []).append((v["metadata"]["details"]["check"], v["msg"]))
+        details = (v.get("metadata") or {}).get("details")
+        assert (details is not None) == rego, v  # the Rego's violations alone carry details
+        check = details["check"] if rego else cel_check(intent, v["msg"])
+        out.setdefault(name, []).append((check, v["msg"]))
     return {n: tuple(sorted(c)) for n, c in out.items()}
 
 
-def run_gatekeeper(gator: Path, suite: Suite, tmp: Path) -> Outcome:
+def run_gatekeeper(gator: Path, suite: Suite, tmp: Path, rego: bool = False) -> Outcome:
+    """`rego`: the template's checks judged by its Rego instead of its CEL."""
     files = gatekeeper_policies(suite.intent)
     paths = _write(tmp / "policies", files)
     template, constraint, _ = paths
@@ -330,5 +361,6 @@ def run_gatekeeper(gator: Path, suite: Suite, tmp: Path) -> Outcome:
     only = [stored(c.pod) for c in suite.cases if not c.admission]
     mutated = gator_expand(gator, files[2].objects, admission, tmp)
     assert set(mutated) == {p["metadata"]["name"] for p in admission}
-    checks = gator_checks(gator, [template, constraint], [*mutated.values(), *only], tmp)
+    judged = [*mutated.values(), *only]
+    checks = gator_checks(gator, [template, constraint], judged, tmp, suite.intent, rego)
     return Outcome(mutated, checks)

@@ -16,11 +16,13 @@ from topogen.errors import TopogenError
 from topogen.render.base import TEMPLATES_DIR, RenderedFile
 from topogen.render.gatekeeper import (
     DIFFERENCES,
+    cel_source,
     constraint_kind,
     gatekeeper_policies,
     location_key,
 )
 from topogen.render.gatekeeper_tests import gatekeeper_test_files
+from topogen.render.intent import AdmissionIntent
 
 SUITES = suites()
 
@@ -63,10 +65,12 @@ def test_constraint_kinds_stay_apart_where_camel_case_would_not() -> None:
     assert constraint_kind(a).startswith("TopogenMlTraining")
 
 
-def test_the_template_carries_the_rego_source_verbatim() -> None:
+def test_the_template_carries_the_cel_checks_and_the_rego_source_verbatim() -> None:
     rego = (TEMPLATES_DIR / "gatekeeper" / "colocation.rego").read_text(encoding="utf-8")
     template = _objects(SUITES[0].intent)[0]
-    [code] = template["spec"]["targets"][0]["code"]
+    native, code = template["spec"]["targets"][0]["code"]
+    assert native == {"engine": "K8sNativeValidation", "source": cel_source(SUITES[0].intent)}
+    assert native["source"]["generateVAP"] is False  # judged by Gatekeeper's webhook alone
     assert code == {"engine": "Rego", "source": {"version": "v1", "rego": rego}}
     copied = next(
         f for f in gatekeeper_test_files(SUITES[0].intent) if f.path.endswith("/colocation.rego")
@@ -89,7 +93,10 @@ def test_mutators_are_narrow_and_run_on_create() -> None:
             exprs = match["labelSelector"]["matchExpressions"]
             # a detached pod's mutators (KubeRay's submitter) match it without the job label
             job = "DoesNotExist" if "-detached-" in m["metadata"]["name"] else "Exists"
-            assert exprs[0] == {"key": intent.job_label, "operator": job}
+            if job == "Exists" and _job_in(intent, exprs):  # `In` on the job label implies it
+                assert {"key": intent.job_label, "operator": job} not in exprs
+            else:
+                assert exprs[0] == {"key": intent.job_label, "operator": job}
             assert {"key": "kueue.x-k8s.io/tas", "operator": "DoesNotExist"} in exprs
             if m["kind"] != "AssignMetadata":  # AssignMetadata has no applyTo
                 assert m["spec"]["applyTo"] == [
@@ -98,6 +105,34 @@ def test_mutators_are_narrow_and_run_on_create() -> None:
 
 
 ANTI = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def _job_in(intent: AdmissionIntent, exprs: list[dict[str, Any]]) -> bool:
+    return any(e["key"] == intent.job_label and e["operator"] == "In" for e in exprs)
+
+
+def test_a_mutator_without_the_job_labels_exists_matches_the_same_pods() -> None:
+    """Where a mutator's selector leaves out the job label's `Exists` (an `In` on it), it
+    matches exactly the pods it would match with it: every case's pod, with and without
+    the job label, and with each of the `In`'s values and another."""
+    dropped = 0
+    for suite in SUITES:
+        intent = suite.intent
+        for m in _objects(intent)[2:]:
+            exprs = m["spec"]["match"]["labelSelector"]["matchExpressions"]
+            if not _job_in(intent, exprs):
+                continue
+            dropped += 1
+            values = {v for e in exprs if e["key"] == intent.job_label for v in e["values"]}
+            full = [{"key": intent.job_label, "operator": "Exists"}, *exprs]
+            for case in suite.cases:
+                labels = dict(case.pod["metadata"].get("labels") or {})
+                for job in (None, "another-job", *values):
+                    pod = {k: v for k, v in labels.items() if k != intent.job_label}
+                    if job is not None:
+                        pod[intent.job_label] = job
+                    assert _matches(exprs, pod) == _matches(full, pod), (m["metadata"], pod)
+    assert dropped  # the suites have per-job buckets that name their jobs
 
 
 def test_a_queued_jobs_exclusions_are_one_modify_set_per_role_for_its_jobs_alone() -> None:

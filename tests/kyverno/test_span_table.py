@@ -18,10 +18,12 @@ from typing import Any
 import pytest
 import yaml
 
+from engines.engines import gator_checks
 from tooling import REPO, require_tool
 from topogen.config import load_config
 from topogen.pipeline.analyze import analyze
 from topogen.render import cel
+from topogen.render.gatekeeper import gatekeeper_policies
 from topogen.render.intent import AdmissionIntent, intent_for
 from topogen.render.kyverno import kyverno_policies
 from topogen.render.reference import sample_pods, violations
@@ -135,3 +137,28 @@ def test_kyverno_judges_spans_as_the_pairs_do(intent: AdmissionIntent, tmp_path:
         ), name
     assert got["fence"] and got["table-first"] and got["fence-first"] and got["set-of-two"]
     assert got["block"] and "host-firewall" in got["block"]
+
+
+def test_gatekeeper_reports_the_first_pair_with_cel_and_each_with_rego(
+    intent: AdmissionIntent, tmp_path: Path
+) -> None:
+    """The same table in Gatekeeper's K8sNativeValidation code (gator's default engine):
+    a pod spanning several denied pairs is reported with the first; the template's Rego
+    (native validation off) reports each."""
+    gator = require_tool("gator")
+    files = gatekeeper_policies(intent)
+    paths = []
+    for f in files[:2]:  # the template and the constraint
+        paths.append(tmp_path / Path(f.path).name)
+        paths[-1].write_text(f.text, encoding="utf-8")
+    coordinator = next(p for p in sample_pods(intent) if p["metadata"]["name"] == "coordinator")
+    zones = {"fence-first": ["zone-f", "zone-c", "zone-d"], "one-zone": ["zone-a"]}
+    pods = [_pinned(coordinator, n, z, intent.zone_label) for n, z in zones.items()]
+    pod = pods[0]
+    spans = [v for v in violations(pod, intent) if v.startswith("spans denied zones")]
+    pairs = ["denied:" + ":".join(s.split(" ")[3::2]) for s in spans]
+    assert len(pairs) > 1
+    for rego, want in ((False, pairs[:1]), (True, pairs)):
+        got = gator_checks(gator, paths, pods, tmp_path / str(rego), intent, rego)
+        denied = {n: sorted(c for c, _ in got.get(n, ()) if c.startswith("denied:")) for n in zones}
+        assert denied == {"fence-first": sorted(want), "one-zone": []}, rego

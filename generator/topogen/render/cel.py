@@ -292,14 +292,21 @@ def coordinator_term(intent: AdmissionIntent) -> str:
     return out
 
 
-def has_coordinator_term(intent: AdmissionIntent) -> str:
+def has_coordinator_term(intent: AdmissionIntent, label_keys: bool = False) -> str:
+    """A required pod-affinity term on the topology key selecting the pod's own job by
+    matchLabels; `label_keys`: or naming the job label in matchLabelKeys (the form
+    Gatekeeper's mutator writes: the API server turns it into `<job label> In (<value>)`)."""
     job = lit(intent.job_label)
+    own = (
+        f"has(t.labelSelector.matchLabels) && {job} in t.labelSelector.matchLabels && "
+        f"t.labelSelector.matchLabels[{job}] == object.metadata.labels[{job}]"
+    )
+    if label_keys:
+        own = f"(({own}) || (has(t.matchLabelKeys) && {job} in t.matchLabelKeys))"
     return (
         f"has(object.spec.affinity) && has(object.spec.affinity.podAffinity) && "
         f"has({POD_REQ}) && {POD_REQ}.exists(t, t.topologyKey == {lit(intent.topology_key)}"
-        f" && has(t.labelSelector) && has(t.labelSelector.matchLabels) && "
-        f"{job} in t.labelSelector.matchLabels && "
-        f"t.labelSelector.matchLabels[{job}] == object.metadata.labels[{job}])"
+        f" && has(t.labelSelector) && {own})"
     )
 
 
@@ -337,7 +344,8 @@ def mutation_identity_patch(intent: AdmissionIntent) -> str:
 # --- validation --------------------------------------------------------------------------
 
 
-def validation_variables(intent: AdmissionIntent) -> list[dict[str, str]]:
+def validation_variables(intent: AdmissionIntent, label_keys: bool = False) -> list[dict[str, str]]:
+    """The validation's variables; `label_keys`: see has_coordinator_term."""
     zl = lit(intent.zone_label)
     zone_in = f"(e.key == {zl} && e.operator == 'In')"
     has_req = (
@@ -370,7 +378,7 @@ def validation_variables(intent: AdmissionIntent) -> list[dict[str, str]]:
             f"t.matchExpressions.exists(e, {zone_in} && e.values.all(v, v in "
             f"{lit(list(intent.zones))}))))",
         },
-        {"name": "hasCoordinatorTerm", "expression": has_coordinator_term(intent)},
+        {"name": "hasCoordinatorTerm", "expression": has_coordinator_term(intent, label_keys)},
         *_span_variables(intent),
     ]
 

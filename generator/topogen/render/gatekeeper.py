@@ -1,5 +1,7 @@
-"""OPA Gatekeeper: a ConstraintTemplate (Rego v1) and Constraint for the checks, and
-mutators (mutations.gatekeeper.sh/v1 Assign, AssignMetadata, ModifySet) for the rest.
+"""OPA Gatekeeper: a ConstraintTemplate (the checks in CEL for its K8sNativeValidation
+engine, which Gatekeeper runs by default, and in Rego v1, which it runs with native
+validation off) and Constraint for the checks, and mutators (mutations.gatekeeper.sh/v1
+Assign, AssignMetadata, ModifySet) for the rest.
 
 Same behaviour as the Kyverno policies wherever Gatekeeper's mutation model can say it;
 where it cannot, the closest faithful encoding, each listed in DIFFERENCES (and held to
@@ -36,6 +38,7 @@ from typing import Any
 from topogen.config import engine_version_problem
 from topogen.errors import InputError
 from topogen.model import LabelSelector
+from topogen.render import cel
 from topogen.render.base import RenderedFile, render_documents
 from topogen.render.cel import toleration_dicts
 from topogen.render.intent import (
@@ -67,6 +70,7 @@ from topogen.render.vocabulary import (
 
 __all__ = [
     "DIFFERENCES",
+    "cel_source",
     "constraint_kind",
     "coordinator_term",
     "gatekeeper_policies",
@@ -156,9 +160,14 @@ def _worker_variants(intent: AdmissionIntent) -> list[tuple[list[list[Req]], Lab
 def _label_selector(
     intent: AdmissionIntent, role: Sequence[Req], detached: bool = False
 ) -> dict[str, Any]:
-    """The role's pods: with the job label (a detached pod: without it), not Kueue TAS."""
+    """The role's pods: with the job label (a detached pod: without it), not Kueue TAS.
+    The job label's `Exists` is left out where the role's requirements hold an `In` on it
+    (the same pods, one key fewer for Gatekeeper to parse per mutator and pass)."""
     job = "DoesNotExist" if detached else "Exists"
-    group: list[Req] = [{"key": intent.job_label, "operator": job}]
+    implied = any(r["key"] == intent.job_label and r["operator"] == "In" for r in role)
+    group: list[Req] = (
+        [] if implied and not detached else [{"key": intent.job_label, "operator": job}]
+    )
     group += [{"key": k, "operator": "DoesNotExist"} for k in intent.skip_keys]
     return {"matchExpressions": group + list(role)}
 
@@ -478,6 +487,24 @@ def _schema() -> dict[str, Any]:
     }
 
 
+def cel_source(intent: AdmissionIntent) -> dict[str, Any]:
+    """The checks for Gatekeeper's K8sNativeValidation engine: the CEL of the native and
+    Kyverno validations (render/cel.py) with the group's values as literals (the template
+    is the group's own), judged by Gatekeeper's webhook itself (generateVAP false: no
+    ValidatingAdmissionPolicy of its making). As the Rego: every operation Gatekeeper's
+    webhook sends is judged, and the coordinator term may name the job label in
+    matchLabelKeys."""
+    return {
+        "generateVAP": False,
+        "failurePolicy": "Fail",
+        "matchCondition": cel.match_role(intent, MUTATE),  # Gatekeeper's key: singular
+        "variables": cel.validation_variables(intent, label_keys=True),
+        "validations": [
+            {k: v for k, v in check.items() if k != "reason"} for check in cel.validations(intent)
+        ],
+    }
+
+
 def _meta(intent: AdmissionIntent, role: str) -> dict[str, Any]:
     return policy_metadata(intent, role, {DESCRIPTION: description(intent)}, summary=False)
 
@@ -500,6 +527,7 @@ def gatekeeper_policies(
         name=kind.lower(),
         kind=kind,
         schema=_schema(),
+        cel=cel_source(intent),
         **meta,
     )
     template = RenderedFile(f"{intent.name}-template.yaml", text, objs)
