@@ -67,6 +67,7 @@ class Gatekeeper(Controller):
     module: Path
     port: int = 0
     health: int = 0
+    prometheus: int = 0
     proc: Process | None = None
     installed_args: list[str] = field(default_factory=list)
     configs: list[dict[str, Any]] = field(default_factory=list)
@@ -106,7 +107,7 @@ class Gatekeeper(Controller):
         self._register_at_port()
 
     def before_restart(self) -> None:
-        self.port, self.health = free_port(), free_port()
+        self.port, self.health, self.prometheus = free_port(), free_port(), free_port()
         self._register_at_port()
 
     def _register_at_port(self) -> None:
@@ -119,7 +120,8 @@ class Gatekeeper(Controller):
         register_webhooks(self.cp, configs)
 
     def argv(self) -> list[str]:
-        args = [a for a in self.installed_args if not a.startswith(("--port=", "--operation="))]
+        ours = ("--port=", "--operation=", "--prometheus-port=")
+        args = [a for a in self.installed_args if not a.startswith(ours)]
         return [
             str(self.binary),
             *args,
@@ -130,12 +132,15 @@ class Gatekeeper(Controller):
             "--disable-cert-rotation",
             f"--health-addr=127.0.0.1:{self.health}",
             "--metrics-addr=0",
+            # its Prometheus exporter's port (8888 by default): two runs at once would clash
+            f"--prometheus-port={self.prometheus}",
         ]
 
     def start(self) -> None:
         if not self.installed_args:
             self.install()
         self.health = self.health or free_port()
+        self.prometheus = self.prometheus or free_port()
         kubeconfig = self.cp.kubeconfig("gatekeeper", ADMIN_TOKEN)
         env = {
             "KUBECONFIG": str(kubeconfig),
