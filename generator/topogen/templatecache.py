@@ -67,7 +67,7 @@ def _package_on_first_use(package: ModuleType, spec: Any) -> None:
     """Run the package's __init__ when a name it defines is first asked for (its
     submodules' names are left to the import system)."""
     folder = Path(spec.origin).parent
-    started = []
+    started: list[bool] = []
 
     def __getattr__(name: str) -> Any:
         if (folder / f"{name}.py").exists():
