@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -12,12 +12,12 @@ from topogen.analysis.families import Family, Side
 from topogen.analysis.job_fit import PodDemand, pack, pack_pods, room
 from topogen.analysis.links import LinkView, linked_pairs, links
 from topogen.analysis.members import Member
-from topogen.analysis.placement import place_in_domains
-from topogen.analysis.provisioning import PoolRoom
+from topogen.analysis.placement import PinnedPlacements, place_in_domains
+from topogen.analysis.provisioning import PoolRoom, Provisioning
 from topogen.analysis.zonepaths import JobPaths
 from topogen.model import PodAffinityTerm, Toleration
 
-__all__ = ["DomainCheck", "check_domain", "check_domains"]
+__all__ = ["CannotRun", "DomainCheck", "check_domain", "check_domains"]
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class DomainCheck:
     identity: tuple[str, str] | None
     traffic_ok: bool
     capacity_ok: bool
-    problems: tuple[str, ...]
+    problems: Sequence[str]  # a tuple, or CannotRun (its texts made when first read)
     policies: tuple[str, ...]
     gpus_free: Fraction  # its GPUs, with what autoscalers can add there (rooms)
     gpus_needed: Fraction
@@ -41,6 +41,60 @@ class DomainCheck:
     @property
     def ok(self) -> bool:
         return self.traffic_ok and self.capacity_ok
+
+
+class CannotRun(Sequence[str]):
+    """The problems of a domain some members cannot run in, one per such member: how many
+    is known at once, the texts (why no node of the domain takes the member) are made when
+    first read. Most domains' problems are never read; where they are, only the first.
+    Equal to, hashed like and pickled as the tuple of its texts."""
+
+    __slots__ = ("_domain", "_failing", "_provisioning", "_texts", "_zones")
+
+    def __init__(
+        self,
+        domain: tuple[int, str, tuple[str, ...]],
+        failing: list[tuple[str, str, PinnedPlacements]],
+        provisioning: Provisioning,
+    ) -> None:
+        self._domain = domain  # (position among the candidates, name, zones)
+        self._failing = failing  # (role, name, placements) of each member that cannot run
+        self._provisioning = provisioning
+        self._texts: tuple[str, ...] | None = None
+
+    def texts(self) -> tuple[str, ...]:
+        if self._texts is None:
+            d, name, zones = self._domain
+            gap = self._provisioning.gaps(zones)
+            tail = f"; {gap}" if gap else ""
+            self._texts = tuple(
+                f"{role} {member} cannot run in {name}: {pinned.why_not(d)}{tail}"
+                for role, member, pinned in self._failing
+            )
+        return self._texts
+
+    def __len__(self) -> int:
+        return len(self._failing)
+
+    def __getitem__(self, k):  # type: ignore[no-untyped-def]
+        return self.texts()[k]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.texts())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CannotRun):
+            other = other.texts()
+        return isinstance(other, tuple) and self.texts() == other
+
+    def __hash__(self) -> int:
+        return hash(self.texts())
+
+    def __repr__(self) -> str:
+        return repr(self.texts())
+
+    def __reduce__(self) -> tuple[type[tuple[str, ...]], tuple[tuple[str, ...]]]:
+        return tuple, (self.texts(),)
 
 
 def check_domain(
@@ -70,31 +124,35 @@ def check_domains(
     member_zones = [ctx.cluster.zones_mask(m.placement.zones) for m in members]
     packs = job.packs()
     runs = [p.nonempty_mask() for p in job.pinned]  # per member: the domains it can run in
+    every = (1 << len(doms.names)) - 1
+    cannot = 0  # the domains some member cannot run in
+    for r in runs:
+        cannot |= every & ~r
     out = []
     for d, name in enumerate(doms.names):
         zones = doms.zones[d]
-        problems: list[str] = []
+        problems: tuple[str, ...] | CannotRun = ()
         policies: tuple[str, ...] = ()
         traffic_ok = True
         fits = False
         scale_up: tuple[str, ...] = ()
-        for i, m in enumerate(members):
-            if not runs[i] >> d & 1:
-                why = job.pinned[i].why_not(d)
-                gap = ctx.cluster.provisioning.gaps(zones)
-                problems.append(f"{m.role} {m.name} cannot run in {name}: {why}")
-                if gap:
-                    problems[-1] += f"; {gap}"
-        if not problems:
+        if cannot >> d & 1:
+            failing = [
+                (m.role, m.name, job.pinned[i])
+                for i, m in enumerate(members)
+                if not runs[i] >> d & 1
+            ]
+            problems = CannotRun((d, name, zones), failing, ctx.cluster.provisioning)
+        else:
             blocked = job.blocked(d)
             if blocked:
                 traffic_ok = False
-                problems += blocked[0]
+                problems = tuple(blocked[0])
                 policies = tuple(sorted(blocked[1]))
             else:
                 fits, short, opened = job.pack(packs, d)
                 if short:
-                    problems.append(short)  # the domain's name is said where it is shown
+                    problems = (short,)  # the domain's name is said where it is shown
                 elif opened:
                     scale_up = _scale_up_texts(opened, ctx)
         mask = doms.masks[d]
@@ -106,7 +164,7 @@ def check_domains(
                 (label, zones[0]) if label and len(zones) == 1 else None,
                 traffic_ok,
                 fits,
-                tuple(problems),
+                problems,
                 policies,
                 doms.gpus_free[d],
                 gpus_needed,
