@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from fractions import Fraction
 
 from topogen.analysis.cluster import Domains, Packs
@@ -41,6 +41,13 @@ class DomainCheck:
     @property
     def ok(self) -> bool:
         return self.traffic_ok and self.capacity_ok
+
+    def __reduce__(self) -> tuple[type[DomainCheck], tuple[object, ...]]:
+        """Pickled as its fields in order (a worker's results hold tens of thousands)."""
+        return DomainCheck, tuple(getattr(self, f) for f in _FIELDS)
+
+
+_FIELDS = tuple(f.name for f in fields(DomainCheck))
 
 
 class CannotRun(Sequence[str]):
