@@ -8,9 +8,11 @@ of one group is pure Python, so only processes use more than one core.
 Groups are independent (pure functions of the cluster's inputs), so a fleet's groups
 are shared out among forked copies of the process: each claims the next group of its own
 share of the order (groups alike side by side, so what they share is mostly computed in
-one process), then from the end of the fullest share, until none is left, then sends its
-results back. The parent runs its share too, then takes the others' results in group
-order, so the report is the same object for object, whichever process computed what.
+one process), then from the end of the fullest share, until none is left, and sends each
+result as soon as it has it (pickled while the others still work, not all at the end).
+The parent runs its share too, unpickling what has arrived between its own groups, and
+puts the results in group order, so the report is the same object for object, whichever
+process computed what.
 Reading a large input starts the same way: the workloads in a forked copy
 (in_background), what comes back is their pickle (pipeline/inputs.py).
 
@@ -32,12 +34,14 @@ TOPOGEN_JOBS=N sets the number of processes).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import gc
 import io
 import os
 import pickle
+import struct
 from array import array
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -56,6 +60,10 @@ __all__ = [
 T = TypeVar("T")
 MIN_JOBS = 200  # below this many jobs a second process costs more than it saves
 MIN_PLANS = 40  # below this many groups the work after the analysis stays in one process
+
+_LENGTH = struct.Struct("<Q")  # a result's pickle follows its length
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+_PIPE_SIZE = 1 << 20  # Linux's default limit for a pipe's buffer (fs.pipe-max-size)
 
 # set while the parent unpickles a worker's results
 _current: Shared | None = None
@@ -155,28 +163,106 @@ def _materialized(items: tuple[Any, ...]) -> BlockedPaths:
     return BlockedPaths(len(items), lambda: iter(items))
 
 
-def _dumps(results: Mapping[int, Any], shared: Shared) -> bytes:
-    buf = io.BytesIO()
-    p = _Pickler(buf, shared)
-    for i, r in sorted(results.items()):
-        shared.group = i
-        p.dump((i, r))
-    return buf.getvalue()
+class _Sender:
+    """A worker's results, each pickled as soon as it is computed (so the pickling is
+    shared out with the work, not left for the end) and sent behind its length. One
+    pickler for them all: its memo spans the results, as the parent's unpickler's does."""
+
+    def __init__(self, fd: int, shared: Shared) -> None:
+        self.fd = fd
+        self.shared = shared
+        self.buf = io.BytesIO()
+        self.pickler = _Pickler(self.buf, shared)
+        with contextlib.suppress(OSError):  # fewer stops while the parent computes
+            fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_SIZE)
+
+    def send(self, i: int, result: Any) -> None:
+        self.buf.seek(0)
+        self.buf.truncate()
+        self.shared.group = i
+        self.pickler.dump((i, result))
+        frame = self.buf.getbuffer()
+        view = memoryview(_LENGTH.pack(len(frame)) + frame)
+        frame.release()
+        while view:
+            view = view[os.write(self.fd, view) :]
 
 
-def _loads(data: bytes, shared: Shared) -> dict[int, Any]:
-    global _current
-    _current = shared
-    try:
-        out = {}
-        f = io.BytesIO(data)
-        unpickler = pickle.Unpickler(f)  # one, like the pickler: its memo spans the results
-        while f.tell() < len(data):
-            i, r = unpickler.load()
-            out[i] = r
-        return out
-    finally:
-        _current = None
+class _Receiver:
+    """The parent's end of a worker's pipe: what has arrived is read between the
+    parent's own items (the worker never waits on a full pipe for long) and each
+    complete result is unpickled then, so little is left once the parent's share is done."""
+
+    def __init__(self, fd: int, shared: Shared) -> None:
+        self.fd = fd
+        self.shared = shared
+        self.pending = bytearray()
+        self.feed = _Feed()
+        self.unpickler = pickle.Unpickler(self.feed)
+        self.results: dict[int, Any] = {}
+        os.set_blocking(fd, False)
+
+    def poll(self) -> None:
+        """Read what the pipe holds now, and unpickle the results complete."""
+        with contextlib.suppress(BlockingIOError):
+            while chunk := os.read(self.fd, 1 << 20):
+                self.pending += chunk
+        self._unpickle()
+
+    def finish(self) -> dict[int, Any]:
+        """Read to the end (the worker is done or dead) and unpickle every complete
+        result; a result cut short (a worker that died writing it) is left out."""
+        os.set_blocking(self.fd, True)
+        while chunk := os.read(self.fd, 1 << 20):
+            self.pending += chunk
+        self._unpickle()
+        return self.results
+
+    def _unpickle(self) -> None:
+        global _current
+        at = 0
+        pending = self.pending
+        while len(pending) - at >= _LENGTH.size:
+            (size,) = _LENGTH.unpack_from(pending, at)
+            end = at + _LENGTH.size + size
+            if end > len(pending):
+                break
+            self.feed.data = memoryview(pending)[at + _LENGTH.size : end]
+            self.feed.at = 0
+            _current = self.shared
+            try:
+                i, r = self.unpickler.load()
+            finally:
+                _current = None
+                self.feed.data.release()
+            self.results[i] = r
+            at = end
+        del pending[:at]
+
+
+class _Feed:
+    """The unpickler's file: the one result being unpickled."""
+
+    def __init__(self) -> None:
+        self.data = memoryview(b"")
+        self.at = 0
+
+    def read(self, n: int = -1) -> bytes:
+        start = self.at
+        self.at = len(self.data) if n < 0 else min(len(self.data), start + n)
+        return bytes(self.data[start : self.at])
+
+    def readinto(self, b: Any) -> int:
+        n = min(len(b), len(self.data) - self.at)
+        b[:n] = self.data[self.at : self.at + n]
+        self.at += n
+        return n
+
+    def readline(self) -> bytes:
+        start = self.at
+        end = bytes(self.data[start:]).find(b"\n")
+        self.at = len(self.data) if end < 0 else start + end + 1
+        return bytes(self.data[start : self.at])
 
 
 def _read_all(fd: int) -> bytes:
@@ -235,34 +321,28 @@ def map_groups(
         pid = os.fork()
         if pid == 0:  # the worker: compute what it claims, hand it over, leave
             os.close(r)
-            done: dict[int, Any] = {}
-            try:
+            # an item that raises (or whose result does not pickle) ends the worker's
+            # share: the parent computes what is missing, and raises what it raises
+            with contextlib.suppress(BaseException):
+                sender = _Sender(w, shared)
                 while (i := claim(worker)) is not None:
-                    done[i] = func(i)
-            except BaseException:  # the parent computes this group again and says why
-                pass
-            try:
-                data = _dumps(done, shared)
-            except BaseException:
-                data = b""
-            view = memoryview(data)
-            while view:
-                view = view[os.write(w, view) :]
-            os.close(w)
+                    sender.send(i, func(i))
             os._exit(0)
         os.close(w)
-        children.append((pid, r))
+        children.append((pid, _Receiver(r, shared)))
     results: dict[int, Any] = {}
     while (i := claim(0)) is not None:
         # an item that raises is computed again below, in item order: the serial run's error
         with contextlib.suppress(Exception):
             results[i] = func(i)
-    for pid, r in children:
-        data = _read_all(r)
-        os.close(r)
-        os.waitpid(pid, 0)
-        if data:
-            results.update(_loads(data, shared))
+        for _, receiver in children:
+            receiver.poll()
+    for pid, receiver in children:
+        try:
+            results.update(receiver.finish())
+        finally:
+            os.close(receiver.fd)
+            os.waitpid(pid, 0)
     return [results[i] if i in results else func(i) for i in range(count)]
 
 
