@@ -530,3 +530,27 @@ def test_race_without_cyclonus_says_so_and_measures_nothing(
     assert run.main(["--race-only", "--out", str(out)]) == 2  # it cannot do its one job
     assert "no race" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_partial_run_updates_its_rows_in_the_top_targets_table() -> None:
+    """--startup-only measures the start-up again: its rows in the top Targets table say
+    so, in place; other rows and the other tables are untouched."""
+    text = "\n".join(
+        [
+            "## Targets",
+            "",
+            "| target | measured | holds |",
+            "|---|---|---|",
+            "| start-up: render | 66 ms | **no** |",
+            "| large render | 2.5 s | **no** |",
+            "",
+            "### Targets",
+            "| start-up: render | 45 ms | yes |",
+        ]
+    )
+    got = run.update_targets(text, [("start-up: render", "45 ms", True)])
+    lines = got.split("\n")
+    assert lines[4] == "| start-up: render | 45 ms | yes |"
+    assert lines[5] == "| large render | 2.5 s | **no** |"
+    assert lines[7:] == text.split("\n")[7:]
+    assert run.update_targets("no table", [("x", "1", True)]) == "no table"
