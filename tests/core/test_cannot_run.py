@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import sys
+from collections.abc import Sequence
+from pathlib import Path
 
-from topogen.analysis.domains import CannotRun
+import pytest
+
+from topogen.analysis.domains import CannotRun, _Repinned
+from topogen.config import load_config
+from topogen.pipeline.analyze import analyze
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import fleet
 
 
 class _Pinned:
@@ -51,3 +62,30 @@ def test_equal_hashed_and_pickled_as_the_tuple() -> None:
     loaded = pickle.loads(pickle.dumps(problems))
     assert type(loaded) is tuple and loaded == expected
     assert problems != _problems()[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked")
+def test_a_workers_texts_are_made_in_the_parent_when_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker sends a domain's cannot-run problems without their texts; read in the
+    parent, they are the texts one process makes."""
+    fleet.write_fleet(fleet.FleetSpec("cr", 200, 12, 60, 30, seed=3), tmp_path)
+    config = tmp_path / "snapshot" / "topogen.yaml"
+
+    def problems(jobs: str) -> list[Sequence[str]]:
+        monkeypatch.setenv("TOPOGEN_JOBS", jobs)
+        report = analyze(load_config(config))
+        return [d.problems for c in report.clusters for j in c.jobs for d in j.domains]
+
+    serial = [tuple(p) for p in problems("1")]
+    shared = problems("2")
+    sent = [
+        p
+        for p in shared
+        if isinstance(p, CannotRun) and any(type(f[2]) is _Repinned for f in p._failing)
+    ]
+    assert sent, "no cannot-run problems crossed from the worker"
+    assert all(p._texts is None for p in sent)  # not made by the worker, nor yet here
+    assert [tuple(p) for p in shared] == serial
+    assert all(p._texts is not None for p in sent)  # made when read, once

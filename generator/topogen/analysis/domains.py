@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from fractions import Fraction
 
@@ -12,10 +12,11 @@ from topogen.analysis.families import Family, Side
 from topogen.analysis.job_fit import PodDemand, pack, pack_pods, room
 from topogen.analysis.links import LinkView, linked_pairs, links
 from topogen.analysis.members import Member
+from topogen.analysis.nodeindex import NodeIndex
 from topogen.analysis.placement import PinnedPlacements, place_in_domains
 from topogen.analysis.provisioning import PoolRoom, Provisioning
 from topogen.analysis.zonepaths import JobPaths
-from topogen.model import PodAffinityTerm, Toleration
+from topogen.model import PodAffinityTerm, PodTemplate, Toleration
 
 __all__ = ["CannotRun", "DomainCheck", "check_domain", "check_domains"]
 
@@ -61,13 +62,30 @@ class CannotRun(Sequence[str]):
     def __init__(
         self,
         domain: tuple[int, str, tuple[str, ...]],
-        failing: list[tuple[str, str, PinnedPlacements]],
+        failing: Sequence[tuple[str, str, PinnedPlacements | _Repinned]],
         provisioning: Provisioning,
     ) -> None:
         self._domain = domain  # (position among the candidates, name, zones)
         self._failing = failing  # (role, name, placements) of each member that cannot run
         self._provisioning = provisioning
         self._texts: tuple[str, ...] | None = None
+
+    def recipe(self) -> tuple[Callable[..., CannotRun], tuple[object, ...]] | None:
+        """How a worker sends it to the parent without making its texts (most are never
+        read): per failing member its template and the domain's extra tolerations, with
+        the node index and the provisioning (the parent's own, as parallel.Shared
+        references); the parent places the member again in this one domain if a text is
+        read. None once its texts are made, or for one rebuilt so (send the texts)."""
+        if self._texts is not None or not self._failing:
+            return None
+        d, name, zones = self._domain
+        failing = []
+        for role, member, p in self._failing:
+            if not isinstance(p, PinnedPlacements):
+                return None
+            failing.append((role, member, p.template, p.extra[d]))
+        idx = self._failing[0][2].idx
+        return _rebuilt, (name, zones, tuple(failing), idx, self._provisioning)
 
     def texts(self) -> tuple[str, ...]:
         if self._texts is None:
@@ -102,6 +120,39 @@ class CannotRun(Sequence[str]):
 
     def __reduce__(self) -> tuple[type[tuple[str, ...]], tuple[tuple[str, ...]]]:
         return tuple, (self.texts(),)
+
+
+class _Repinned:
+    """A member pinned to one domain, placed again (PinnedPlacements) when asked why not."""
+
+    __slots__ = ("extra", "idx", "template", "zones")
+
+    def __init__(
+        self,
+        idx: NodeIndex,
+        template: PodTemplate,
+        zones: tuple[str, ...],
+        extra: Sequence[Toleration],
+    ) -> None:
+        self.idx, self.template, self.zones, self.extra = idx, template, zones, extra
+
+    def why_not(self, d: int) -> str:
+        return PinnedPlacements(self.idx, self.template, (self.zones,), (self.extra,)).why_not(0)
+
+
+def _rebuilt(
+    name: str,
+    zones: tuple[str, ...],
+    failing: tuple[tuple[str, str, PodTemplate, Sequence[Toleration]], ...],
+    idx: NodeIndex,
+    provisioning: Provisioning,
+) -> CannotRun:
+    """CannotRun.recipe's object again, in the parent."""
+    return CannotRun(
+        (0, name, zones),
+        [(role, member, _Repinned(idx, t, zones, extra)) for role, member, t, extra in failing],
+        provisioning,
+    )
 
 
 def check_domain(

@@ -306,6 +306,9 @@ class ClusterRun:
                 *(w.template for w in workloads),
                 *(j for js in self.found for j in js),
                 *self.groups,
+                # what a domain's cannot-run texts are made from in the parent (CannotRun)
+                self.index.nodes,
+                self.index.provisioning,
             ],
             self.index.topology.nodes,
             self._blocked,

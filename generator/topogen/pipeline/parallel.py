@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from topogen.analysis.domains import CannotRun
 from topogen.analysis.paths import BlockedPaths
 from topogen.analysis.placed import Placement
 from topogen.model import Node
@@ -136,6 +137,12 @@ class _Pickler(pickle.Pickler):
         if type(obj) is Placement:
             positions = array("I", (s.node_ids[id(n)] for n in obj.nodes)).tobytes()
             return _placement, (positions, dict(obj.excluded))
+        if type(obj) is CannotRun:
+            # its texts made in the parent if read, from the parent's own index
+            recipe = obj.recipe()
+            if recipe is not None and all(id(o) in s.ids for o in recipe[1][3:]):
+                return recipe
+            return NotImplemented
         if type(obj) is BlockedPaths:
             if obj.members is None or s.blocked is None:
                 return _materialized, (tuple(obj),)
