@@ -17,7 +17,7 @@ import admission
 import admission_gatekeeper as agk
 import admission_report
 
-__all__ = ["BEGIN", "END", "measure", "section", "splice", "target_rows"]
+__all__ = ["BEGIN", "END", "measure", "section", "splice", "splice_gatekeeper", "target_rows"]
 
 BEGIN, END = "<!-- admission: begin -->", "<!-- admission: end -->"
 TARGETS = (("p50", 1.2), ("p99", 1.5))
@@ -37,16 +37,17 @@ def measure(
     pods: int,
     work: Path,
     pace: float = admission.PACE,
+    engines: Sequence[str] = tuple(ENGINES),
 ) -> dict[str, dict[str, Any] | None]:
-    """engine -> its measure, None where its binaries are not built; `pace`: seconds from
-    one pod's creation to the next's (0: back to back)."""
+    """engine -> its measure, None where its binaries are not built or it is not among
+    `engines`; `pace`: seconds from one pod's creation to the next's (0: back to back)."""
     out: dict[str, dict[str, Any] | None] = dict.fromkeys(ENGINES)
-    if admission.available():
+    if "kyverno" in engines and admission.available():
         _say("admission, Kyverno ...")
         began = time.monotonic()
         kyv = admission.run_admission(files, config, group, pods, work / "kyverno", pace=pace)
         out["kyverno"] = kyv | {"fleet": fleet, "seconds": time.monotonic() - began}
-    if agk.available():
+    if "gatekeeper" in engines and agk.available():
         _say("admission, Gatekeeper ...")
         began = time.monotonic()
         folder = agk.render_gatekeeper(topogen, config, work / "gatekeeper-render")
@@ -147,4 +148,24 @@ def splice(text: str, adm: dict[str, dict[str, Any] | None]) -> str:
     start = lines.index("## Targets")
     end = next(i for i in range(start + 3, len(lines)) if not lines[i].startswith("|"))
     at = max(end - 1, start + 4)  # before the last row, never above the header's separator
+    return "\n".join([*lines[:at], *rows, *lines[at:]])
+
+
+def splice_gatekeeper(text: str, gk: dict[str, Any]) -> str:
+    """RESULTS.md with Gatekeeper's part alone replaced (`--gatekeeper-only`): its
+    subsection of the admission section and its Targets rows, Kyverno's kept as they are;
+    without an admission section, `splice` with Kyverno not measured."""
+    head, sep, rest = text.partition("\n### Gatekeeper\n")
+    if not sep or END not in rest:
+        return splice(text, {"kyverno": None, "gatekeeper": gk})
+    took = f"Time (control plane and controller start, switches included): gatekeeper {gk['seconds'] / 60:.1f} min."
+    body = head + sep + "\n" + "\n".join([*agk.report_lines(gk), "", took]) + "\n" + END
+    body += rest.split(END, 1)[1]
+    prefix = f"| {ENGINES['gatekeeper']}admission p"
+    lines = body.split("\n")
+    at = next((i for i, ln in enumerate(lines) if ln.startswith(prefix)), None)
+    lines = [ln for ln in lines if not ln.startswith(prefix)]
+    rows = [_row(*r) for r in target_rows({"gatekeeper": gk}) if r[0].startswith(prefix[2:])]
+    if at is None:
+        return splice("\n".join(lines), {"kyverno": None, "gatekeeper": gk})
     return "\n".join([*lines[:at], *rows, *lines[at:]])

@@ -292,6 +292,12 @@ def main(argv: Iterable[str] | None = None) -> int:
         help="only the admission measure (its section and Targets rows replaced)",
     )
     ap.add_argument(
+        "--gatekeeper-only",
+        action="store_true",
+        help="only Gatekeeper's part of the admission measure (its subsection and Targets "
+        "rows replaced, Kyverno's kept)",
+    )
+    ap.add_argument(
         "--race-workloads",
         default="",
         help="race sizes, e.g. 100,1000 (default 100,1000,5000; --quick: 100)",
@@ -318,7 +324,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     args = ap.parse_args(list(argv) if argv is not None else None)
     if args.fleet_only:
         return _fleet(args.out, args.quick)
-    if args.admission_only:
+    if args.admission_only or args.gatekeeper_only:
         return _admission_only(args)
     if args.race_only:
         return _race(args)
@@ -394,7 +400,12 @@ def _admission(
     group, files = largest_group(tree)
     pods = min(args.admission_pods, 300) if args.quick else args.admission_pods
     pace = args.admission_pace_ms / 1000
-    return admission_bench.measure(TOPOGEN, config, group, files, fleet_name, pods, work, pace)
+    engines = (
+        ("gatekeeper",) if getattr(args, "gatekeeper_only", False) else ("kyverno", "gatekeeper")
+    )
+    return admission_bench.measure(
+        TOPOGEN, config, group, files, fleet_name, pods, work, pace, engines
+    )
 
 
 def _admission_only(args: argparse.Namespace) -> int:
@@ -405,7 +416,13 @@ def _admission_only(args: argparse.Namespace) -> int:
         _render(config, work / "kyverno-render")
         adm = _admission(work / "kyverno-render", config, fleet_name, args, work / "admission")
     old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
-    args.out.write_text(admission_bench.splice(old, adm), encoding="utf-8")
+    if args.gatekeeper_only:
+        if adm["gatekeeper"] is None:
+            raise SystemExit("bench: Gatekeeper's controller-manager is not built (make tools)")
+        new = admission_bench.splice_gatekeeper(old, adm["gatekeeper"])
+    else:
+        new = admission_bench.splice(old, adm)
+    args.out.write_text(new, encoding="utf-8")
     print(f"bench: wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -406,6 +406,34 @@ def test_admission_only_splices_its_section_and_rows() -> None:
     assert once.endswith("<!-- fleet: begin -->\nF\n")
 
 
+def test_gatekeeper_only_replaces_its_part_and_keeps_kyvernos() -> None:
+    import admission_bench
+
+    base = (
+        run_report.report([], 0.05, None, 3, ["- machine"], 60.0) + "\n<!-- fleet: begin -->\nF\n"
+    )
+    kyv = {"kyverno": None, "gatekeeper": _gatekeeper(1.3, 1.4) | {"seconds": 60.0}}
+    old = admission_bench.splice(base, kyv).replace(
+        "Kyverno: not measured", "Kyverno as measured before"
+    )
+    new = admission_bench.splice_gatekeeper(old, _gatekeeper(1.1, 1.2) | {"seconds": 120.0})
+    assert admission_bench.splice_gatekeeper(new, _gatekeeper(1.1, 1.2) | {"seconds": 120.0}) == new
+    assert "Kyverno as measured before" in new
+    assert "| admission p50 at most 1.2x the reference | not measured | n/a |" in new
+    assert "1.30x" not in new and "Gatekeeper admission p50, generated / reference: 1.10x" in new
+    assert new.count("\n| Gatekeeper admission p50") == 1 and new.count("### Gatekeeper") == 1
+    assert "gatekeeper 2.0 min." in new and new.index(admission_bench.END) < new.index("F\n")
+    rows = [ln for ln in new.split("\n") if ln.startswith("| ")]
+    assert rows.index(next(r for r in rows if "Gatekeeper admission p99" in r)) < rows.index(
+        next(r for r in rows if r.startswith("| output byte-identical"))
+    )
+    # no admission section yet: the whole section, Kyverno not measured
+    fresh = admission_bench.splice_gatekeeper(base, _gatekeeper(1.1, 1.2) | {"seconds": 1.0})
+    assert fresh == admission_bench.splice(
+        base, {"kyverno": None, "gatekeeper": _gatekeeper(1.1, 1.2) | {"seconds": 1.0}}
+    )
+
+
 def test_the_race_section_lists_sizes_times_and_disagreements() -> None:
     text = "\n".join(racebench.report_lines(_races(0.5, 2.0, wrong=1), runs=3))
     assert "| 5,000 | 5 | 2,500 | 25,000,000 | 50,000,000 | 5,000 | 3 | 1 | 0.50 |" in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from topogen.render.gatekeeper import (
     location_key,
 )
 from topogen.render.gatekeeper_tests import gatekeeper_test_files
-from topogen.render.intent import AdmissionIntent
+from topogen.render.intent import AdmissionIntent, named_jobs
 
 SUITES = suites()
 
@@ -133,6 +134,105 @@ def test_a_mutator_without_the_job_labels_exists_matches_the_same_pods() -> None
                         pod[intent.job_label] = job
                     assert _matches(exprs, pod) == _matches(full, pod), (m["metadata"], pod)
     assert dropped  # the suites have per-job buckets that name their jobs
+
+
+PINS = ("Assign", "AssignMetadata")
+
+
+def _guarded(intent: AdmissionIntent, mutators: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The mutators with each rest bucket's pinning selector as it was before it could
+    leave its named jobs to the named buckets: `NotIn` them, in its namespace."""
+    out = copy.deepcopy(mutators)
+    for m in out:
+        (ns,) = m["spec"]["match"]["namespaces"] if m["kind"] in PINS else (None,)
+        exprs = m["spec"]["match"]["labelSelector"]["matchExpressions"]
+        named = named_jobs(intent, ns) if ns else ()
+        if named and not any(
+            e["key"] == intent.job_label and e["operator"] != "Exists" for e in exprs
+        ):
+            exprs.append({"key": intent.job_label, "operator": "NotIn", "values": list(named)})
+    return out
+
+
+def test_a_rest_bucket_leaves_its_named_jobs_to_mutators_gatekeeper_runs_first() -> None:
+    """A rest bucket's pinning mutator without the `NotIn` on the named jobs: each named
+    bucket of its namespace has a mutator of its kind at its location that sorts first
+    (Gatekeeper's order: kind, then name), and one that does not keeps the `NotIn`."""
+    loosened = 0
+    for suite in SUITES:
+        intent = suite.intent
+        if not intent.per_job:
+            continue
+        objs = _objects(intent)[2:]
+        for m in objs:
+            exprs = m["spec"]["match"]["labelSelector"]["matchExpressions"]
+            if m["kind"] not in PINS or _job_in(intent, exprs):
+                continue
+            assert not any(e["key"] == intent.job_label and e["operator"] == "NotIn" for e in exprs)
+            (ns,) = m["spec"]["match"]["namespaces"]
+            loosened += 1
+            for job in named_jobs(intent, ns):
+                first = [
+                    o
+                    for o in objs
+                    if (o["kind"], o["spec"]["location"], o["spec"]["match"]["namespaces"])
+                    == (m["kind"], m["spec"]["location"], [ns])
+                    and any(job in e.get("values", ()) for e in _exprs(o) if e["operator"] == "In")
+                ]
+                assert len(first) == 1 and first[0]["metadata"]["name"] < m["metadata"]["name"]
+    assert loosened  # the spread suites' rest buckets
+
+
+def _exprs(m: dict[str, Any]) -> list[dict[str, Any]]:
+    return m["spec"]["match"]["labelSelector"]["matchExpressions"]
+
+
+def test_runs_after_wants_every_named_bucket_first() -> None:
+    from topogen.render.gatekeeper import _Mutator, _runs_after
+
+    def pin(name: str, kind: str = "Assign", location: str = "spec.x") -> _Mutator:
+        return _Mutator(kind, name, {}, location, {}, {})
+
+    rest = pin("g-roles-0-3-zone-terms")
+    assert _runs_after(rest, [pin("g-roles-0-1-zone-terms"), pin("g-roles-0-2-zone-terms")], 2)
+    assert not _runs_after(rest, [pin("g-roles-0-1-zone-terms")], 2)  # a bucket without one
+    assert not _runs_after(rest, [pin("g-roles-0-4-zone-terms")], 1)  # Gatekeeper runs it after
+    assert not _runs_after(pin("g-roles-0-10-zone-terms"), [pin("g-roles-0-9-zone-terms")], 1)
+    assert not _runs_after(rest, [pin("g-roles-0-1-zone-terms", location="spec.y")], 1)
+    assert not _runs_after(rest, [pin("g-roles-0-1-zone-terms", kind="AssignMetadata")], 1)
+
+
+@pytest.mark.tools
+def test_a_rest_bucket_without_its_not_in_mutates_every_pod_the_same(tmp_path: Path) -> None:
+    """gator expand (Gatekeeper's mutation System) on every admission case's pod, in each
+    namespace, of each named job and of a job the render did not know: the mutators as
+    rendered give exactly the pods that the rest buckets' `NotIn` on the named jobs gives."""
+    gator = require_tool("gator")
+    compared = 0
+    for suite in SUITES:
+        intent = suite.intent
+        if not intent.per_job:
+            continue
+        mutators = gatekeeper_policies(intent)[2].objects
+        guarded = _guarded(intent, mutators)
+        assert guarded != mutators
+        pods = []
+        for case in suite.cases:
+            if not case.admission:
+                continue
+            for ns in intent.namespaces:
+                for job in (*named_jobs(intent, ns), "unknown-job"):
+                    p = copy.deepcopy(case.pod)
+                    p["metadata"]["name"] = f"{case.name}-{ns}-{job}"
+                    p["metadata"]["namespace"] = ns
+                    if intent.job_label in (p["metadata"].get("labels") or {}):
+                        p["metadata"]["labels"][intent.job_label] = job
+                    pods.append(p)
+        got = gator_expand(gator, mutators, pods, tmp_path / suite.key / "rendered")
+        want = gator_expand(gator, guarded, pods, tmp_path / suite.key / "guarded")
+        assert len(got) == len(pods) and got == want
+        compared += sum(got[p["metadata"]["name"]] != p for p in pods)
+    assert compared  # pods the rest buckets' and the named buckets' mutators pinned
 
 
 def test_a_queued_jobs_exclusions_are_one_modify_set_per_role_for_its_jobs_alone() -> None:

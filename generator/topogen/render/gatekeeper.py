@@ -294,10 +294,39 @@ def _pinning(
         selector = _label_selector(intent, reqs, detached)
         return _pin(intent, name, selector, intent.zones, intent.identity)
     out = []
+    named: dict[str, list[_Mutator]] = {}  # per namespace: its named buckets' mutators
+    count: dict[str, int] = {}
     for k, job, b in _job_buckets(intent):
+        role = f"{name}-{k}"
         selector = _label_selector(intent, [*reqs, *job])
-        out += _pin(intent, f"{name}-{k}", selector, b.zones, b.identity, (b.namespace,))
+        pins = _pin(intent, role, selector, b.zones, b.identity, (b.namespace,))
+        if b.jobs is not None:
+            named.setdefault(b.namespace, []).extend(pins)
+            count[b.namespace] = count.get(b.namespace, 0) + 1
+        elif job:  # the rest, NotIn the named jobs
+            loose = _pin(
+                intent, role, _label_selector(intent, reqs), b.zones, b.identity, (b.namespace,)
+            )
+            ahead = named.get(b.namespace, [])
+            n = count.get(b.namespace, 0)
+            pins = [
+                lo if _runs_after(lo, ahead, n) else p for p, lo in zip(pins, loose, strict=True)
+            ]
+        out += pins
     return out
+
+
+def _runs_after(m: _Mutator, ahead: Sequence[_Mutator], buckets: int) -> bool:
+    """Can the rest's pinning mutator `m` leave out its `NotIn` on the named jobs? Yes
+    where each of the namespace's `buckets` named buckets has a mutator of its kind at its
+    location that Gatekeeper runs before it: Gatekeeper runs its mutators in order of kind,
+    then name (pkg/mutation/ordered_ids.go), each pass in that order, and each pinning
+    mutator writes only what is absent (a MustNotExist path test; AssignMetadata adds a
+    missing label only), so on a named job's pod the named bucket's mutator writes first
+    and the rest's then finds it written: the same pods, pinned the same, and one list of
+    job names fewer for Gatekeeper to parse and validate per mutator and pass."""
+    same = [a for a in ahead if (a.kind, a.location) == (m.kind, m.location)]
+    return len(same) == buckets and all(a.name < m.name for a in same)
 
 
 def _exclusions(intent: AdmissionIntent, role: str, reqs: Sequence[Req]) -> list[_Mutator]:
