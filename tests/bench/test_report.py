@@ -348,30 +348,49 @@ def test_gatekeeper_admission_report_and_reference() -> None:
 
 
 def test_gatekeepers_cpu_splits_between_mutators_and_constraint() -> None:
-    """Mutators: mutators only over none; constraint: generated over mutators only."""
+    """Mutators: mutators only over none; constraint: generated over mutators only, and at
+    admission (the Audit at admission configuration) over the same mutators."""
     import admission_gatekeeper as agk
 
     gk = _gatekeeper()
     stats = gk["stats"]
     assert agk.cpu_split(stats) is None  # not measured: no split, no line
-    for name, ms in (("none", 2.0), ("reference", 3.5), ("generated", 7.0)):
+    for name, ms in (("none", 2.0), ("reference", 3.5), ("generated", 4.5)):
         stats[name]["cpu"] = {"API server": 5.0, "Gatekeeper": ms}
     stats[agk.MUTATORS] = stats["generated"] | {"p50": 4.5, "p99": 9.0, "cpu": {
         "API server": 5.0, "Gatekeeper": 4.25}}  # fmt: skip
-    assert agk.cpu_split(stats) == {"reference": 1.5, "mutators": 2.25, "constraint": 2.75}
+    assert agk.cpu_split(stats) == {"reference": 1.5, "mutators": 2.25, "constraint": 0.25}
     gk["kinds"] = {"Assign": 8, "ModifySet": 4, "ConstraintTemplate": 1, "TopogenX": 1}
     text = "\n".join(agk.report_lines(gk))
     assert f"| {agk.MUTATORS} | 10 | 10 | 2 |" in text
     assert "12 mutators **2.25 ms**" in text and "ModifySet 1.50 ms" in text
-    assert "constraint **2.75 ms**" in text
+    assert "constraint **0.25 ms** as rendered" in text and "judged at admission" not in text
     assert "Mutators only / reference: 1.12x at p50, 1.12x at p99." in text
-    # the template's Rego alone: its constraint over the same mutators
+    # the constraint judged at admission, by its CEL and by the template's Rego alone
+    stats[agk.AT_ADMISSION] = stats["generated"] | {"p50": 5.0, "p99": 10.0, "cpu": {
+        "API server": 5.0, "Gatekeeper": 7.0}}  # fmt: skip
     stats[agk.REGO] = stats["generated"] | {"p50": 6.0, "p99": 8.0, "cpu": {
         "API server": 5.0, "Gatekeeper": 8.0}}  # fmt: skip
-    assert agk.cpu_split(stats)["rego"] == 3.75
+    split = agk.cpu_split(stats)
+    assert split is not None and split["at_admission"] == 2.75 and split["rego"] == 3.75
     text = "\n".join(agk.report_lines(gk))
     assert f"| {agk.REGO} | 10 | 10 | 2 |" in text and "its Rego instead, 3.75 ms" in text
-    assert "generated, Rego / reference: 1.50x at p50, 1.00x at p99." in text
+    assert "**2.75 ms** judged at admission" in text
+    assert f"{agk.AT_ADMISSION} / reference: 1.25x at p50, 1.25x at p99" in text
+    assert f"{agk.REGO} / reference: 1.50x at p50, 1.00x at p99." in text
+
+
+def test_audit_at_admission_makes_a_scoped_constraint_dryrun() -> None:
+    import admission_gatekeeper as agk
+
+    scoped = {"apiVersion": "constraints.gatekeeper.sh/v1beta1", "kind": "TopogenX",
+              "spec": {"enforcementAction": "scoped", "scopedEnforcementActions": [{}]}}  # fmt: skip
+    deny = {"apiVersion": "constraints.gatekeeper.sh/v1beta1", "kind": "TopogenY",
+            "spec": {"enforcementAction": "deny"}}  # fmt: skip
+    mutator = {"apiVersion": "mutations.gatekeeper.sh/v1", "kind": "Assign", "spec": {}}
+    got = agk.at_admission([scoped, deny, mutator])
+    assert got[0]["spec"] == {"enforcementAction": "dryrun"}
+    assert got[1:] == [deny, mutator] and scoped["spec"]["enforcementAction"] == "scoped"
 
 
 def test_the_rego_configuration_keeps_the_template_s_rego_alone() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -366,11 +367,30 @@ def test_location_keys_are_quoted() -> None:
 
 
 def test_enforcement_action_follows_the_validation_action() -> None:
-    actions = {
-        s.intent.validation_action: _objects(s.intent)[1]["spec"]["enforcementAction"]
+    """Enforce denies; Audit is dryrun at Gatekeeper's audit and gator only (its webhook
+    skips the Constraint), or everywhere with gatekeeper.auditAtAdmission."""
+    specs = {
+        (s.intent.validation_action, at): _objects(replace(s.intent, audit_at_admission=at))[1][
+            "spec"
+        ]
         for s in SUITES
+        for at in (False, True)
     }
-    assert actions == {"Audit": "dryrun", "Enforce": "deny"}
+    actions = {
+        k: (v["enforcementAction"], v.get("scopedEnforcementActions")) for k, v in specs.items()
+    }
+    off_webhook = [
+        {
+            "action": "dryrun",
+            "enforcementPoints": [{"name": "audit.gatekeeper.sh"}, {"name": "gator.gatekeeper.sh"}],
+        }
+    ]
+    assert actions == {
+        ("Audit", False): ("scoped", off_webhook),
+        ("Audit", True): ("dryrun", None),
+        ("Enforce", False): ("deny", None),
+        ("Enforce", True): ("deny", None),
+    }
 
 
 def test_old_clusters_are_refused() -> None:

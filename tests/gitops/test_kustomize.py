@@ -97,9 +97,13 @@ def _actions(objs: list[dict[str, Any]]) -> set[tuple[str, str]]:
             (action,) = {r["validate"]["failureAction"] for r in spec["rules"]}
             out.add((o["kind"], action))
         elif group == "constraints.gatekeeper.sh":
-            out.add(
-                ("Constraint", {"dryrun": "Audit", "deny": "Enforce"}[spec["enforcementAction"]])
-            )
+            action = spec["enforcementAction"]
+            if action == "scoped":  # Audit off the webhook: dryrun at audit and gator
+                (scoped,) = spec["scopedEnforcementActions"]
+                points = {p["name"] for p in scoped["enforcementPoints"]}
+                assert points == {"audit.gatekeeper.sh", "gator.gatekeeper.sh"}
+                action = scoped["action"]
+            out.add(("Constraint", {"dryrun": "Audit", "deny": "Enforce"}[action]))
     return out
 
 

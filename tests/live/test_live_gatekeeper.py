@@ -281,6 +281,34 @@ def test_gatekeeper_admission_behaves_as_gator(
     assert not wrong, "\n".join(wrong)
 
 
+def test_gatekeeper_audit_is_scoped_off_the_webhook(
+    plane: tuple[ControlPlane, Gatekeeper],
+) -> None:
+    """Under Audit the Constraint is scoped to Gatekeeper's audit and gator: its webhook
+    skips it. Its action made `warn` (the webhook's only visible trace): warned while its
+    points include validation.gatekeeper.sh, not once they are the rendered ones."""
+    cp, g = plane
+    suite = next(s for s in SUITES if s.intent.validation_action == "Audit")
+    template, constraint, *_ = _objects(gatekeeper_policies(suite.intent))
+    spec = constraint["spec"]
+    assert spec["enforcementAction"] == "scoped"
+    (scoped,) = spec["scopedEnforcementActions"]
+    rendered = scoped["enforcementPoints"]
+    assert {p["name"] for p in rendered} == {"audit.gatekeeper.sh", "gator.gatekeeper.sh"}
+    scoped["action"] = "warn"
+    unpinned = suite.case("unpinned-coordinator")
+    name = constraint["metadata"]["name"]
+    want = expected(unpinned, "gatekeeper", suite.intent).checks
+    assert want, "the probe violates a check"
+    scoped["enforcementPoints"] = [*rendered, {"name": "validation.gatekeeper.sh"}]
+    _install(g, [template, constraint], unpinned.pod, _warned(name, want))
+    g.delete([constraint])
+    scoped["enforcementPoints"] = rendered
+    _install(g, [constraint], unpinned.pod, _warned(name, ()))
+    status, _, warnings = create_pod_raw(cp, unpinned.pod)
+    assert status == 201 and warnings == [], (status, warnings)
+
+
 def test_gatekeeper_deny_rejects_with_the_checks_message(
     plane: tuple[ControlPlane, Gatekeeper],
 ) -> None:

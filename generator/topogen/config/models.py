@@ -254,9 +254,17 @@ class GatekeeperConfig(Strict):
     Gatekeeper outage admits pods unconstrained). Fail renders
     kustomize/components/gatekeeper-fail-closed/, a Component for the kustomization that
     installs Gatekeeper.
+
+    auditAtAdmission: under Audit, false (the default) scopes each Constraint to
+    Gatekeeper's audit and gator (enforcementAction scoped, dryrun at audit.gatekeeper.sh
+    and gator.gatekeeper.sh): its webhook skips it, and the violations reach the
+    Constraint's status from Gatekeeper's audit, as they do with dryrun. true: dryrun, also
+    judged on the webhook while the pod waits (what --log-denies and
+    --emit-admission-events report at admission). Enforce always validates at admission.
     """
 
     failure_policy: Literal["Ignore", "Fail"] = Field("Ignore", alias="failurePolicy")
+    audit_at_admission: bool = Field(False, alias="auditAtAdmission")
 
 
 class KyvernoConfig(Strict):

@@ -348,7 +348,11 @@ class MonitoringConfig(Record):
 
 class GatekeeperConfig(Record):
     failure_policy: Literal["Ignore", "Fail"]
-    KEYS = (Key("failure_policy", literal("Ignore", "Fail"), "Ignore", alias="failurePolicy"),)
+    audit_at_admission: bool
+    KEYS = (
+        Key("failure_policy", literal("Ignore", "Fail"), "Ignore", alias="failurePolicy"),
+        Key("audit_at_admission", BOOL, False, alias="auditAtAdmission"),
+    )
 
 
 class KyvernoConfig(Record):

@@ -65,6 +65,7 @@ from topogen.render.vocabulary import (
     NODE_AFFINITY,
     POD_AFFINITY,
     POD_ANTI_AFFINITY,
+    enforcement,
     required_field,
 )
 
@@ -560,7 +561,7 @@ def gatekeeper_policies(
         **meta,
     )
     template = RenderedFile(f"{intent.name}-template.yaml", text, objs)
-    action = "deny" if intent.validation_action == "Enforce" else "dryrun"
+    action, scoped = enforcement(intent.validation_action, intent.audit_at_admission)
     constraint_meta = _meta(intent, "validate")
     # the whole group's intent, for `topogen diff` (the Constraint stands for the group)
     constraint_meta["annotations"].update(intent_summary(intent, tolerations=True, denied=True))
@@ -573,6 +574,7 @@ def gatekeeper_policies(
         name=intent.name,
         kind=kind,
         enforcement_action=action,
+        scoped_actions=scoped,
         namespaces=list(intent.namespaces),
         # detached pods lack the job label: then the Rego alone picks the group's pods
         label_selector=None

@@ -27,7 +27,7 @@ from topogen.render.base import RenderedFile, render_text, to_yaml
 from topogen.render.intent import AdmissionIntent, intent_for
 from topogen.render.kyverno import API_SERVER_LABEL
 from topogen.render.planned import PlannedCluster, PlannedReport
-from topogen.render.vocabulary import CLUSTER_LABEL, MANAGED_BY, ROLE_LABEL
+from topogen.render.vocabulary import CLUSTER_LABEL, MANAGED_BY, ROLE_LABEL, enforcement
 from topogen.render.workload_patches import WorkloadPatch, workload_patches
 from topogen.yamlfast import load_all_fast
 
@@ -50,18 +50,16 @@ _KINDS = {
     "kustomize.config.k8s.io/v1beta1": "Kustomization",
     "kustomize.config.k8s.io/v1alpha1": "Component",
 }
-# component -> the validation action, per engine
+# component -> the validation action, per engine (Gatekeeper's: _gatekeeper_action)
 _ACTIONS: dict[str, dict[str, Any]] = {
     "audit": {
         "kyverno": ["Audit"],
         "kyverno_legacy": "Audit",
-        "gatekeeper": "dryrun",
         "native": ["Audit"],
     },
     "enforce": {
         "kyverno": ["Deny"],
         "kyverno_legacy": "Enforce",
-        "gatekeeper": "deny",
         "native": ["Deny"],
     },
 }
@@ -148,6 +146,16 @@ def _legacy_action_patches(rules: Mapping[str, Mapping[str, int]], action: str) 
             # the name is topogen-<group>-validate: a DNS label, no regex metacharacters
             out.append({"name": f"^{name}$", "selector": selector + where, "ops": ops})
     return out
+
+
+def _gatekeeper_action(
+    component: str, cfg: TopogenConfig
+) -> tuple[str, list[dict[str, Any]] | None]:
+    """A Component's enforcementAction for Gatekeeper's Constraints, as render gives it,
+    and scopedEnforcementActions when scoped (audit: audit and gator only, unless
+    gatekeeper.auditAtAdmission)."""
+    action = "Enforce" if component == "enforce" else "Audit"
+    return enforcement(action, cfg.gatekeeper.audit_at_admission)
 
 
 def _cluster_of(folder: str) -> str | None:
@@ -240,6 +248,8 @@ def kustomize_files(
     out.append(_kustomization(f"{ROOT}/base/{KUSTOMIZATION}", "base.yaml.j2", waves=SYNC_WAVES))
     legacy = _legacy_validate_rules(files)
     for name, actions in sorted(_ACTIONS.items()):
+        constraint_action, scoped = _gatekeeper_action(name, cfg)
+        actions = {**actions, "gatekeeper": constraint_action}
         out.append(
             _kustomization(
                 f"{ROOT}/components/{name}/{KUSTOMIZATION}",
@@ -248,6 +258,7 @@ def kustomize_files(
                 **actions,
                 api_server=name == "enforce",
                 at_admission=name == "enforce" or cfg.kyverno.audit_at_admission,
+                gatekeeper_scoped=scoped,
                 api_server_selector="app.kubernetes.io/managed-by=topogen,"
                 + "=".join(API_SERVER_LABEL),
             )

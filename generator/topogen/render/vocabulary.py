@@ -5,7 +5,10 @@ them (render/), the output tree and the refusals read them back (emit/), and
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
+    "AUDIT_POINTS",
     "CLUSTER_LABEL",
     "DENIED_ZONE_PAIRS",
     "DESCRIPTION",
@@ -19,8 +22,10 @@ __all__ = [
     "ROLE_LABEL",
     "TOLERATIONS",
     "ZONES",
+    "enforcement",
     "required_field",
     "required_pointer",
+    "scoped_audit",
 ]
 
 # labels of every object topogen renders
@@ -50,3 +55,26 @@ def required_field(kind: str, spec: str = "spec") -> str:
 def required_pointer(kind: str) -> str:
     """The same field as a JSON pointer (JSONPatch paths)."""
     return f"/spec/affinity/{kind}/{REQUIRED}"
+
+
+# Gatekeeper's enforcement points (pkg/util/enforcement_action.go) a Constraint under Audit
+# is scoped to when it stays off the admission path (gatekeeper.auditAtAdmission false)
+AUDIT_POINTS = ("audit.gatekeeper.sh", "gator.gatekeeper.sh")
+
+
+def enforcement(
+    validation_action: str, at_admission: bool
+) -> tuple[str, list[dict[str, Any]] | None]:
+    """A Constraint's enforcementAction, and its scopedEnforcementActions when scoped:
+    Enforce denies; Audit is dryrun, on the webhook too only with auditAtAdmission (the
+    webhook otherwise skips the Constraint before decoding the pod; audit and gator
+    report its violations as with dryrun)."""
+    if validation_action == "Enforce":
+        return "deny", None
+    if at_admission:
+        return "dryrun", None
+    return "scoped", scoped_audit()
+
+
+def scoped_audit() -> list[dict[str, Any]]:
+    return [{"action": "dryrun", "enforcementPoints": [{"name": p} for p in AUDIT_POINTS]}]
