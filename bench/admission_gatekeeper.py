@@ -313,7 +313,7 @@ def report_lines(gk: dict[str, Any]) -> list[str]:
         + "). Generated: the group's rendered Gatekeeper "
         f"policies ({kinds}; constraint enforcementAction {enforcement}"
         + (
-            ": scoped to Gatekeeper's audit and gator, so its webhook skips the constraint"
+            " (dryrun at Gatekeeper's audit and gator only: its webhook skips the constraint)"
             if gk["enforcement"] == ["scoped"]
             else ", which Gatekeeper's webhook evaluates"
         )
