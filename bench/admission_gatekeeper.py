@@ -127,9 +127,8 @@ def at_admission(objects: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     the webhook made dryrun everywhere (an Enforce one is left as it is)."""
     out = []
     for o in objects:
-        if o["apiVersion"].startswith("constraints.") and o["spec"].get("enforcementAction") == (
-            "scoped"
-        ):
+        scoped = o["spec"].get("enforcementAction") == "scoped"
+        if scoped and o["apiVersion"].startswith("constraints."):
             o = copy.deepcopy(o)
             o["spec"]["enforcementAction"] = "dryrun"
             del o["spec"]["scopedEnforcementActions"]

@@ -400,9 +400,7 @@ def _admission(
     group, files = largest_group(tree)
     pods = min(args.admission_pods, 300) if args.quick else args.admission_pods
     pace = args.admission_pace_ms / 1000
-    engines = (
-        ("gatekeeper",) if getattr(args, "gatekeeper_only", False) else ("kyverno", "gatekeeper")
-    )
+    engines = ("gatekeeper",) if args.gatekeeper_only else ("kyverno", "gatekeeper")
     return admission_bench.measure(
         TOPOGEN, config, group, files, fleet_name, pods, work, pace, engines
     )

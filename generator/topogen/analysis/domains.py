@@ -70,12 +70,15 @@ class CannotRun(Sequence[str]):
         self._provisioning = provisioning
         self._texts: tuple[str, ...] | None = None
 
-    def recipe(self) -> tuple[Callable[..., CannotRun], tuple[object, ...]] | None:
+    def recipe(
+        self, shared: Callable[[object], bool]
+    ) -> tuple[Callable[..., CannotRun], tuple[object, ...]] | None:
         """How a worker sends it to the parent without making its texts (most are never
         read): per failing member its template and the domain's extra tolerations, with
-        the node index and the provisioning (the parent's own, as parallel.Shared
-        references); the parent places the member again in this one domain if a text is
-        read. None once its texts are made, or for one rebuilt so (send the texts)."""
+        the node index and the provisioning, which must be `shared` (the parent's own,
+        parallel.Shared); the parent places the member again in this one domain if a text
+        is read. None once its texts are made, for one rebuilt so, or when the index is
+        not shared (then the texts are sent)."""
         if self._texts is not None or not self._failing:
             return None
         d, name, zones = self._domain
@@ -85,6 +88,8 @@ class CannotRun(Sequence[str]):
                 return None
             failing.append((role, member, p.template, p.extra[d]))
         idx = self._failing[0][2].idx
+        if not (shared(idx) and shared(self._provisioning)):
+            return None
         return _rebuilt, (name, zones, tuple(failing), idx, self._provisioning)
 
     def texts(self) -> tuple[str, ...]:

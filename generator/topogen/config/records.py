@@ -431,3 +431,10 @@ class TopogenConfig(Record):
 
     def validation_action_for(self, cluster: ClusterConfig) -> str:
         return cluster.validation_action or self.validation_action
+
+    def audit_at_admission_for(self, engine: str) -> bool:
+        """Whether an engine's Audit is judged on its admission webhook: its own key
+        (gatekeeper.auditAtAdmission; kyverno.auditAtAdmission for the others)."""
+        if engine == "gatekeeper":
+            return self.gatekeeper.audit_at_admission
+        return self.kyverno.audit_at_admission

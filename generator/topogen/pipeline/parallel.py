@@ -139,10 +139,8 @@ class _Pickler(pickle.Pickler):
             return _placement, (positions, dict(obj.excluded))
         if type(obj) is CannotRun:
             # its texts made in the parent if read, from the parent's own index
-            recipe = obj.recipe()
-            if recipe is not None and all(id(o) in s.ids for o in recipe[1][3:]):
-                return recipe
-            return NotImplemented
+            recipe = obj.recipe(lambda o: id(o) in s.ids)
+            return NotImplemented if recipe is None else recipe
         if type(obj) is BlockedPaths:
             if obj.members is None or s.blocked is None:
                 return _materialized, (tuple(obj),)

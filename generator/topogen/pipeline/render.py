@@ -175,13 +175,7 @@ def _plan_files(cfg: TopogenConfig, cluster_name: str, plan: GroupPlan) -> list[
         audit_at_admission=cfg.kyverno.audit_at_admission,
     )
     for engine in cfg.engines_for(cluster):
-        # Audit on the admission path: each engine's own key (kyverno:, gatekeeper:)
-        at_admission = (
-            cfg.gatekeeper.audit_at_admission
-            if engine == "gatekeeper"
-            else cfg.kyverno.audit_at_admission
-        )
-        engine_intent = replace(intent, audit_at_admission=at_admission)
+        engine_intent = replace(intent, audit_at_admission=cfg.audit_at_admission_for(engine))
         for backend in engines.get(engine, ()):
             if backend is not None:
                 out += _under(f"policies/{cluster_name}/{engine}", backend(engine_intent))

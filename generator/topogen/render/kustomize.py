@@ -155,7 +155,7 @@ def _gatekeeper_action(
     and scopedEnforcementActions when scoped (audit: audit and gator only, unless
     gatekeeper.auditAtAdmission)."""
     action = "Enforce" if component == "enforce" else "Audit"
-    return enforcement(action, cfg.gatekeeper.audit_at_admission)
+    return enforcement(action, cfg.audit_at_admission_for("gatekeeper"))
 
 
 def _cluster_of(folder: str) -> str | None:

@@ -25,7 +25,6 @@ __all__ = [
     "enforcement",
     "required_field",
     "required_pointer",
-    "scoped_audit",
 ]
 
 # labels of every object topogen renders
@@ -73,8 +72,6 @@ def enforcement(
         return "deny", None
     if at_admission:
         return "dryrun", None
-    return "scoped", scoped_audit()
-
-
-def scoped_audit() -> list[dict[str, Any]]:
-    return [{"action": "dryrun", "enforcementPoints": [{"name": p} for p in AUDIT_POINTS]}]
+    return "scoped", [
+        {"action": "dryrun", "enforcementPoints": [{"name": p} for p in AUDIT_POINTS]}
+    ]
