@@ -16,10 +16,16 @@ help:
 	@echo "make bench  time topogen on synthetic fleets; writes bench/RESULTS.md (~45 min)"
 	@echo "make docs   build the documentation site (docs/) into site/, --strict"
 
-$(STAMP): pyproject.toml
+# The runtime dependencies at argocd/requirements.lock's versions (its pins, without the
+# hashes, as pip constraints): a fresh machine tests what the plugin image ships, whatever
+# PyPI has released since the lock; `make lock` moves the pins.
+LOCK_PINS = tmp=$$(mktemp); trap 'rm -f $$tmp' EXIT; \
+	grep -o '^[A-Za-z0-9._-]*==[^ ;]*' argocd/requirements.lock > $$tmp
+
+$(STAMP): pyproject.toml argocd/requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	@$(LOCK_PINS); $(BIN)/pip install --quiet -c $$tmp -e '.[dev]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -46,7 +52,7 @@ test-live-load: $(STAMP) tools
 # BENCH_ARGS=--admission-only for the admission latency alone (Kyverno's admission
 # controller and Gatekeeper's controller-manager on kube-apiserver's webhook path).
 bench: $(STAMP) tools
-	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	@$(LOCK_PINS); $(BIN)/pip install --quiet -c $$tmp -e '.[dev,bench]'
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 # bench/ too: its scripts import the live test harnesses (tests/live), checked there;

@@ -11,6 +11,7 @@ deny rules and domain co-location.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Mapping
@@ -438,3 +439,35 @@ def test_an_item_that_raises_raises_as_in_one_process() -> None:
 
     with pytest.raises(ValueError, match="item 0"):
         map_groups(fail, 4, 2, Shared(), order=[3, 2, 1, 0])
+
+
+@pytest.mark.parametrize("procs", [1, 2])
+def test_meanwhile_runs_once_in_the_parent_beside_the_workers(procs: int) -> None:
+    """The parent's own work runs in the parent (what it changes is the caller's), once,
+    whether the items are shared out or not."""
+    from topogen.pipeline.parallel import Shared, map_groups
+
+    ran: list[int] = []
+    got = map_groups(
+        lambda i: i * i, 6, procs, Shared(), order=[5, 4, 3, 2, 1, 0],
+        meanwhile=lambda: ran.append(os.getpid()),
+    )  # fmt: skip
+    assert got == [i * i for i in range(6)]
+    assert ran == [os.getpid()]
+
+
+def test_meanwhile_error_comes_before_the_items() -> None:
+    """What the parent's own work raises is raised (it comes before the items in one
+    process), after the workers are in, whether or not an item fails too."""
+    from topogen.pipeline.parallel import Shared, map_groups
+
+    def meanwhile() -> None:
+        raise KeyError("the parent's own work")
+
+    def fail(i: int) -> int:
+        raise ValueError(f"item {i}")
+
+    for func in (fail, lambda i: i):
+        for procs in (1, 2):
+            with pytest.raises(KeyError, match="parent's own work"):
+                map_groups(func, 4, procs, Shared(), order=[3, 2, 1, 0], meanwhile=meanwhile)

@@ -246,13 +246,16 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+_UNFREED: list[BaseException] = []
+
+
 def run() -> None:
     """The console script: main(), then a quick exit.
 
     A fleet-sized run builds millions of small objects. The process is about to end, so
     the cyclic collector is off for the whole run (it would walk them again and again and
     find nothing to free), and the exit skips freeing them one by one: output is flushed
-    and atexit handlers run, then the process leaves.
+    and atexit handlers run, then the process leaves (the command's objects never freed).
     """
     gc.disable()
     code: int | str | None = 0
@@ -260,6 +263,9 @@ def run() -> None:
         main(prog_name="topogen")
     except SystemExit as exc:
         code = exc.code
+        # its traceback holds the command's frames: kept, they are not freed object by
+        # object when the handler ends (a fleet's analysis took about 3% of the run)
+        _UNFREED.append(exc)
     if isinstance(code, str):
         click.echo(code, err=True)
         code = 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from topogen.analysis import (
@@ -23,7 +24,14 @@ from topogen.analysis.policychecks import policy_notes, policy_warnings
 from topogen.config import ClusterConfig, GroupConfig, TopogenConfig
 from topogen.errors import InputError, Notice
 from topogen.kueue.engines import KUEUE_ENGINE_GAPS, KUEUE_JOB_ENGINES, engine_gap
-from topogen.model import Finding, FindingKind, LastPlacements, TrainingGroup, Workload
+from topogen.model import (
+    Finding,
+    FindingKind,
+    LastPlacements,
+    Namespace,
+    TrainingGroup,
+    Workload,
+)
 from topogen.operators.registry import profile_for
 from topogen.pipeline.inputs import read_inputs
 from topogen.pipeline.parallel import Shared, map_groups, no_cycle_collection, workers
@@ -149,6 +157,28 @@ def _no_overlap(
                 )
 
 
+def _policy_checks(
+    cluster: str,
+    inputs: ClusterInputs,
+    index: PolicyIndex,
+    namespaces: dict[str, Namespace],
+    workloads: Sequence[Workload],
+    pods: Sequence[tuple[str, tuple[str, ...]]],
+    keys: tuple[set[str], set[str]],
+    report: tuple[list[str], int, list[str], int],
+) -> None:
+    """The cluster's policy warnings (`keys`: identity labels, topology keys) and notes,
+    put where the report lists them (`report`: its warnings and the position of the
+    cluster's among them, its notes and theirs)."""
+    warnings, at_warnings, notes, at_notes = report
+    warnings[at_warnings:at_warnings] = [
+        Notice(cluster, w) for w in policy_warnings(inputs.policies, pods, *keys)
+    ]
+    notes[at_notes:at_notes] = [
+        Notice(cluster, n) for n in policy_notes(index, workloads, namespaces)
+    ]
+
+
 SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 
 
@@ -220,12 +250,18 @@ def _analyze(
         groups = cfg.groups_for(cluster.name)
         identity_labels = {g.identity_label for g in groups if g.identity_label}
         topology = {cluster.zone_label, *([cluster.domain_label] if cluster.domain_label else [])}
-        warnings.extend(
-            Notice(cluster.name, w)
-            for w in policy_warnings(inputs.policies, pods, identity_labels, topology)
-        )
-        notes.extend(
-            Notice(cluster.name, n) for n in policy_notes(policy_index, all_workloads, namespaces)
+        # the policies' warnings and notes, made while the other processes start on the
+        # groups (ClusterRun.analyze), listed here
+        policy_checks = partial(
+            _policy_checks,
+            cluster.name,
+            inputs,
+            policy_index,
+            namespaces,
+            all_workloads,
+            pods,
+            (identity_labels, topology),
+            (warnings, len(warnings), notes, len(notes)),
         )
         step(f"cluster {cluster.name}: analysing {len(groups)} groups")
         found = [find_groups(group, admitted) for group in groups]
@@ -239,7 +275,7 @@ def _analyze(
         )
         warnings.extend(Notice(cluster.name, w) for w in running)
         run = ClusterRun(cluster.name, index, cluster.domain_label, groups, found, last)
-        analyzed = run.analyze(admitted)
+        analyzed = run.analyze(admitted, policy_checks)
         jobs: list[JobAnalysis] = []
         plans: list[GroupPlan] = []
         findings: list[Finding] = []
@@ -298,8 +334,11 @@ class ClusterRun:
         self.found = [list(js) for js in found]
         self._contexts: dict[int, AnalysisContext] = {}
 
-    def analyze(self, workloads: Sequence[Workload]) -> list[tuple[list[JobAnalysis], GroupPlan]]:
-        """Per group: its jobs analyzed, and its plan."""
+    def analyze(
+        self, workloads: Sequence[Workload], meanwhile: Callable[[], object] | None = None
+    ) -> list[tuple[list[JobAnalysis], GroupPlan]]:
+        """Per group: its jobs analyzed, and its plan; `meanwhile`: this process's own work
+        beside the groups, done first (map_groups)."""
         shared = Shared(
             [
                 *workloads,
@@ -314,7 +353,9 @@ class ClusterRun:
             self._blocked,
         )
         procs = workers(sum(len(js) for js in self.found))
-        analyzed = map_groups(self._one, len(self.groups), procs, shared, self._order(), True)
+        analyzed = map_groups(
+            self._one, len(self.groups), procs, shared, self._order(), True, meanwhile
+        )
         # the spread groups' jobs share the cluster's GPUs: packed together, in one place
         planned = plan_cluster([p for _, p in analyzed], [js for js, _ in analyzed], self.last)
         return [(js, p) for (js, _), p in zip(analyzed, planned, strict=True)]

@@ -286,6 +286,7 @@ def map_groups(
     shared: Shared,
     order: Sequence[int] | None = None,
     shares: bool = False,
+    meanwhile: Callable[[], object] | None = None,
 ) -> list[T]:
     """[func(i) for i in range(count)], shared out among `procs` processes, which claim
     the items in `order` (the largest first balances them best). `shares`: each process
@@ -293,8 +294,12 @@ def map_groups(
     with the most left (items that fill the same caches, kept together in `order`, are
     then mostly computed by one process: each process fills its caches itself). An item
     that raises, in any process, is computed again once the others are in, in item order:
-    the error raised is the one the serial run raises."""
+    the error raised is the one the serial run raises. `meanwhile`: the parent's own work
+    that needs none of the items, done before them (the workers already at theirs: the
+    parent then claims fewer); what it raises is raised before any item's error."""
     if procs < 2 or count < 2:
+        if meanwhile is not None:
+            meanwhile()
         return [func(i) for i in range(count)]
     import multiprocessing  # only when the work is shared out (start-up: tens of modules)
 
@@ -328,15 +333,23 @@ def map_groups(
             os.close(r)
             # an item that raises (or whose result does not pickle) ends the worker's
             # share: the parent computes what is missing, and raises what it raises
+            sent = []  # kept until the exit: not freed object by object meanwhile
             with contextlib.suppress(BaseException):
                 sender = _Sender(w, shared)
                 while (i := claim(worker)) is not None:
-                    sender.send(i, func(i))
+                    sent.append(func(i))
+                    sender.send(i, sent[-1])
             os._exit(0)
         os.close(w)
         children.append((pid, _Receiver(r, shared)))
     results: dict[int, Any] = {}
-    while (i := claim(0)) is not None:
+    failed: BaseException | None = None
+    if meanwhile is not None:
+        try:
+            meanwhile()
+        except Exception as exc:  # raised once the workers are in (none left behind)
+            failed = exc
+    while failed is None and (i := claim(0)) is not None:
         # an item that raises is computed again below, in item order: the serial run's error
         with contextlib.suppress(Exception):
             results[i] = func(i)
@@ -348,6 +361,8 @@ def map_groups(
         finally:
             os.close(receiver.fd)
             os.waitpid(pid, 0)
+    if failed is not None:
+        raise failed
     return [results[i] if i in results else func(i) for i in range(count)]
 
 

@@ -152,9 +152,13 @@ def _best_fit(order: Sequence[_Job], capacity: Room) -> tuple[dict[str, str], Ro
     room = capacity.copy()
     where: dict[str, str] = {}
     for j in order:
-        fits = [d for d in j.domains if room.get(d, 0) >= j.gpus]
-        if fits:
-            d = min(fits, key=lambda d: (room[d], j.domains.index(d), d))
+        best: tuple[int, int, str] | None = None  # (room, its place in j.domains, domain)
+        for k, d in enumerate(j.domains):
+            r = room.get(d, 0)
+            if r >= j.gpus and (best is None or (r, k, d) < best):
+                best = (r, k, d)
+        if best is not None:
+            d = best[2]
             room[d] -= j.gpus
             where[j.key] = d
     return where, room
@@ -168,8 +172,12 @@ def _domain_fill(
     room = capacity.copy()
     where: dict[str, str] = {}
     domains = sorted(capacity, key=lambda d: (capacity[d] if smallest_first else -capacity[d], d))
+    by_domain: dict[str, list[_Job]] = {}  # per domain its jobs, in `order`
+    for j in order:
+        for d in dict.fromkeys(j.domains):
+            by_domain.setdefault(d, []).append(j)
     for d in domains:
-        mine = [j for j in order if j.key not in where and d in j.domains]
+        mine = [j for j in by_domain.get(d, ()) if j.key not in where]
         mine.sort(key=lambda j: (len(j.domains), -j.gpus, j.key))
         # sums beyond the jobs' total are never reached; a subset sum too large to hold
         # as bit sets (a node reporting 2^63 GPUs) leaves the domain to the other tries
