@@ -337,8 +337,7 @@ def map_groups(
             with contextlib.suppress(BaseException):
                 sender = _Sender(w, shared)
                 while (i := claim(worker)) is not None:
-                    sent.append(func(i))
-                    sender.send(i, sent[-1])
+                    sender.send(i, func(i))
             os._exit(0)
         os.close(w)
         children.append((pid, _Receiver(r, shared)))
