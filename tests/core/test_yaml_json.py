@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -102,3 +103,26 @@ def test_snapshot_json_reads_back_as_the_same_data() -> None:
     assert fast is not None and fast[0] == [doc]
     assert "\\u2028" in text and "\u2028" not in text  # escaped, not raw
     assert "🚀" in text  # astral characters stay raw (escaped, they would be surrogates)
+
+
+def test_files_read_as_text_mode_reads_them_and_parsed_once(tmp_path: Path) -> None:
+    """iter_documents reads a file's bytes: CRLF and lone CR lines are read as text mode
+    reads them (universal newlines), a file that is not UTF-8 is refused with its name,
+    and a file read again (the same bytes) is not parsed again."""
+    from topogen.errors import InputError
+    from topogen.sources.yamlio import iter_documents
+
+    body = "a: |\n  one\n  two\nb: [1, 2]\n---\nc: 3\n"
+    expected = [({"a": "one\ntwo\n", "b": [1, 2]}, 0), ({"c": 3}, 1)]
+    for name, newline in (("lf.yaml", "\n"), ("crlf.yaml", "\r\n"), ("cr.yaml", "\r")):
+        path = tmp_path / name
+        path.write_bytes(body.replace("\n", newline).encode("utf-8"))
+        assert [(d.data, d.index) for d in iter_documents([path])] == expected, name
+    again = tmp_path / "lf.yaml"
+    first = next(iter_documents([again])).data
+    assert next(iter_documents([again])).data is first
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes("name: caf\xe9\n".encode("latin-1"))
+    with pytest.raises(InputError, match="not UTF-8 text") as err:
+        list(iter_documents([bad]))
+    assert "latin1.yaml" in str(err.value.path)

@@ -138,12 +138,10 @@ def iter_documents(files: Iterable[Path]) -> Iterator[Document]:
             size = file.stat().st_size
             if size > MAX_FILE_BYTES:
                 raise InputError(f"file is larger than {MAX_FILE_BYTES} bytes", path=shown)
-            text = file.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise InputError("file is not UTF-8 text", path=shown) from None
+            raw = file.read_bytes()
         except OSError as exc:
             raise InputError(f"cannot read file: {exc.strerror}", path=shown) from None
-        for i, data in enumerate(_parsed(text, shown)):
+        for i, data in enumerate(_parsed(raw, shown)):
             if data is None:
                 continue
             yield Document(data, shown, i)
@@ -153,13 +151,21 @@ _PARSED: OrderedDict[tuple[str, str], list[Any]] = OrderedDict()
 _PARSED_KEEP = 8
 
 
-def _parsed(text: str, shown: str) -> list[Any]:
-    """load_yaml_text, remembered for the last few files: one run reads some inputs twice
-    (render's workload patches re-read the workloads). The documents are shared: callers
-    treat them as read-only (KubeObject.body is a Mapping)."""
-    key = (shown, _digest(text.encode("utf-8"), digest_size=20).hexdigest())
+def _parsed(raw: bytes, shown: str) -> list[Any]:
+    """load_yaml_text of the file's bytes (UTF-8, read as text mode reads it: universal
+    newlines), remembered for the last few files: one run reads some inputs twice (render's
+    workload patches re-read the workloads, the running pods re-read a snapshot), and a
+    file read again is neither decoded nor parsed again. The documents are shared:
+    callers treat them as read-only (KubeObject.body is a Mapping)."""
+    key = (shown, _digest(raw, digest_size=20).hexdigest())
     hit = _PARSED.get(key)
     if hit is None:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError("file is not UTF-8 text", path=shown) from None
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
         hit = _PARSED[key] = load_yaml_text(text, shown)
         while len(_PARSED) > _PARSED_KEEP:
             _PARSED.popitem(last=False)
