@@ -333,7 +333,6 @@ def map_groups(
             os.close(r)
             # an item that raises (or whose result does not pickle) ends the worker's
             # share: the parent computes what is missing, and raises what it raises
-            sent = []  # kept until the exit: not freed object by object meanwhile
             with contextlib.suppress(BaseException):
                 sender = _Sender(w, shared)
                 while (i := claim(worker)) is not None:
