@@ -21,8 +21,12 @@ from topogen.model import PodAffinityTerm, PodTemplate, Toleration
 __all__ = ["CannotRun", "DomainCheck", "check_domain", "check_domains"]
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # equal and hashed by its fields, as a frozen dataclass
 class DomainCheck:
+    """One candidate domain checked for one job. Not frozen, though nothing assigns to
+    one once made: a fleet makes tens of thousands (and the parent again from a worker's
+    pickle), and a frozen dataclass's __init__ (object.__setattr__ per field) cost 7x."""
+
     name: str
     zones: tuple[str, ...]
     tolerations: tuple[Toleration, ...]
@@ -43,21 +47,12 @@ class DomainCheck:
     def ok(self) -> bool:
         return self.traffic_ok and self.capacity_ok
 
-    def __reduce__(self) -> tuple[Callable[..., DomainCheck], tuple[object, ...]]:
+    def __reduce__(self) -> tuple[type[DomainCheck], tuple[object, ...]]:
         """Pickled as its fields in order (a worker's results hold tens of thousands)."""
-        return _domain_check, (tuple(getattr(self, f) for f in _FIELDS),)
+        return DomainCheck, tuple(getattr(self, f) for f in _FIELDS)
 
 
 _FIELDS = tuple(f.name for f in fields(DomainCheck))
-
-
-def _domain_check(values: tuple[object, ...]) -> DomainCheck:
-    """DomainCheck(*values) without the frozen dataclass's __init__ (one object.__setattr__
-    per field): a fleet's jobs make tens of thousands, in the worker and again in the
-    parent when unpickled."""
-    check = object.__new__(DomainCheck)
-    object.__setattr__(check, "__dict__", dict(zip(_FIELDS, values, strict=True)))
-    return check
 
 
 class CannotRun(Sequence[str]):
@@ -229,23 +224,21 @@ def check_domains(
                     scale_up = _scale_up_texts(opened, ctx)
         mask = doms.masks[d]
         out.append(
-            _domain_check(
-                (
-                    name,
-                    zones,
-                    doms.tolerations[d],
-                    (label, zones[0]) if label and len(zones) == 1 else None,
-                    traffic_ok,
-                    fits,
-                    problems,
-                    policies,
-                    doms.gpus_free[d],
-                    gpus_needed,
-                    sum(1 for zm in member_zones if zm & mask),
-                    doms.gpus_now[d],
-                    doms.rooms[d],
-                    scale_up,
-                )
+            DomainCheck(
+                name,
+                zones,
+                doms.tolerations[d],
+                (label, zones[0]) if label and len(zones) == 1 else None,
+                traffic_ok,
+                fits,
+                problems,
+                policies,
+                doms.gpus_free[d],
+                gpus_needed,
+                sum(1 for zm in member_zones if zm & mask),
+                doms.gpus_now[d],
+                doms.rooms[d],
+                scale_up,
             )
         )
     return out
