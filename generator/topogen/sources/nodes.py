@@ -18,7 +18,12 @@ from topogen.manifest import (
 )
 from topogen.model import NO_ZONE_PREFIX, Node, Taint
 from topogen.names import check_label_key, check_label_value
-from topogen.sources.api_rules import cidr_problem, parse_network, quantity_problem
+from topogen.sources.api_rules import (
+    canonical_ipv4_cidr,
+    cidr_problem,
+    parse_network,
+    quantity_problem,
+)
 from topogen.sources.objects import parse_quantity
 
 __all__ = ["node_from_object", "read_nodes", "read_taints"]
@@ -82,6 +87,9 @@ def _pod_cidrs(spec: Mapping[str, Any], obj: KubeObject, strict: bool) -> tuple[
         field, cidrs = "spec.podCIDR", [spec["podCIDR"]]
     families = []
     for i, c in enumerate(cidrs):
+        if isinstance(c, str) and canonical_ipv4_cidr(c):
+            families.append(4)  # taken by cidr_problem, strict or not
+            continue
         problem = cidr_problem(c, strict=strict) if isinstance(c, str) else "must be a string"
         if problem:
             raise InputError(f"{obj.where()}: {field}[{i}] {c!r}: {problem}", path=obj.path)
