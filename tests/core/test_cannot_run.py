@@ -89,3 +89,24 @@ def test_a_workers_texts_are_made_in_the_parent_when_read(
     assert all(p._texts is None for p in sent)  # not made by the worker, nor yet here
     assert [tuple(p) for p in shared] == serial
     assert all(p._texts is not None for p in sent)  # made when read, once
+
+
+def test_domain_checks_equal_hashed_and_pickled_by_their_fields() -> None:
+    """DomainCheck is a plain dataclass (made by the tens of thousands): equal and hashed
+    by its fields, as a frozen one is, and pickled as them."""
+    from fractions import Fraction
+
+    from topogen.analysis.domains import DomainCheck
+
+    def check(fits: bool) -> DomainCheck:
+        return DomainCheck(
+            "zone-b", ("zone-b",), (), None, True, fits, ("short of GPUs",), (),
+            Fraction(8), Fraction(4), 1,
+        )  # fmt: skip
+
+    a, b = check(True), check(True)
+    assert a is not b and a == b and hash(a) == hash(b)
+    assert a != check(False)
+    assert len({a, b, check(False)}) == 2
+    loaded = pickle.loads(pickle.dumps(a))
+    assert loaded == a and type(loaded) is DomainCheck and loaded.gpus_now == Fraction(0)
