@@ -289,9 +289,12 @@ class _Outside:
         """Does some node of the zone take the template (inside the domain)?"""
         hit = self._zone_ok.get(zone)
         if hit is None:
-            hit = self._zone_ok[zone] = any(
-                self.at(c, zone)[0] is None for c, _ in in_zone.get(zone, ())
-            )
+            by_class = self.by_class  # at() without a call per class, where it is a list
+            if by_class is not None:
+                hit = any(by_class[c][0] is None for c, _ in in_zone.get(zone, ()))
+            else:
+                hit = any(self.at(c, zone)[0] is None for c, _ in in_zone.get(zone, ()))
+            self._zone_ok[zone] = hit
         return hit
 
     def first_outside(self, reason: str, wanted: set[str]) -> int:
