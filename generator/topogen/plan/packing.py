@@ -218,15 +218,17 @@ def plan_cluster(
     told apart by the key they co-locate on (zone or domain label): a cluster mixing both
     counts each key's capacity on its own. `last`: where the last render put each job;
     a job stays there while the domain allows and holds it (plan/assignment.py)."""
-    checks = [
-        (domain_unit(p.topology_key, d.name), d)
-        for p, js in zip(plans, jobs, strict=True)
-        for j in js
-        for d in j.domains
-    ]
-    total: dict[str, Fraction] = {}
-    for unit, d in checks:
-        total.setdefault(unit, d.gpus_free)
+    # each domain's first check (what they say of the domain itself is the same in all)
+    checks: list[tuple[str, DomainCheck]] = []
+    seen: dict[str, set[str]] = {}  # co-location key -> the domains it has a check of
+    for p, js in zip(plans, jobs, strict=True):
+        known = seen.setdefault(p.topology_key, set())
+        for j in js:
+            for d in j.domains:
+                if d.name not in known:
+                    known.add(d.name)
+                    checks.append((domain_unit(p.topology_key, d.name), d))
+    total = {unit: d.gpus_free for unit, d in checks}
     capacity, pools = capacity_of(checks)
     for p, js in zip(plans, jobs, strict=True):
         if p.enforceable and not p.spread and p.domain is not None:
