@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from topogen.analysis.bits import bits, transpose
 from topogen.analysis.paths import BlockedPath, PathSummary, SplitSummary
@@ -31,6 +32,9 @@ from topogen.model import (
     PolicyRef,
     Topology,
 )
+
+if TYPE_CHECKING:
+    from topogen.analysis.placement import PinnedPlacements
 
 __all__ = ["Engine", "Family", "Matrix", "Side", "possible_rows"]
 
@@ -200,20 +204,21 @@ class Engine:
 
     def host_family_in_zones(
         self,
-        placements: Sequence[Placement],
+        pinned: PinnedPlacements,
         zones: Sequence[str],
         ports: tuple[tuple[str, int, str], ...],
     ) -> Family:
-        """Like host_family, with a different placement per zone (pinned to each zone)."""
-        key = ("hosts", id(placements), ports)
+        """Like host_family, with the template pinned to each zone (`pinned`: over the
+        one-zone domains of `zones`, their placements' nodes read without building them)."""
+        key = ("hosts", id(pinned), ports)
         hit = self._families.get(key)
         if hit is None:
-            self._keep.append(placements)
+            self._keep.append(pinned)
             eps: list[tuple[Endpoint, ...]] = [()] * self.n
             valid = 0
-            for placement, z in zip(placements, zones, strict=True):
+            for d, z in enumerate(zones):
                 i = self.zone_index[z]
-                eps[i] = self._hosts(placement.by_zone.get(z, ()), ports)
+                eps[i] = self._hosts(pinned.nodes(d), ports)
                 if eps[i]:
                     valid |= 1 << i
             hit = self._families[key] = self._shared(self._family(tuple(eps), valid, False))

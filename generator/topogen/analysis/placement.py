@@ -15,7 +15,7 @@ from topogen.analysis.filters import SCALE_UP
 from topogen.analysis.fit import Judge
 from topogen.analysis.nodeindex import NodeClass, NodeIndex, read_keys
 from topogen.analysis.placed import Placement, why_not
-from topogen.model import PodTemplate, Toleration
+from topogen.model import Node, PodTemplate, Toleration
 
 __all__ = ["PinnedPlacements", "place", "place_in_domains"]
 
@@ -208,6 +208,22 @@ class PinnedPlacements(Sequence[Placement]):
                     a = classes[c].allocatable
                     out[a] = out.get(a, 0) + len(ps)
         return out
+
+    def nodes(self, d: int) -> tuple[Node, ...]:
+        """self[d].nodes, without building the placement (no exclusions counted)."""
+        built = self._items[d]
+        if built is not None:
+            return built.nodes
+        j = self._judge(d)
+        ok: list[int] = []
+        for z in set(self.domains[d]):
+            for c, ps in self.in_zone.get(z, ()):
+                inside = j.by_class[c][0] if j.by_class is not None else j.at(c, z)[0]
+                if inside is None:
+                    ok.extend(ps)
+        ok.sort()
+        nodes = self.idx.nodes
+        return tuple(nodes[i] for i in ok)
 
     def _build(self, d: int) -> Placement:
         idx, classes, j = self.idx, self.classes, self._judge(d)
