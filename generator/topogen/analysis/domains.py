@@ -306,7 +306,7 @@ class _JobInDomains:
             key = (i, d)
             fam = self._host_families.get(key)
             if fam is None:
-                fam = self._host_families[key] = eng.host_family(self.pinned[i][d], t.ports)
+                fam = self._host_families[key] = eng.pinned_host_family(self.pinned[i], d, t.ports)
             return fam
         single = len(self.doms.zones[d]) == 1
         hit = self._pod_families.get((i, single))
@@ -430,12 +430,12 @@ class _JobInDomains:
     ) -> bool:
         """May the scheduler put members i and j in zone z of domain d together?"""
         eng = self.ctx.engine
-        pi, pj = self.pinned[i][d], self.pinned[j][d]
+        pi, pj = self.pinned[i], self.pinned[j]
         for k in linked:
-            if not eng.placement_values(pi, z, k) & eng.placement_values(pj, z, k):
+            if not eng.pinned_values(pi, d, z, k) & eng.pinned_values(pj, d, z, k):
                 return False
         for k in anti_keys:
-            va, vb = eng.placement_values(pi, z, k), eng.placement_values(pj, z, k)
+            va, vb = eng.pinned_values(pi, d, z, k), eng.pinned_values(pj, d, z, k)
             if not any(x != y for x in va for y in vb):
                 return False
         return True

@@ -117,6 +117,7 @@ class Engine:
         self._zone_ids: dict[tuple[tuple[int, str], ...], int] = {}
         self._whys: dict[int, tuple[tuple[str, ...], tuple[PolicyRef, ...]]] = {}
         self._values: dict[tuple[int, str, str], frozenset[str]] = {}
+        self._pinned_values: dict[tuple[int, int, str, str], frozenset[str]] = {}
         self._keep: list[object] = []  # objects whose id() is part of a cache key
         # id(node) -> (node, its values of the node label keys host selectors read)
         self._projections: dict[int, tuple[Node, tuple[str | None, ...]]] = {}
@@ -192,6 +193,26 @@ class Engine:
             eps: list[tuple[Endpoint, ...]] = [()] * self.n
             valid = 0
             for z, nodes in placement.by_zone.items():
+                i = self.zone_index[z]
+                eps[i] = self._hosts(nodes, ports)
+                valid |= 1 << i
+            hit = self._families[key] = self._shared(self._family(tuple(eps), valid, False))
+        return hit
+
+    def pinned_host_family(
+        self, pinned: PinnedPlacements, d: int, ports: tuple[tuple[str, int, str], ...]
+    ) -> Family:
+        """host_family(pinned[d], ports), without building pinned[d]."""
+        key = ("pinned hosts", id(pinned), d, ports)
+        hit = self._families.get(key)
+        if hit is None:
+            self._keep.append(pinned)
+            by_zone: dict[str, list[Node]] = {}
+            for n in pinned.nodes(d):
+                by_zone.setdefault(n.zone, []).append(n)
+            eps: list[tuple[Endpoint, ...]] = [()] * self.n
+            valid = 0
+            for z, nodes in by_zone.items():
                 i = self.zone_index[z]
                 eps[i] = self._hosts(nodes, ports)
                 valid |= 1 << i
@@ -437,6 +458,20 @@ class Engine:
     def values(self, side: Side, zone: int, key: str) -> frozenset[str]:
         """Values of node label `key` on the nodes of the side's placement in a zone."""
         return self.placement_values(side.placement, zone, key)
+
+    def pinned_values(
+        self, pinned: PinnedPlacements, d: int, zone: int, key: str
+    ) -> frozenset[str]:
+        """placement_values(pinned[d], zone, key), without building pinned[d]."""
+        ck = (id(pinned), d, self.zones[zone], key)
+        hit = self._pinned_values.get(ck)
+        if hit is None:
+            self._keep.append(pinned)
+            z = self.zones[zone]
+            hit = self._pinned_values[ck] = frozenset(
+                n.labels[key] for n in pinned.nodes(d) if n.zone == z and key in n.labels
+            )
+        return hit
 
     def placement_values(self, placement: Placement, zone: int, key: str) -> frozenset[str]:
         ck = (id(placement), self.zones[zone], key)

@@ -122,6 +122,7 @@ class PinnedPlacements(Sequence[Placement]):
         self._nonempty: list[bool | None] = [None] * len(domains)
         self._nonempty_mask: int | None = None
         self._why: dict[int, str] = {}
+        self._nodes: dict[int, tuple[Node, ...]] = {}  # nodes(d) of domains not built
 
     def __len__(self) -> int:
         return len(self.domains)
@@ -214,6 +215,9 @@ class PinnedPlacements(Sequence[Placement]):
         built = self._items[d]
         if built is not None:
             return built.nodes
+        hit = self._nodes.get(d)
+        if hit is not None:
+            return hit
         j = self._judge(d)
         ok: list[int] = []
         for z in set(self.domains[d]):
@@ -223,7 +227,8 @@ class PinnedPlacements(Sequence[Placement]):
                     ok.extend(ps)
         ok.sort()
         nodes = self.idx.nodes
-        return tuple(nodes[i] for i in ok)
+        hit = self._nodes[d] = tuple(nodes[i] for i in ok)
+        return hit
 
     def _build(self, d: int) -> Placement:
         idx, classes, j = self.idx, self.classes, self._judge(d)
