@@ -4,7 +4,6 @@ groups'."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -30,7 +29,6 @@ _POLICY = {
 }
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked")
 def test_policy_warnings_keep_their_place_with_workers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -51,7 +49,7 @@ def test_policy_warnings_keep_their_place_with_workers(
     def notices(jobs: str) -> tuple[list[str], list[str]]:
         monkeypatch.setenv("TOPOGEN_JOBS", jobs)
         report = analyze(load_config(config))
-        assert len(report.plans) > 2  # the groups were shared out
+        assert len(report.plans) > 2  # the groups were shared out (where fork exists)
         return [str(w) for w in report.warnings], [str(n) for n in report.notes]
 
     serial, shared = notices("1"), notices("2")

@@ -190,13 +190,7 @@ class Engine:
         hit = self._families.get(key)
         if hit is None:
             self._keep.append(placement)
-            eps: list[tuple[Endpoint, ...]] = [()] * self.n
-            valid = 0
-            for z, nodes in placement.by_zone.items():
-                i = self.zone_index[z]
-                eps[i] = self._hosts(nodes, ports)
-                valid |= 1 << i
-            hit = self._families[key] = self._shared(self._family(tuple(eps), valid, False))
+            hit = self._families[key] = self._hosts_by_zone(placement.by_zone, ports)
         return hit
 
     def pinned_host_family(
@@ -210,14 +204,20 @@ class Engine:
             by_zone: dict[str, list[Node]] = {}
             for n in pinned.nodes(d):
                 by_zone.setdefault(n.zone, []).append(n)
-            eps: list[tuple[Endpoint, ...]] = [()] * self.n
-            valid = 0
-            for z, nodes in by_zone.items():
-                i = self.zone_index[z]
-                eps[i] = self._hosts(nodes, ports)
-                valid |= 1 << i
-            hit = self._families[key] = self._shared(self._family(tuple(eps), valid, False))
+            hit = self._families[key] = self._hosts_by_zone(by_zone, ports)
         return hit
+
+    def _hosts_by_zone(
+        self, by_zone: Mapping[str, Sequence[Node]], ports: tuple[tuple[str, int, str], ...]
+    ) -> Family:
+        """The host family of these nodes (grouped by zone, in topology order)."""
+        eps: list[tuple[Endpoint, ...]] = [()] * self.n
+        valid = 0
+        for z, nodes in by_zone.items():
+            i = self.zone_index[z]
+            eps[i] = self._hosts(nodes, ports)
+            valid |= 1 << i
+        return self._shared(self._family(tuple(eps), valid, False))
 
     def _shared(self, family: Family) -> Family:
         """One family for every placement giving the same hosts in every zone."""

@@ -4,8 +4,7 @@ cluster; the groups of a cluster analysed and planned on several cores (ClusterR
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
-from functools import partial
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from topogen.analysis import (
@@ -29,6 +28,7 @@ from topogen.model import (
     FindingKind,
     LastPlacements,
     Namespace,
+    PolicySet,
     TrainingGroup,
     Workload,
 )
@@ -157,26 +157,30 @@ def _no_overlap(
                 )
 
 
-def _policy_checks(
-    cluster: str,
-    inputs: ClusterInputs,
-    index: PolicyIndex,
-    namespaces: dict[str, Namespace],
-    workloads: Sequence[Workload],
-    pods: Sequence[tuple[str, tuple[str, ...]]],
-    keys: tuple[set[str], set[str]],
-    report: tuple[list[str], int, list[str], int],
-) -> None:
-    """The cluster's policy warnings (`keys`: identity labels, topology keys) and notes,
-    put where the report lists them (`report`: its warnings and the position of the
-    cluster's among them, its notes and theirs)."""
-    warnings, at_warnings, notes, at_notes = report
-    warnings[at_warnings:at_warnings] = [
-        Notice(cluster, w) for w in policy_warnings(inputs.policies, pods, *keys)
-    ]
-    notes[at_notes:at_notes] = [
-        Notice(cluster, n) for n in policy_notes(index, workloads, namespaces)
-    ]
+@dataclass
+class _PolicyNotices:
+    """A cluster's policy warnings (`keys`: identity labels, topology keys) and notes,
+    made when `make` is called: by this process while the others start on the groups
+    (ClusterRun.analyze's `meanwhile`)."""
+
+    cluster: str
+    policies: PolicySet
+    index: PolicyIndex
+    namespaces: dict[str, Namespace]
+    workloads: Sequence[Workload]
+    pods: Sequence[tuple[str, tuple[str, ...]]]
+    keys: tuple[set[str], set[str]]
+    warnings: list[Notice] = field(default_factory=list)
+    notes: list[Notice] = field(default_factory=list)
+
+    def make(self) -> None:
+        self.warnings = [
+            Notice(self.cluster, w) for w in policy_warnings(self.policies, self.pods, *self.keys)
+        ]
+        self.notes = [
+            Notice(self.cluster, n)
+            for n in policy_notes(self.index, self.workloads, self.namespaces)
+        ]
 
 
 SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
@@ -250,19 +254,18 @@ def _analyze(
         groups = cfg.groups_for(cluster.name)
         identity_labels = {g.identity_label for g in groups if g.identity_label}
         topology = {cluster.zone_label, *([cluster.domain_label] if cluster.domain_label else [])}
-        # the policies' warnings and notes, made while the other processes start on the
-        # groups (ClusterRun.analyze), listed here
-        policy_checks = partial(
-            _policy_checks,
+        # the policies' warnings and notes: made while the other processes start on the
+        # groups, listed here
+        policy = _PolicyNotices(
             cluster.name,
-            inputs,
+            inputs.policies,
             policy_index,
             namespaces,
             all_workloads,
             pods,
             (identity_labels, topology),
-            (warnings, len(warnings), notes, len(notes)),
         )
+        at_warnings = len(warnings)
         step(f"cluster {cluster.name}: analysing {len(groups)} groups")
         found = [find_groups(group, admitted) for group in groups]
         warnings.extend(
@@ -275,7 +278,9 @@ def _analyze(
         )
         warnings.extend(Notice(cluster.name, w) for w in running)
         run = ClusterRun(cluster.name, index, cluster.domain_label, groups, found, last)
-        analyzed = run.analyze(admitted, policy_checks)
+        analyzed = run.analyze(admitted, policy.make)
+        warnings[at_warnings:at_warnings] = policy.warnings
+        notes.extend(policy.notes)
         jobs: list[JobAnalysis] = []
         plans: list[GroupPlan] = []
         findings: list[Finding] = []

@@ -84,8 +84,10 @@ def resource_name_problem(name: str) -> str | None:
 
 def quantity_problem(name: str, value: Fraction) -> str | None:
     """ValidateResourceQuantityValue: never negative; whole for integer resources."""
-    key = (name, value)
-    if key in _QUANTITY_PROBLEMS:  # a fleet repeats a few quantities thousands of times
+    # a fleet repeats a few quantities thousands of times; keyed by the value's integers
+    # (a Fraction's own hash costs more than the check)
+    key = (name, value.numerator, value.denominator)
+    if key in _QUANTITY_PROBLEMS:
         return _QUANTITY_PROBLEMS[key]
     problem = _quantity_problem(name, value)
     if len(_QUANTITY_PROBLEMS) < 10_000:
@@ -93,7 +95,7 @@ def quantity_problem(name: str, value: Fraction) -> str | None:
     return problem
 
 
-_QUANTITY_PROBLEMS: dict[tuple[str, Fraction], str | None] = {}
+_QUANTITY_PROBLEMS: dict[tuple[str, int, int], str | None] = {}
 
 
 def _quantity_problem(name: str, value: Fraction) -> str | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from fractions import Fraction
 from typing import Any
 
 from topogen.errors import InputError
@@ -51,17 +50,12 @@ def node_from_object(obj: KubeObject, zone_label: str, *, strict_cidrs: bool = T
     taints = read_taints(spec.get("taints"), "spec.taints", obj)
     allocatable = {}
     for k, v in as_map(status.get("allocatable"), "status.allocatable", obj).items():
-        key = (k, v) if type(k) is str and type(v) is str else None
-        quantity = _ALLOCATABLE.get(key) if key is not None else None
-        if quantity is None:
-            quantity = parse_quantity(v, f"status.allocatable.{k}", obj)
-            problem = quantity_problem(str(k), quantity)
-            if problem:
-                raise InputError(
-                    f"{obj.where()}: status.allocatable.{k}: {problem}, got {v!r}", path=obj.path
-                )
-            if key is not None and len(_ALLOCATABLE) < 10_000:
-                _ALLOCATABLE[key] = quantity
+        quantity = parse_quantity(v, f"status.allocatable.{k}", obj)
+        problem = quantity_problem(str(k), quantity)
+        if problem:
+            raise InputError(
+                f"{obj.where()}: status.allocatable.{k}: {problem}, got {v!r}", path=obj.path
+            )
         allocatable[str(k)] = quantity
     return Node(
         name=obj.name,
@@ -72,11 +66,6 @@ def node_from_object(obj: KubeObject, zone_label: str, *, strict_cidrs: bool = T
         pod_cidrs=_pod_cidrs(spec, obj, strict_cidrs),
         zone=labels.get(zone_label) or f"{NO_ZONE_PREFIX}{obj.name}",
     )
-
-
-# (resource, quantity text) -> the checked quantity: a fleet's nodes repeat a few thousand
-# times (hashing the Fraction for quantity_problem's cache cost more than the parse)
-_ALLOCATABLE: dict[tuple[str, str], Fraction] = {}
 
 
 def _pod_cidrs(spec: Mapping[str, Any], obj: KubeObject, strict: bool) -> tuple[str, ...]:
