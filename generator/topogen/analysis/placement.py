@@ -8,7 +8,7 @@ each candidate domain at once.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import overload
 
 from topogen.analysis.filters import SCALE_UP
@@ -178,16 +178,23 @@ class PinnedPlacements(Sequence[Placement]):
             hit = self._why[d] = built.why_not() if built is not None else self._why_not(d)
         return hit
 
-    def _why_not(self, d: int) -> str:
+    def _classes_judged(
+        self, d: int
+    ) -> Iterator[tuple[int, tuple[int, ...], tuple[str | None, str]]]:
+        """Domain d's node classes, zone by zone: (class, its nodes in the zone, why they
+        are excluded inside the domain (None: they are not) and outside it)."""
         j = self._judge(d)
-        outside = Counter(j.total)
-        excluded: Counter[str] = Counter()
         for z in set(self.domains[d]):
             for c, ps in self.in_zone.get(z, ()):
-                inside, out_reason = j.by_class[c] if j.by_class is not None else j.at(c, z)
-                outside[out_reason] -= len(ps)
-                if inside is not None:
-                    excluded[inside] += len(ps)
+                yield c, ps, (j.by_class[c] if j.by_class is not None else j.at(c, z))
+
+    def _why_not(self, d: int) -> str:
+        outside = Counter(self._judge(d).total)
+        excluded: Counter[str] = Counter()
+        for _, ps, (inside, out_reason) in self._classes_judged(d):
+            outside[out_reason] -= len(ps)
+            if inside is not None:
+                excluded[inside] += len(ps)
         for reason, count in outside.items():
             if count > 0 and not reason.startswith(SCALE_UP):  # new nodes elsewhere: moot
                 excluded[reason] += count
@@ -218,13 +225,7 @@ class PinnedPlacements(Sequence[Placement]):
         hit = self._nodes.get(d)
         if hit is not None:
             return hit
-        j = self._judge(d)
-        ok: list[int] = []
-        for z in set(self.domains[d]):
-            for c, ps in self.in_zone.get(z, ()):
-                inside = j.by_class[c][0] if j.by_class is not None else j.at(c, z)[0]
-                if inside is None:
-                    ok.extend(ps)
+        ok = [p for _, ps, (inside, _) in self._classes_judged(d) if inside is None for p in ps]
         ok.sort()
         nodes = self.idx.nodes
         hit = self._nodes[d] = tuple(nodes[i] for i in ok)
@@ -238,17 +239,15 @@ class PinnedPlacements(Sequence[Placement]):
         first: dict[str, int] = {}
         outside = Counter(j.total)
         counts: Counter[int] = Counter()
-        for z in wanted:
-            for c, ps in self.in_zone.get(z, ()):
-                inside, out_reason = j.by_class[c] if j.by_class is not None else j.at(c, z)
-                outside[out_reason] -= len(ps)
-                if inside is None:
-                    ok.extend(ps)
-                    counts[classes[c].allocatable] += len(ps)
-                else:
-                    excluded[inside] += len(ps)
-                    if ps[0] < first.get(inside, len(idx.nodes)):
-                        first[inside] = ps[0]
+        for c, ps, (inside, out_reason) in self._classes_judged(d):
+            outside[out_reason] -= len(ps)
+            if inside is None:
+                ok.extend(ps)
+                counts[classes[c].allocatable] += len(ps)
+            else:
+                excluded[inside] += len(ps)
+                if ps[0] < first.get(inside, len(idx.nodes)):
+                    first[inside] = ps[0]
         for reason, count in outside.items():
             if count > 0 and not reason.startswith(SCALE_UP):
                 excluded[reason] += count
