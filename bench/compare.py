@@ -1,11 +1,11 @@
 """This code against a git revision on the large fleet, in the same rounds
 (`bench/run.py --compare REV`; its section of RESULTS.md replaced).
 
-The fleet measure's own commands (`topogen analyze -o json`, `topogen render --out DIR`
-on the snapshot input), each round running them with this code and then with REV's
-(generator/ and templates/ from `git archive`, on PYTHONPATH), so each pair is measured
-at about the same load: the ratio per round, its median, and the medians of wall time,
-CPU time and peak RSS. Before the rounds both write the tree with `--partial` (the fleet
+The fleet measure's own commands (`topogen analyze -o json`, `topogen render --partial
+--out DIR` on the snapshot input), each round running them with this code and then with
+REV's (generator/ and templates/ from `git archive`, on PYTHONPATH), so each pair is
+measured at about the same load: the ratio per round, its median, and the medians of wall
+time, CPU time and peak RSS. Before the rounds both write the tree (`--partial`: the fleet
 has groups no domain holds, refused without it) and the JSON: byte-identical or not.
 """
 
@@ -42,7 +42,7 @@ def _digest(root: Path) -> str:
 
 def _argv(tree: Path, command: str, config: Path, out: Path) -> list[str | Path]:
     head: list[str | Path] = ["env", f"PYTHONPATH={tree}", TOPOGEN, command, "-c", config]
-    return head + (["-o", "json"] if command == "analyze" else ["--out", out])
+    return head + (["-o", "json"] if command == "analyze" else ["--out", out, "--partial"])
 
 
 def identical(trees: dict[str, Path], config: Path, work: Path) -> bool:
@@ -50,7 +50,7 @@ def identical(trees: dict[str, Path], config: Path, work: Path) -> bool:
     digests = set()
     for name, tree in trees.items():
         out = work / f"tree-{name}"
-        measure([*_argv(tree, "render", config, out), "--partial"], work / "render.log")
+        measure(_argv(tree, "render", config, out), work / "render.log")
         json_out = work / f"analyze-{name}.json"
         measure(_argv(tree, "analyze", config, out), json_out)
         digests.add((_digest(out), hashlib.sha256(json_out.read_bytes()).hexdigest()))
