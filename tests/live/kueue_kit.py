@@ -50,7 +50,7 @@ GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
 KUEUE_API = "/apis/kueue.x-k8s.io/v1beta2"
 PYTORCHJOBS = f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/pytorchjobs"
 JOBSETS = f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{NAMESPACE}/jobsets"
-# Kueue's cluster-scoped objects, deleted in this order (each waits for its users to go)
+# Kueue's cluster-scoped objects, deleted in this order, each kind gone before the next (clear)
 QUEUE_OBJECTS = ("clusterqueues", "resourceflavors", "topologies")
 
 
@@ -397,10 +397,22 @@ def clear(cp: ControlPlane, kueue: Kueue) -> None:
     workloads = f"{KUEUE_API}/namespaces/{NAMESPACE}/workloads"
     localqueues = f"{KUEUE_API}/namespaces/{NAMESPACE}/localqueues"
     _delete_and_wait(cp, kueue, [workloads, localqueues])
-    _delete_and_wait(cp, kueue, [f"{KUEUE_API}/{p}" for p in QUEUE_OBJECTS])
+    # One kind at a time, each gone before the next is deleted. Kueue lifts a ClusterQueue's
+    # (a flavor's, a topology's) finalizer when its cache holds no Workload (ClusterQueue,
+    # flavor) using it, checked on events that can come before the cache drops the user
+    # (resourceflavor_controller.go, topology_controller.go): on a loaded machine the last
+    # check can see the user still there, and nothing checks again. An object still being
+    # deleted is touched now and then: its update event makes Kueue check again.
+    for p in QUEUE_OBJECTS:
+        _delete_and_wait(cp, kueue, [f"{KUEUE_API}/{p}"], nudge=True)
 
 
-def _delete_and_wait(cp: ControlPlane, kueue: Kueue, collections: Sequence[str]) -> None:
+NUDGE_ANNOTATION = "topogen.test/nudge"
+
+
+def _delete_and_wait(
+    cp: ControlPlane, kueue: Kueue, collections: Sequence[str], *, nudge: bool = False
+) -> None:
     kube = cp.kube()
     for c in collections:
         try:
@@ -408,9 +420,27 @@ def _delete_and_wait(cp: ControlPlane, kueue: Kueue, collections: Sequence[str])
         except KubeError as exc:
             if exc.status != 405:
                 raise
+    polls = 0
+
+    def gone() -> bool:
+        nonlocal polls
+        polls += 1
+        left = [(c, item) for c in collections for item in kube.get(c)["items"]]
+        if nudge and polls % 10 == 0:
+            for c, item in left:
+                meta = item["metadata"]
+                if meta.get("deletionTimestamp"):
+                    kube.request(
+                        "PATCH",
+                        f"{c}/{meta['name']}",
+                        {"metadata": {"annotations": {NUDGE_ANNOTATION: str(polls)}}},
+                        content_type="application/merge-patch+json",
+                    )
+        return not left
+
     wait_until(
         f"{', '.join(c.rsplit('/', 1)[-1] for c in collections)} removed",
-        lambda: not any(kube.get(c)["items"] for c in collections),
+        gone,
         CONTROLLER_TIMEOUT,
         kueue.proc,
         interval=0.2,
