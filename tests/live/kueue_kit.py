@@ -404,15 +404,13 @@ def clear(cp: ControlPlane, kueue: Kueue) -> None:
     # check can see the user still there, and nothing checks again. An object still being
     # deleted is touched now and then: its update event makes Kueue check again.
     for p in QUEUE_OBJECTS:
-        _delete_and_wait(cp, kueue, [f"{KUEUE_API}/{p}"], nudge=True)
+        _delete_and_wait(cp, kueue, [f"{KUEUE_API}/{p}"])
 
 
 NUDGE_ANNOTATION = "topogen.test/nudge"
 
 
-def _delete_and_wait(
-    cp: ControlPlane, kueue: Kueue, collections: Sequence[str], *, nudge: bool = False
-) -> None:
+def _delete_and_wait(cp: ControlPlane, kueue: Kueue, collections: Sequence[str]) -> None:
     kube = cp.kube()
     for c in collections:
         try:
@@ -426,16 +424,12 @@ def _delete_and_wait(
         nonlocal polls
         polls += 1
         left = [(c, item) for c in collections for item in kube.get(c)["items"]]
-        if nudge and polls % 10 == 0:
+        if polls % 10 == 0:  # see clear()
             for c, item in left:
                 meta = item["metadata"]
                 if meta.get("deletionTimestamp"):
-                    kube.request(
-                        "PATCH",
-                        f"{c}/{meta['name']}",
-                        {"metadata": {"annotations": {NUDGE_ANNOTATION: str(polls)}}},
-                        content_type="application/merge-patch+json",
-                    )
+                    nudge = {"metadata": {"annotations": {NUDGE_ANNOTATION: str(polls)}}}
+                    kube.merge_patch(f"{c}/{meta['name']}", nudge)
         return not left
 
     wait_until(

@@ -201,6 +201,9 @@ class Kube:
             if exc.status != 404:
                 raise
 
+    def merge_patch(self, path: str, body: Mapping[str, Any]) -> Any:
+        return self.request("PATCH", path, body, content_type="application/merge-patch+json")
+
     def patch_status(self, path: str, status: Mapping[str, Any]) -> Any:
         return self.request(
             "PATCH",
@@ -657,12 +660,7 @@ class ControlPlane:
         }
         kube = self.kube()
         if kube.create("/api/v1/namespaces", body, exist_ok=True) is None and labels:
-            kube.request(
-                "PATCH",
-                f"/api/v1/namespaces/{name}",
-                {"metadata": {"labels": labels}},
-                content_type="application/merge-patch+json",
-            )
+            kube.merge_patch(f"/api/v1/namespaces/{name}", {"metadata": {"labels": labels}})
         self.dirty_namespaces.add(name)
 
     def create_nodes(self, nodes: Iterable[Mapping[str, Any]]) -> list[str]:

@@ -41,11 +41,8 @@ def _relabel(cp: ControlPlane, pod: Mapping[str, Any], labels: Mapping[str, str]
     """PATCH a stored pod's labels (an UPDATE the ValidatingPolicy judges, no mutation does)."""
     ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
     try:
-        cp.kube().request(
-            "PATCH",
-            f"/api/v1/namespaces/{ns}/pods/{name}",
-            {"metadata": {"labels": dict(labels)}},
-            content_type="application/merge-patch+json",
+        cp.kube().merge_patch(
+            f"/api/v1/namespaces/{ns}/pods/{name}", {"metadata": {"labels": dict(labels)}}
         )
     except KubeError as exc:
         return exc.status
