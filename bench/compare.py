@@ -24,20 +24,12 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import startup  # noqa: E402
-from measure import Measured, measure  # noqa: E402
+from measure import Measured, measure, tree_digest  # noqa: E402
 
 __all__ = ["BEGIN", "END", "run", "splice"]
 
 BEGIN, END = "<!-- compare: begin -->", "<!-- compare: end -->"
 TOPOGEN = ROOT / ".venv" / "bin" / "topogen"
-
-
-def _digest(root: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 def _argv(tree: Path, command: str, config: Path, out: Path) -> list[str | Path]:
@@ -53,7 +45,7 @@ def identical(trees: dict[str, Path], config: Path, work: Path) -> bool:
         measure(_argv(tree, "render", config, out), work / "render.log")
         json_out = work / f"analyze-{name}.json"
         measure(_argv(tree, "analyze", config, out), json_out)
-        digests.add((_digest(out), hashlib.sha256(json_out.read_bytes()).hexdigest()))
+        digests.add((tree_digest(out), hashlib.sha256(json_out.read_bytes()).hexdigest()))
     return len(digests) == 1
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import statistics
 import subprocess
@@ -10,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Measured", "measure"]
+__all__ = ["Measured", "measure", "tree_digest"]
 
 PYTHON = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "python"
 
@@ -63,3 +64,12 @@ def measure(cmd: Sequence[str | Path], stdout: Path) -> dict[str, Any]:
     )
     result: dict[str, Any] = json.loads(out.stdout)
     return result
+
+
+def tree_digest(root: Path) -> str:
+    """One digest of a folder's files, their paths and bytes (a render's output tree)."""
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()

@@ -57,7 +57,7 @@ import racebench  # noqa: E402
 import schedbench  # noqa: E402
 import startup as startup_bench  # noqa: E402
 from kyverno_pods import group_pods, reference_policy  # noqa: E402
-from measure import Measured, measure  # noqa: E402
+from measure import Measured, measure, tree_digest  # noqa: E402
 from run_report import FLOOR_TARGET, FLOORS, KYVERNO, machine, report, scratch  # noqa: E402
 
 TOPOGEN = ROOT / ".venv" / "bin" / "topogen"
@@ -82,14 +82,6 @@ class Case:
 
 
 _measure = measure
-
-
-def tree_digest(root: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 def fleet_dir(spec: fleetgen.FleetSpec) -> Path:
