@@ -23,6 +23,7 @@ from topogen.analysis.reachability import (
     host_endpoint,
     pod_endpoint,
 )
+from topogen.analysis.zonesymmetry import identity_values, swapped
 from topogen.model import (
     NO_ZONE_PREFIX,
     Endpoint,
@@ -50,6 +51,8 @@ class Family:
     keys: tuple[int, ...]  # per zone: names its endpoints' (identity key, node) pairs
     ids: tuple[int, ...]  # per zone: names its endpoints' identity keys (nodes aside)
     heads: tuple[Endpoint, ...]  # pods: the endpoint in each zone
+    # one pod's labels with the identity label set to each zone (zonesymmetry.py)
+    stamped: bool = False
 
 
 @dataclass
@@ -122,6 +125,9 @@ class Engine:
         # id(node) -> (node, its values of the node label keys host selectors read)
         self._projections: dict[int, tuple[Node, tuple[str | None, ...]]] = {}
         self._transposed: dict[int, tuple[list[int], list[int]]] = {}
+        # rows of zones the policies cannot tell apart computed once (zonesymmetry.py); off
+        # only to check that shortcut against the rows computed zone by zone
+        self.symmetric = True
 
     # --- families ----------------------------------------------------------------------
 
@@ -164,13 +170,21 @@ class Engine:
                     )
                 else:
                     eps.append((base,))
-            hit = self._families[key] = self._family(tuple(eps), (1 << self.n) - 1, True)
+            hit = self._families[key] = self._family(
+                tuple(eps), (1 << self.n) - 1, True, stamped=bool(stamped and ident)
+            )
         self._by_labels.setdefault(id(labels), (labels, {}))[1][
             (namespace, ports, stamped, service_account)
         ] = hit
         return hit
 
-    def _family(self, eps: tuple[tuple[Endpoint, ...], ...], valid: int, pods: bool) -> Family:
+    def _family(
+        self,
+        eps: tuple[tuple[Endpoint, ...], ...],
+        valid: int,
+        pods: bool,
+        stamped: bool = False,
+    ) -> Family:
         key = self.index.identity_key
         ids = self._zone_ids
         keys = tuple(
@@ -182,7 +196,7 @@ class Engine:
             for zone_eps in eps
         )
         heads = tuple(e[0] for e in eps) if pods else ()
-        return Family(len(self._families), eps, valid, pods, keys, bare, heads)
+        return Family(len(self._families), eps, valid, pods, keys, bare, heads, stamped)
 
     def host_family(self, placement: Placement, ports: tuple[tuple[str, int, str], ...]) -> Family:
         """A hostNetwork member's identities: per zone, one host per group of similar nodes."""
@@ -408,12 +422,32 @@ class Engine:
         n = self.n
         fails = [0] * n
         by_policies: dict[tuple[PolicyRef, ...], list[int]] = {}
+        first = self._zone_classes(fam, others)
         for z in range(n):
+            r = first[z]
+            if r != z:  # zone r's side, zones r and z swapped (zonesymmetry.py)
+                fails[z] = swapped(fails[r], r, z)
+                for rows in by_policies.values():
+                    if rows[r]:
+                        rows[z] = swapped(rows[r], r, z)
+                continue
             for mask, ok, policies in self._side_groups(fam.eps[z][0], direction, others):
                 if not ok:
                     fails[z] |= mask
                     by_policies.setdefault(policies, [0] * n)[z] |= mask
         return fails, by_policies
+
+    def _zone_classes(self, fam: Family, others: Family) -> Sequence[int]:
+        """Per zone, the first zone of its class where the paths from `fam` to `others`
+        cannot tell zones apart (`fam` stamped, `others` pods: zonesymmetry.py), else the
+        zone itself."""
+        ident = self.identity_label
+        if not (self.symmetric and fam.stamped and ident and others.pods):
+            return range(self.n)
+        fixed: frozenset[str] = frozenset()
+        if not others.stamped:  # the same pod in every zone: its own value stays put
+            fixed = frozenset().union(*(identity_values(e.labels, ident) for e in others.heads))
+        return self.index.zone_classes(ident, tuple(self.zones), fixed)
 
     def _pod_matrix(self, fa: Family, fb: Family) -> Matrix:
         n = self.n

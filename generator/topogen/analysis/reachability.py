@@ -25,6 +25,7 @@ from topogen.analysis.selection import (
     SubjectIndex,
     label_view,
 )
+from topogen.analysis.zonesymmetry import classes_of, zone_signatures
 from topogen.cilium.entities import entities_select
 from topogen.cilium.identity import (
     NAMESPACE_KEY,
@@ -219,6 +220,23 @@ class PolicyIndex:
         self._families: dict[tuple[int, ...], EndpointFamily] = {}
         self._family_of: dict[int, tuple[Sequence[Endpoint], EndpointFamily]] = {}
         self._peer_masks: dict[tuple[int, int], int] = {}
+        self._zone_classes: dict[tuple[object, ...], tuple[int, ...]] = {}
+        self._zone_signatures: dict[tuple[str, tuple[str, ...]], tuple[object, ...]] = {}
+
+    def zone_classes(
+        self, identity_label: str, zones: tuple[str, ...], fixed: frozenset[str]
+    ) -> tuple[int, ...]:
+        """zonesymmetry.zone_classes of these policies, once per identity label."""
+        key = (identity_label, zones, fixed)
+        hit = self._zone_classes.get(key)
+        if hit is None:
+            signatures = self._zone_signatures.get((identity_label, zones))
+            if signatures is None:
+                signatures = self._zone_signatures[identity_label, zones] = zone_signatures(
+                    self.policies, identity_label, zones
+                )
+            hit = self._zone_classes[key] = classes_of(signatures, zones, fixed)
+        return hit
 
     def node_label_keys(self) -> set[str]:
         """Node label keys any host-facing selector reads (for grouping similar nodes)."""

@@ -10,7 +10,9 @@ scheduler may put them in: is the path allowed?) is answered here with shared wo
 - between two families one *matrix* says which (source zone, destination zone) paths
   are blocked and by which policies, as bit rows over the cluster's zones. Pod families
   use PolicyIndex.side_groups: each sender's egress (and each receiver's ingress) is
-  evaluated once against the whole other family, grouped, not once per zone pair;
+  evaluated once against the whole other family, grouped, not once per zone pair, and
+  only for the first zone of each class of zones the policies name alike (the others'
+  rows are its row with two bits swapped: zonesymmetry.py);
 - a job masks the matrices with its members' zones and pod-affinity links (bit
   operations per zone, not per zone pair) for counts, zones, policies and the first
   few paths. Full lists of BlockedPath are built only when someone iterates them.
