@@ -221,7 +221,7 @@ class PolicyIndex:
         self._family_of: dict[int, tuple[Sequence[Endpoint], EndpointFamily]] = {}
         self._peer_masks: dict[tuple[int, int], int] = {}
         self._zone_classes: dict[tuple[object, ...], tuple[int, ...]] = {}
-        self._zone_signatures: dict[tuple[str, tuple[str, ...]], tuple[object, ...]] = {}
+        self._zone_signatures: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
 
     def zone_classes(
         self, identity_label: str, zones: tuple[str, ...], fixed: frozenset[str]
@@ -230,10 +230,12 @@ class PolicyIndex:
         key = (identity_label, zones, fixed)
         hit = self._zone_classes.get(key)
         if hit is None:
+            # the signatures as the first zone of each (ints: comparing two signatures
+            # compares every rule's form)
             signatures = self._zone_signatures.get((identity_label, zones))
             if signatures is None:
-                signatures = self._zone_signatures[identity_label, zones] = zone_signatures(
-                    self.policies, identity_label, zones
+                signatures = self._zone_signatures[identity_label, zones] = classes_of(
+                    zone_signatures(self.policies, identity_label, zones), zones, frozenset()
                 )
             hit = self._zone_classes[key] = classes_of(signatures, zones, fixed)
         return hit
