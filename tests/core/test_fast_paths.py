@@ -174,6 +174,35 @@ def test_room_from_counts_is_room_per_node(fleet_config: Path) -> None:
             assert room(pinned.allocatables(d), nodes, requests) == before  # once built
 
 
+def test_node_label_values_per_zone_are_the_direct_computation(fleet_config: Path) -> None:
+    """Engine.placement_values and pinned_values (a label the whole zone shares read
+    once per zone, not node by node) equal the values read off the nodes."""
+    ctx, jobs = _contexts(fleet_config, naive=False)[0]
+    eng, topo, nodes = ctx.engine, ctx.topology, ctx.cluster.nodes
+    keys = [*sorted({k for n in topo.nodes for k in n.labels}), "no-such-label"]
+    shared = [k for k in keys if any(v is not None for v in eng._zone_values(k))]
+    assert topo.zone_label in shared  # the shortcut is taken
+    assert any(v is None for k in keys for v in eng._zone_values(k))  # and not taken
+    members = [m for job in jobs for m in ref.members_of(job, topo)]
+    templates = [PodTemplate(labels={}), *(m.template for m in members[:6])]
+    domains = (*((z,) for z in topo.zones), tuple(topo.zones[:3]))
+    none = tuple(() for _ in domains)
+    for t in templates:
+        placement = place(t, nodes)
+        pinned = place_in_domains(t, nodes, domains, none)
+        for z, zone in enumerate(topo.zones):
+            for key in keys:
+                want = frozenset(
+                    n.labels[key] for n in placement.nodes if n.zone == zone and key in n.labels
+                )
+                assert eng.placement_values(placement, z, key) == want, (zone, key)
+                for d in (z, len(domains) - 1):
+                    got = eng.pinned_values(pinned, d, z, key)
+                    assert got == frozenset(
+                        n.labels[key] for n in pinned[d].nodes if n.zone == zone and key in n.labels
+                    ), (zone, key, d)
+
+
 def test_cluster_index_caches_are_the_direct_computation(fleet_config: Path) -> None:
     ctx, _ = _contexts(fleet_config, naive=False)[0]
     cluster, topo = ctx.cluster, ctx.topology

@@ -120,6 +120,7 @@ class Engine:
         self._zone_ids: dict[tuple[tuple[int, str], ...], int] = {}
         self._whys: dict[int, tuple[tuple[str, ...], tuple[PolicyRef, ...]]] = {}
         self._values: dict[tuple[int, str, str], frozenset[str]] = {}
+        self._uniform: dict[str, list[frozenset[str] | None]] = {}
         self._pinned_values: dict[tuple[int, int, str, str], frozenset[str]] = {}
         self._keep: list[object] = []  # objects whose id() is part of a cache key
         # id(node) -> (node, its values of the node label keys host selectors read)
@@ -502,9 +503,14 @@ class Engine:
         if hit is None:
             self._keep.append(pinned)
             z = self.zones[zone]
-            hit = self._pinned_values[ck] = frozenset(
-                n.labels[key] for n in pinned.nodes(d) if n.zone == z and key in n.labels
-            )
+            same = self._zone_values(key)[zone]
+            if same is not None:  # every node of the zone has this one value
+                hit = same if any(n.zone == z for n in pinned.nodes(d)) else frozenset()
+            else:
+                hit = frozenset(
+                    n.labels[key] for n in pinned.nodes(d) if n.zone == z and key in n.labels
+                )
+            self._pinned_values[ck] = hit
         return hit
 
     def placement_values(self, placement: Placement, zone: int, key: str) -> frozenset[str]:
@@ -512,11 +518,35 @@ class Engine:
         hit = self._values.get(ck)
         if hit is None:
             self._keep.append(placement)
-            hit = self._values[ck] = frozenset(
-                n.labels[key]
-                for n in placement.by_zone.get(self.zones[zone], ())
-                if key in n.labels
-            )
+            nodes = placement.by_zone.get(self.zones[zone], ())
+            same = self._zone_values(key)[zone]
+            if same is not None:  # every node of the zone has this one value
+                hit = same if nodes else frozenset()
+            else:
+                hit = frozenset(n.labels[key] for n in nodes if key in n.labels)
+            self._values[ck] = hit
+        return hit
+
+    def _zone_values(self, key: str) -> list[frozenset[str] | None]:
+        """Per zone: {value} when every node of the zone has node label `key` set to one
+        value (the zone label, a region label), else None."""
+        hit = self._uniform.get(key)
+        if hit is None:
+            seen: list[str | None] = [None] * self.n
+            mixed = [False] * self.n
+            zone_index = self.zone_index
+            for node in self.topology.nodes:
+                z = zone_index.get(node.zone)
+                if z is None or mixed[z]:
+                    continue
+                v = node.labels.get(key)
+                if v is None or (seen[z] is not None and seen[z] != v):
+                    mixed[z] = True
+                else:
+                    seen[z] = v
+            hit = self._uniform[key] = [
+                None if mixed[z] or v is None else frozenset((v,)) for z, v in enumerate(seen)
+            ]
         return hit
 
 
