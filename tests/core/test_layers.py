@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         "vocabulary",
         frozenset(
             {"", "errors", "names", "model", "manifest", "plaindata", "textui", "yamlfast"}
-            | {"blockyaml"}
+            | {"blockyaml", "jsontext"}
             | {"yamltext", "nodepools", "codecache", "templatecache"}
         ),
     ),

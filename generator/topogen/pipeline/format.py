@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from topogen.jsontext import dumps_indented
 from topogen.model import Finding, FindingKind
 from topogen.pipeline.analyze import AnalysisReport
 from topogen.plan.group_plan import GroupPlan
@@ -115,7 +115,7 @@ def analysis_json(report: AnalysisReport) -> str:
         "warnings": list(report.warnings),
         "notes": list(report.notes),
     }
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    return dumps_indented(doc) + "\n"
 
 
 def _kueue_plan(p: GroupPlan) -> dict[str, object] | None:
