@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from fractions import Fraction
+from operator import attrgetter
 
 from topogen.analysis.cluster import Domains, Packs
 from topogen.analysis.context import AnalysisContext
@@ -49,10 +50,11 @@ class DomainCheck:
 
     def __reduce__(self) -> tuple[type[DomainCheck], tuple[object, ...]]:
         """Pickled as its fields in order (a worker's results hold tens of thousands)."""
-        return DomainCheck, tuple(getattr(self, f) for f in _FIELDS)
+        return DomainCheck, _field_values(self)
 
 
 _FIELDS = tuple(f.name for f in fields(DomainCheck))
+_field_values: Callable[[DomainCheck], tuple[object, ...]] = attrgetter(*_FIELDS)
 
 
 class CannotRun(Sequence[str]):

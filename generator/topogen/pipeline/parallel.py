@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from topogen.analysis.domains import CannotRun
+from topogen.analysis.domains import CannotRun, DomainCheck
 from topogen.analysis.paths import BlockedPaths
 from topogen.analysis.placed import Placement
 from topogen.model import Node
@@ -130,6 +130,8 @@ class _Pickler(pickle.Pickler):
         self.shared = shared
 
     def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is DomainCheck:  # the most numerous, never shared: first
+            return obj.__reduce__()
         s = self.shared
         i = s.ids.get(id(obj))
         if i is not None:
