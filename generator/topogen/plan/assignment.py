@@ -172,13 +172,14 @@ def _domain_fill(
     room = capacity.copy()
     where: dict[str, str] = {}
     domains = sorted(capacity, key=lambda d: (capacity[d] if smallest_first else -capacity[d], d))
-    by_domain: dict[str, list[_Job]] = {}  # per domain its jobs, in `order`
-    for j in order:
+    # per domain its jobs, those with fewer other domains first, then the larger (sorted
+    # once here, not per domain)
+    by_domain: dict[str, list[_Job]] = {}
+    for j in sorted(order, key=lambda j: (len(j.domains), -j.gpus, j.key)):
         for d in dict.fromkeys(j.domains):
             by_domain.setdefault(d, []).append(j)
     for d in domains:
         mine = [j for j in by_domain.get(d, ()) if j.key not in where]
-        mine.sort(key=lambda j: (len(j.domains), -j.gpus, j.key))
         # sums beyond the jobs' total are never reached; a subset sum too large to hold
         # as bit sets (a node reporting 2^63 GPUs) leaves the domain to the other tries
         cap = min(room[d], sum(j.gpus for j in mine))
