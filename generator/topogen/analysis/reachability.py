@@ -226,7 +226,7 @@ class PolicyIndex:
     def zone_classes(
         self, identity_label: str, zones: tuple[str, ...], fixed: frozenset[str]
     ) -> tuple[int, ...]:
-        """zonesymmetry.zone_classes of these policies, once per identity label."""
+        """zonesymmetry.classes_of these policies' zone signatures, each computed once."""
         key = (identity_label, zones, fixed)
         hit = self._zone_classes.get(key)
         if hit is None:

@@ -17,8 +17,9 @@ named by the same forms, as often each, swap onto each other. A rule naming two 
 zones has no form: those zones stay classes of their own, as do zones with no identity
 (nodes without a zone label). Between a stamped family and a pod whose identity label is
 set (the same pod in every zone), the renaming must leave that pod as it is: its value
-stays a class of its own (its rows are the same in every zone anyway). A selector's key
-counts as the identity label with or without a source prefix (`k8s:` and the like).
+stays a class of its own (its rows are the same in every zone anyway). Selector keys are
+as the reader left them (cilium.identity.normalise_key: `k8s:` and `any:` dropped); a key
+of another source matches no pod label, so it names no zone a pod could be in.
 
 tests/core/test_zone_symmetry.py checks the shortcut against the matrices computed zone
 by zone, on policies written to break it.
@@ -31,21 +32,9 @@ from collections.abc import Mapping, Sequence
 
 from topogen.model import NO_ZONE_PREFIX, Isolation, LabelSelector, PolicyRule, PolicySet
 
-__all__ = ["classes_of", "identity_values", "swapped", "zone_classes", "zone_signatures"]
+__all__ = ["classes_of", "identity_values", "swapped", "zone_signatures"]
 
 _PLACEHOLDER = "\0zone"
-
-
-def zone_classes(
-    policies: PolicySet,
-    identity_label: str,
-    zones: Sequence[str],
-    fixed: frozenset[str] = frozenset(),
-) -> tuple[int, ...]:
-    """Per zone index: the first zone index of its class (itself when it has none).
-    `fixed`: zones kept out of every class (the identity label's values of pods whose
-    label is set, not stamped: a renaming would change them)."""
-    return classes_of(zone_signatures(policies, identity_label, zones), zones, fixed)
 
 
 def zone_signatures(
@@ -84,7 +73,9 @@ def zone_signatures(
 def classes_of(
     signatures: Sequence[object], zones: Sequence[str], fixed: frozenset[str]
 ) -> tuple[int, ...]:
-    """zone_classes from zone_signatures."""
+    """Per zone index: the first zone index of its class (itself when it has none), from
+    zone_signatures. `fixed`: zones kept out of every class (the identity label's values
+    of pods whose label is set, not stamped: a renaming would change them)."""
     first: dict[object, int] = {}
     return tuple(
         i if z in fixed else first.setdefault(sig, i)
@@ -99,21 +90,17 @@ def swapped(mask: int, a: int, b: int) -> int:
     return mask
 
 
-def _is_identity_key(key: str, identity_label: str) -> bool:
-    return key == identity_label or key.partition(":")[2] == identity_label
-
-
 def _zone_values(s: LabelSelector, identity_label: str) -> set[str]:
-    out = {v for k, v in s.match_labels if _is_identity_key(k, identity_label)}
+    out = {v for k, v in s.match_labels if k == identity_label}
     for r in s.match_expressions:
-        if _is_identity_key(r.key, identity_label):
+        if r.key == identity_label:
             out.update(r.values)
     return out
 
 
 def _selector_form(s: LabelSelector, identity_label: str, value: str) -> object:
     def one(key: str, v: str) -> str:
-        return _PLACEHOLDER if v == value and _is_identity_key(key, identity_label) else v
+        return _PLACEHOLDER if v == value and key == identity_label else v
 
     return (
         tuple((k, one(k, v)) for k, v in s.match_labels),
@@ -145,4 +132,5 @@ def _form(obj: PolicyRule | Isolation, identity_label: str, value: str) -> objec
 
 def identity_values(labels: Mapping[str, str], identity_label: str) -> frozenset[str]:
     """The identity label's value in an endpoint's labels, if set."""
-    return frozenset(v for k, v in labels.items() if _is_identity_key(k, identity_label))
+    value = labels.get(identity_label)
+    return frozenset() if value is None else frozenset((value,))
