@@ -10,6 +10,7 @@ deny rules and domain co-location.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import sys
@@ -26,8 +27,9 @@ from core import reference_impl as ref
 from topogen.analysis import AnalysisContext, ClusterIndex, PolicyIndex, analyze_job, find_groups
 from topogen.analysis.cluster import candidate_domains
 from topogen.analysis.denied_pairs import denied_zone_pairs
+from topogen.analysis.domains import check_domains
 from topogen.analysis.job_fit import _room, room
-from topogen.analysis.members import Member, pin
+from topogen.analysis.members import Member, members_of, pin
 from topogen.analysis.paths import BlockedPaths
 from topogen.analysis.placed import Placement
 from topogen.analysis.placement import place, place_in_domains
@@ -500,3 +502,59 @@ def test_meanwhile_error_comes_before_the_items() -> None:
         for procs in (1, 2):
             with pytest.raises(KeyError, match="parent's own work"):
                 map_groups(func, 4, procs, Shared(), order=[3, 2, 1, 0], meanwhile=meanwhile)
+
+
+def test_domain_checks_shared_by_shape_are_each_jobs_own(tmp_path: Path) -> None:
+    """Jobs of one shape share a multi-zone domain's blocked paths (domains._shape): each
+    job gets the checks it gets alone, in a context of its own. Each job is followed by
+    copies that differ from it in one part of the shape: its members held to one zone
+    (fewer zones in the domain), moved to a namespace no isolation policy selects (other
+    families), or of two replicas each (two coordinators talk too)."""
+    fleet.write_fleet(fleet.FleetSpec("f", 150, 6, 150, 120, seed=3), tmp_path)
+    cfg = load_config(tmp_path / "snapshot" / "topogen.yaml")
+    (cluster,) = cfg.clusters
+    loaded = load_workload_inputs(cfg)
+    inputs = load_cluster_inputs(cfg, cluster)
+    namespaces = {**loaded.namespaces, **inputs.namespaces}
+    groups = cfg.groups_for(cluster.name)
+    open_ns = next(g.namespaces[0] for g in groups if not g.identity_label)
+
+    def index() -> ClusterIndex:
+        return ClusterIndex(inputs.topology, PolicyIndex(inputs.policies, namespaces), namespaces)
+
+    def member(m: Member, nodes: Any, **changes: Any) -> Member:
+        t = dataclasses.replace(m.template, **changes.get("template", {}))
+        w = dataclasses.replace(m.workload, **changes.get("workload", {}))
+        return Member(m.role, w, t, place(t, nodes))
+
+    shared = index()
+    checked, differs = 0, {"held": 0, "moved": 0, "doubled": 0}
+    for group in groups:
+        if group.colocate != "domain":
+            continue
+        ctx = AnalysisContext(shared, group, domain_label=cluster.domain_label)
+        candidates = ctx.cluster.candidates(ctx.colocate, ctx.domain_label)
+        for job in find_groups(group, loaded.workloads):
+            members = members_of(job, shared.nodes)
+            zone = {"node_selector": {ctx.topology.zone_label: members[0].placement.zones[0]}}
+            variants = {
+                "job": members,
+                "held": [member(m, shared.nodes, template=zone) for m in members],
+                "moved": [
+                    member(m, shared.nodes, workload={"namespace": open_ns}) for m in members
+                ],
+                "doubled": [member(m, shared.nodes, workload={"replicas": 2}) for m in members],
+            }
+            results = {}
+            for name, v in variants.items():
+                results[name] = got = check_domains(v, candidates, ctx)
+                alone = AnalysisContext(index(), group, domain_label=cluster.domain_label)
+                own = [member(m, alone.cluster.nodes) for m in v]
+                assert got == check_domains(own, candidates, alone), (job.key, name)
+                checked += 1
+            for name in differs:
+                ok = [[(d.traffic_ok, d.problems) for d in results[k]] for k in ("job", name)]
+                differs[name] += ok[0] != ok[1]
+        assert ctx.engine.domain_blocked, "no domain's blocked paths were shared"
+    assert checked >= 30
+    assert all(differs.values()), f"a copy never changed a domain's verdict: {differs}"

@@ -21,6 +21,9 @@ from topogen.model import PodAffinityTerm, PodTemplate, Toleration
 
 __all__ = ["CannotRun", "DomainCheck", "check_domain", "check_domains"]
 
+# a domain's blocked paths: the first three described, and every policy blocking one
+Blocked = tuple[tuple[str, ...], frozenset[str]]
+
 
 @dataclass(unsafe_hash=True)  # equal and hashed by its fields, as a frozen dataclass
 class DomainCheck:
@@ -279,6 +282,9 @@ class _JobInDomains:
         self._host_families: dict[tuple[int, int], Family] = {}
         self._order: list[int] | None = None
         self._pairs: list[tuple[int, int, int | None, list[str], list[str]]] = []
+        # the member pairs that talk, and whether each key linking them is zone-uniform
+        self._talk: tuple[tuple[tuple[int, int, tuple[str, ...], tuple[str, ...]], ...], bool]
+        self._talk_known = False
         self.pinned = [
             place_in_domains(
                 m.template,
@@ -352,19 +358,13 @@ class _JobInDomains:
             )
         return JobPaths(eng, sides)
 
-    def blocked(self, d: int) -> tuple[list[str], set[str]] | None:
+    def blocked(self, d: int) -> Blocked | None:
         """Domain d's blocked paths: (the first three described, every policy), or None."""
         if not self._diagonal_ready:
             self._diagonal = self._diagonal_setup()
             self._diagonal_ready = True
         if self._diagonal is None:
-            paths = self.paths(d)
-            if not paths.blocked_count:
-                return None
-            return (
-                [b.describe() for b in paths.blocked(limit=3)],
-                {str(p) for p in paths.blocked_policies()},
-            )
+            return self._paths_blocked(d)
         eng = self.ctx.engine
         z = eng.zone_index[self.doms.zones[d][0]]
         uniform, per_domain = self._diagonal
@@ -389,7 +389,55 @@ class _JobInDomains:
             policies.update(names)
         if not texts:
             return None
-        return texts, policies
+        return tuple(texts), frozenset(policies)
+
+    def _paths_blocked(self, d: int) -> Blocked | None:
+        """blocked(d) from the job's zone pairs in domain d (JobPaths), shared by the jobs
+        whose members have the same roles, families, links and zones there (_shape)."""
+        shape = self._shape(d)
+        cache = self.ctx.engine.domain_blocked
+        if shape is not None and shape in cache:
+            return cache[shape]
+        paths = self.paths(d)
+        found = None
+        if paths.blocked_count:
+            found = (
+                tuple(b.describe() for b in paths.blocked(limit=3)),
+                frozenset(str(p) for p in paths.blocked_policies()),
+            )
+        if shape is not None:
+            cache[shape] = found
+        return found
+
+    def _shape(self, d: int) -> tuple[object, ...] | None:
+        """What JobPaths reads of the job in domain d: per member its role, family and
+        zones there; the member pairs that talk and on which keys (from labels, namespaces
+        and pod affinity). Where a key linking two members is not zone-uniform (one value
+        per zone), the scheduler's choices read the nodes themselves: the placements are
+        part of the shape. None where the domain stamps the identity label (links may
+        read it): not shared."""
+        if self.identity(d) is not None:
+            return None
+        eng = self.ctx.engine
+        if not self._talk_known:
+            views = [
+                LinkView(m.workload.namespace, m.template.labels, self._affinity_of(m))
+                for m in self.members
+            ]
+            replicas = [m.replicas for m in self.members]
+            talk = tuple(
+                (i, j, tuple(linked), tuple(anti))
+                for i, j, linked, anti in linked_pairs(replicas, links(views))
+            )
+            keys = {k for _, _, linked, anti in talk for k in (*linked, *anti)}
+            self._talk = (talk, all(eng.zone_uniform(k) for k in keys))
+            self._talk_known = True
+        talk, uniform = self._talk
+        members = tuple(
+            (m.role, self._family(i, d).fid, eng.zones_mask(self.pinned[i].zones(d)))
+            for i, m in enumerate(self.members)
+        )
+        return (talk, members, None if uniform else (d, *self.pinned))
 
     def _diagonal_setup(self) -> tuple[int, bool] | None:
         """For one-zone domains co-located on the zone label: the member pairs, and the

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from topogen.analysis.affinityrows import linked_rows
 from topogen.analysis.bits import bits, transpose
 from topogen.analysis.paths import BlockedPath, PathSummary, SplitSummary
 from topogen.analysis.placed import Placement
@@ -107,6 +108,10 @@ class Engine:
         # JobPaths' summaries by job signature: jobs of the same shape share them
         self.summaries: dict[tuple[object, ...], PathSummary] = {}
         self.splits: dict[tuple[object, ...], SplitSummary] = {}
+        # a pinned job's blocked paths in a domain, by what decides them (domains._shape)
+        self.domain_blocked: dict[
+            tuple[object, ...], tuple[tuple[str, ...], frozenset[str]] | None
+        ] = {}
         self._described: dict[tuple[object, ...], tuple[str, tuple[str, ...]]] = {}
         self._possible: dict[tuple[object, ...], list[int]] = {}
         # labels mapping (by identity, kept alive here) -> (namespace, ports, stamped) -> family
@@ -527,6 +532,11 @@ class Engine:
             self._values[ck] = hit
         return hit
 
+    def zone_uniform(self, key: str) -> bool:
+        """Does every zone's every node have node label `key`, one value per zone? Then a
+        placement's values of it in a zone follow from whether it has nodes there."""
+        return all(v is not None for v in self._zone_values(key))
+
     def _zone_values(self, key: str) -> list[frozenset[str] | None]:
         """Per zone: {value} when every node of the zone has node label `key` set to one
         value (the zone label, a region label), else None."""
@@ -555,43 +565,10 @@ def possible_rows(
 ) -> list[int]:
     """Per source zone, the destination zones the scheduler may pick for a and b
     (members.possible_zone_pairs over bits)."""
-    rows = [0] * eng.n
-    if not linked and not anti_keys:
-        for ia in bits(a.zones):
-            rows[ia] = b.zones
-        return rows
-    index: dict[str, dict[str, int]] = {}
-    single: dict[str, dict[str, int]] = {}
-    nonempty: dict[str, int] = {}
-    for k in {*linked, *anti_keys}:
-        by_value: dict[str, int] = {}
-        one: dict[str, int] = {}
-        some = 0
-        for ib in bits(b.zones):
-            vb = eng.values(b, ib, k)
-            for v in vb:
-                by_value[v] = by_value.get(v, 0) | 1 << ib
-            if len(vb) == 1:
-                (v,) = vb
-                one[v] = one.get(v, 0) | 1 << ib
-            if vb:
-                some |= 1 << ib
-        index[k], single[k], nonempty[k] = by_value, one, some
-    for ia in bits(a.zones):
-        row = b.zones
-        for k in linked:
-            reach = 0
-            for v in eng.values(a, ia, k):
-                reach |= index[k].get(v, 0)
-            row &= reach
-        for k in anti_keys:
-            va = eng.values(a, ia, k)
-            if not va:
-                row = 0
-                continue
-            row &= nonempty[k]
-            if len(va) == 1:
-                (v,) = va
-                row &= ~single[k].get(v, 0)
-        rows[ia] = row
-    return rows
+    return linked_rows(
+        eng.n,
+        (a.zones, lambda z, k: eng.values(a, z, k)),
+        (b.zones, lambda z, k: eng.values(b, z, k)),
+        linked,
+        anti_keys,
+    )

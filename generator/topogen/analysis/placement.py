@@ -55,7 +55,22 @@ def place(
     first: dict[str, int] = {}  # reason -> first node it excluded (the per-node order)
     judge = Judge(template, tolerations, idx)
     counts: Counter[int] = Counter()
-    for c, cls in enumerate(idx.classes(read_keys(template))):
+    classes = idx.classes(read_keys(template))
+    if allowed_zones is None and not judge.reads_zone:
+        # the zone decides nothing: each class is judged once, all its nodes at a time
+        for c, cls in enumerate(classes):
+            ps = cls.positions
+            why = judge.plain(c, cls, idx.nodes[ps[0]].zone)
+            if why is None:
+                ok.extend(ps)
+                counts[cls.allocatable] += len(ps)
+            else:
+                excluded[why] += len(ps)
+                if ps[0] < first.get(why, len(idx.nodes)):
+                    first[why] = ps[0]
+        placement = idx.placements[cache_key] = _placement(idx, ok, excluded, first, counts)
+        return placement
+    for c, cls in enumerate(classes):
         for z, ps in cls.by_zone.items():
             if allowed_zones is not None and z not in allowed_zones:
                 reason: str | None = "outside the chosen domain"
@@ -159,6 +174,14 @@ class PinnedPlacements(Sequence[Placement]):
             j = self._judge(d)
             hit = self._nonempty[d] = any(j.zone_ok(z, self.in_zone) for z in self.domains[d])
         return hit
+
+    def zones(self, d: int) -> tuple[str, ...]:
+        """self[d].zones, without building the placement."""
+        built = self._items[d]
+        if built is not None:
+            return built.zones
+        j = self._judge(d)
+        return tuple(sorted(z for z in set(self.domains[d]) if j.zone_ok(z, self.in_zone)))
 
     def nonempty_mask(self) -> int:
         """The domains (as bits over their positions) where the template can run."""
@@ -309,11 +332,23 @@ class _Outside:
         """Does some node of the zone take the template (inside the domain)?"""
         hit = self._zone_ok.get(zone)
         if hit is None:
-            by_class = self.by_class  # at() without a call per class, where it is a list
+            by_class = self.by_class  # at() without a call per class
+            entries = in_zone.get(zone, ())
             if by_class is not None:
-                hit = any(by_class[c][0] is None for c, _ in in_zone.get(zone, ()))
+                hit = any(by_class[c][0] is None for c, _ in entries)
             else:
-                hit = any(self.at(c, zone)[0] is None for c, _ in in_zone.get(zone, ()))
+                hit = False
+                by_sig = self._by_sig
+                sig = self._sig.get(zone, self)
+                for c, ps in entries:
+                    if sig is self:
+                        sig = self._sig[zone] = self.judge.signature(zone, self.nodes[ps[0]])
+                    judged = by_sig.get((c, sig))
+                    if judged is None:
+                        judged = by_sig[(c, sig)] = self.judge.pinned(c, self.classes[c], zone)
+                    if judged[0] is None:
+                        hit = True
+                        break
             self._zone_ok[zone] = hit
         return hit
 

@@ -186,11 +186,14 @@ class JobPaths:
         for p in self.pairs:
             if not any(p.blocked):
                 continue
+            rows, cols = p.rows, p.cols
+            live_rows = [(ia, r) for ia, r in enumerate(rows) if r]  # most zones: none
+            live_cols = [(ib, c) for ib, c in enumerate(cols) if c]
             for policies, prow in p.matrix.row_policies:
-                if any(x & r for x, r in zip(prow, p.rows, strict=True)):
+                if any(prow[ia] & r for ia, r in live_rows):
                     out.update(policies)
             for policies, pcol in p.matrix.col_policies:
-                if any(x & c for x, c in zip(pcol, p.cols, strict=True)):
+                if any(pcol[ib] & c for ib, c in live_cols):
                     out.update(policies)
         return out
 
