@@ -25,6 +25,7 @@ import yaml
 
 from core import reference_impl as ref
 from topogen.analysis import AnalysisContext, ClusterIndex, PolicyIndex, analyze_job, find_groups
+from topogen.analysis.bits import bits, transpose
 from topogen.analysis.cluster import candidate_domains
 from topogen.analysis.denied_pairs import denied_zone_pairs
 from topogen.analysis.domains import check_domains
@@ -558,3 +559,35 @@ def test_domain_checks_shared_by_shape_are_each_jobs_own(tmp_path: Path) -> None
         assert ctx.engine.domain_blocked, "no domain's blocked paths were shared"
     assert checked >= 30
     assert all(differs.values()), f"a copy never changed a domain's verdict: {differs}"
+
+
+def test_generic_matrices_sharing_cells_across_zones_are_cell_by_cell(tmp_path: Path) -> None:
+    """Matrices with a host family: families with the same identities per zone share the
+    cells across zones (Engine._generic_matrix); each matrix is the one computed cell by
+    cell, and some are shared (the fleet's hostNetwork members)."""
+    fleet.write_fleet(fleet.FleetSpec("f", 150, 6, 150, 120, seed=3), tmp_path)
+    engines = {}
+    for ctx, jobs in _contexts(tmp_path / "snapshot" / "topogen.yaml", naive=False):
+        for job in jobs:
+            analyze_job("fleet", job, ctx)
+        engines[id(ctx.engine)] = ctx.engine
+    made = shared = 0
+    for eng in engines.values():
+        families = {f.fid: f for f in eng._families.values()}
+        generic = [
+            (a, b, m)
+            for (a, b), m in eng._matrices.items()
+            if not families[a].pods or not families[b].pods
+        ]
+        for a, b, m in generic:
+            fa, fb = families[a], families[b]
+            blocked = [0] * eng.n
+            for ia in bits(fa.valid):
+                for ib in bits(fb.valid):
+                    if eng._generic_cell(fa, ia, fb, ib) is not None:
+                        blocked[ia] |= 1 << ib
+            assert m.blocked == blocked
+            assert m.blocked_t == transpose(blocked, eng.n)
+        made += len(generic)
+        shared += len(generic) - len(eng._across)
+    assert made and shared > 0, "no generic matrix shared its cells: the case is not made"

@@ -117,6 +117,10 @@ class Engine:
         # labels mapping (by identity, kept alive here) -> (namespace, ports, stamped) -> family
         self._by_labels: dict[int, tuple[Mapping[str, str], dict[object, Family]]] = {}
         self._matrices: dict[tuple[int, int], Matrix] = {}
+        # _generic_matrix's cells across zones, by the families' identities
+        self._across: dict[
+            tuple[object, ...], tuple[list[int], dict[tuple[PolicyRef, ...], list[int]]]
+        ] = {}
         self._covers: dict[int, bool] = {}
         self._side_policies: dict[int, tuple[PolicyRef, ...]] = {}
         self._groups: dict[tuple[int, str, int], list[tuple[int, int, tuple[PolicyRef, ...]]]] = {}
@@ -470,17 +474,28 @@ class Engine:
 
     def _generic_matrix(self, fa: Family, fb: Family) -> Matrix:
         n = self.n
-        blocked = [0] * n
-        blocked_t = [0] * n
-        row_pol: dict[tuple[PolicyRef, ...], list[int]] = {}
-        for ia in bits(fa.valid):
-            for ib in bits(fb.valid):
-                cell = self._generic_cell(fa, ia, fb, ib)
-                if cell is not None:
-                    blocked[ia] |= 1 << ib
-                    blocked_t[ib] |= 1 << ia
-                    row_pol.setdefault(cell, [0] * n)[ia] |= 1 << ib
-        return Matrix(blocked, blocked_t, sorted(row_pol.items()), [])
+        # a cell of two zones is decided by their identities (ids, _generic_cell): the
+        # families whose hosts differ only in their nodes share all but the diagonal
+        shared = (fa.ids, fb.ids, fa.valid, fb.valid)
+        across = self._across.get(shared)
+        if across is None:
+            rows = [0] * n
+            by_policies: dict[tuple[PolicyRef, ...], list[int]] = {}
+            for ia in bits(fa.valid):
+                for ib in bits(fb.valid & ~(1 << ia)):
+                    cell = self._generic_cell(fa, ia, fb, ib)
+                    if cell is not None:
+                        rows[ia] |= 1 << ib
+                        by_policies.setdefault(cell, [0] * n)[ia] |= 1 << ib
+            across = self._across[shared] = (rows, by_policies)
+        blocked = list(across[0])
+        row_pol = {p: list(r) for p, r in across[1].items()}
+        for z in bits(fa.valid & fb.valid):
+            cell = self._generic_cell(fa, z, fb, z)
+            if cell is not None:
+                blocked[z] |= 1 << z
+                row_pol.setdefault(cell, [0] * n)[z] |= 1 << z
+        return Matrix(blocked, transpose(blocked, n), sorted(row_pol.items()), [])
 
     # --- pod affinity ------------------------------------------------------------------
 

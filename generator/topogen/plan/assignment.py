@@ -95,7 +95,12 @@ def assign(
     )
     kept, order = _kept_first(order, cap, keep or {}, was_queued)
     fresh = [j for j in order if j.key not in kept]
-    tries = [_best_fit(fresh, cap), _domain_fill(fresh, cap, True), _domain_fill(fresh, cap, False)]
+    by_domain = _jobs_by_domain(fresh)
+    tries = [
+        _best_fit(fresh, cap),
+        _domain_fill(by_domain, cap, True),
+        _domain_fill(by_domain, cap, False),
+    ]
     where, room = max(tries, key=lambda t: sum(j.gpus for j in fresh if j.key in t[0]))
     where, room = {**kept, **where}, room.copy()
     left = _repair([j for j in order if j.key not in where], order, where, room, set(kept))
@@ -164,20 +169,25 @@ def _best_fit(order: Sequence[_Job], capacity: Room) -> tuple[dict[str, str], Ro
     return where, room
 
 
-def _domain_fill(
-    order: Sequence[_Job], capacity: Room, smallest_first: bool
-) -> tuple[dict[str, str], Room]:
-    """Domain by domain, the subset of the jobs left that fills it the most (subset sum
-    over whole GPUs, as bit sets), jobs with fewer other domains preferred."""
-    room = capacity.copy()
-    where: dict[str, str] = {}
-    domains = sorted(capacity, key=lambda d: (capacity[d] if smallest_first else -capacity[d], d))
-    # per domain its jobs, those with fewer other domains first, then the larger (sorted
-    # once here, not per domain)
+def _jobs_by_domain(order: Sequence[_Job]) -> dict[str, list[_Job]]:
+    """Per domain its jobs, those with fewer other domains first, then the larger (sorted
+    once, for both of _domain_fill's tries)."""
     by_domain: dict[str, list[_Job]] = {}
     for j in sorted(order, key=lambda j: (len(j.domains), -j.gpus, j.key)):
         for d in dict.fromkeys(j.domains):
             by_domain.setdefault(d, []).append(j)
+    return by_domain
+
+
+def _domain_fill(
+    by_domain: Mapping[str, Sequence[_Job]], capacity: Room, smallest_first: bool
+) -> tuple[dict[str, str], Room]:
+    """Domain by domain, the subset of the jobs left that fills it the most (subset sum
+    over whole GPUs, as bit sets), jobs with fewer other domains preferred (by_domain:
+    _jobs_by_domain)."""
+    room = capacity.copy()
+    where: dict[str, str] = {}
+    domains = sorted(capacity, key=lambda d: (capacity[d] if smallest_first else -capacity[d], d))
     for d in domains:
         mine = [j for j in by_domain.get(d, ()) if j.key not in where]
         # sums beyond the jobs' total are never reached; a subset sum too large to hold
@@ -189,8 +199,10 @@ def _domain_fill(
         reach = [1]  # reach[k]: bit s set when the first k jobs can make s GPUs
         for j in mine:
             reach.append((reach[-1] | reach[-1] << j.gpus) & full)
+            if reach[-1] >> cap:
+                break  # the domain can be filled: the jobs after are never taken below
         s = reach[-1].bit_length() - 1
-        for k in range(len(mine), 0, -1):  # take job k-1 only when the jobs before cannot
+        for k in range(len(reach) - 1, 0, -1):  # take job k-1 only when the jobs before cannot
             if s and not reach[k - 1] >> s & 1:
                 j = mine[k - 1]
                 where[j.key] = d
