@@ -11,7 +11,14 @@ from topogen.kueue.vocabulary import is_tas_pod
 from topogen.model import Role, TrainingGroup, Workload
 from topogen.operators.registry import operator, operator_for, profile_for
 
-__all__ = ["check_profiles", "find_groups", "group_selector", "is_kueue_managed", "left_out"]
+__all__ = [
+    "check_profiles",
+    "find_all_groups",
+    "find_groups",
+    "group_selector",
+    "is_kueue_managed",
+    "left_out",
+]
 
 
 def is_kueue_managed(workload: Workload) -> bool:
@@ -89,6 +96,20 @@ def find_groups(group: GroupConfig, workloads: Sequence[Workload]) -> list[Train
         kueue = any(is_kueue_managed(w) for ws in roles.values() for w in ws)
         out.append(TrainingGroup(group.name, job, namespace, tuple(built), kueue))
     return out
+
+
+def find_all_groups(
+    groups: Sequence[GroupConfig], workloads: Sequence[Workload]
+) -> list[list[TrainingGroup]]:
+    """find_groups for each config group, each reading only its namespaces' workloads
+    (in their order: a job's workloads are all of one namespace)."""
+    by_namespace: dict[str, list[Workload]] = defaultdict(list)
+    for w in workloads:
+        by_namespace[w.namespace].append(w)
+    return [
+        find_groups(g, [w for ns in dict.fromkeys(g.namespaces) for w in by_namespace.get(ns, ())])
+        for g in groups
+    ]
 
 
 def check_profiles(

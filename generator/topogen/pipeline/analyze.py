@@ -13,9 +13,8 @@ from topogen.analysis import (
     JobAnalysis,
     PolicyIndex,
     analyze_job,
-    find_groups,
 )
-from topogen.analysis.groups import check_profiles, group_selector, left_out
+from topogen.analysis.groups import check_profiles, find_all_groups, group_selector, left_out
 from topogen.analysis.kueue import admitted_workloads
 from topogen.analysis.members import Member
 from topogen.analysis.paths import BlockedPath
@@ -267,7 +266,7 @@ def _analyze(
         )
         at_warnings = len(warnings)
         step(f"cluster {cluster.name}: analysing {len(groups)} groups")
-        found = [find_groups(group, admitted) for group in groups]
+        found = find_all_groups(groups, admitted)
         warnings.extend(
             Notice(cluster.name, w, g.name) for g in groups for w in left_out(g, all_workloads)
         )

@@ -52,7 +52,8 @@ def placements_doc(cluster: str, plans: Sequence[GroupPlan]) -> dict[str, Any]:
             }
         )
         for name, free, left in p.room:
-            room.setdefault(name, (_gpus(gpus_text(free)), _gpus(gpus_text(left))))
+            if name not in room:  # the first plan's figures (the others are not formatted)
+                room[name] = (_gpus(gpus_text(free)), _gpus(gpus_text(left)))
     return {
         "apiVersion": "topogen.io/v1alpha1",
         "kind": "Placements",
