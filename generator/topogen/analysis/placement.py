@@ -138,6 +138,7 @@ class PinnedPlacements(Sequence[Placement]):
         self._nonempty_mask: int | None = None
         self._why: dict[int, str] = {}
         self._nodes: dict[int, tuple[Node, ...]] = {}  # nodes(d) of domains not built
+        self._allocatables: dict[int, Mapping[int, int]] = {}
 
     def __len__(self) -> int:
         return len(self.domains)
@@ -224,7 +225,14 @@ class PinnedPlacements(Sequence[Placement]):
         return why_not(excluded)
 
     def allocatables(self, d: int) -> Mapping[int, int]:
-        """The nodes of domain d's placement counted by allocatable (see packing.room())."""
+        """The nodes of domain d's placement counted by allocatable (see packing.room());
+        asked for by every job of the template (once per domain and job shape)."""
+        hit = self._allocatables.get(d)
+        if hit is None:
+            hit = self._allocatables[d] = self._count_allocatables(d)
+        return hit
+
+    def _count_allocatables(self, d: int) -> Mapping[int, int]:
         built = self._items[d]
         if built is not None:
             counts = self.idx.known_counts(built)

@@ -148,7 +148,8 @@ def _admitted(template: Json, w: Workload, intents: Sequence[AdmissionIntent]) -
     }
     for intent in intents:
         pod = mutate(pod, intent)
-    out = copy_plain(template)
+    # the template but its spec copied (the spec is the admitted pod's)
+    out = {k: v if k == "spec" else copy_plain(v) for k, v in template.items()}
     out["spec"] = pod["spec"]
     added = {k: v for k, v in pod["metadata"]["labels"].items() if labels.get(k) != v}
     if added:
@@ -281,7 +282,7 @@ def _object_ops(
         before = _get(obj.body, at)
         if not isinstance(before, dict):
             return f"the pod template at {pointer(at)} is not a mapping"
-        after = copy_plain(before)
+        after = before  # _admitted copies what it changes, never its template
         for w in sites[at]:
             after = _admitted(after, w, intents)
         ops += json_patch_ops(before, after, pointer(at))
