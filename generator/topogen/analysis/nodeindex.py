@@ -14,6 +14,7 @@ from fractions import Fraction
 
 from topogen.analysis import filters
 from topogen.analysis.filters import NAME_KEY
+from topogen.analysis.filters.resources import allocatable_key
 from topogen.analysis.placed import Placement
 from topogen.model import Node, PodTemplate, Topology
 
@@ -43,9 +44,9 @@ class NodeIndex:
         self.nodes = topology.nodes
         self.zone_label = topology.zone_label
         # nodes an autoscaler would add are counted apart (analysis/provisioning.py)
-        ids: dict[tuple[tuple[tuple[str, Fraction], ...], bool], int] = {}
+        ids: dict[tuple[tuple[tuple[str, object, int], ...], bool], int] = {}
         self.allocatable = [
-            ids.setdefault((tuple(sorted(n.allocatable.items())), n.scale_up is not None), len(ids))
+            ids.setdefault((allocatable_key(n.allocatable), n.scale_up is not None), len(ids))
             for n in topology.nodes
         ]
         self.new_allocatables = frozenset(i for (_, new), i in ids.items() if new)

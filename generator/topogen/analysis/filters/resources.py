@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from fractions import Fraction
 
 from topogen.analysis.filters.base import NodeFilter
 from topogen.model import Node, PodTemplate, Toleration, quantity
 
-__all__ = ["Resources"]
+__all__ = ["Resources", "allocatable_key"]
+
+
+def allocatable_key(allocatable: Mapping[str, Fraction]) -> tuple[tuple[str, object, int], ...]:
+    """A node's allocatable as sorted (resource, numerator, denominator): equal for equal
+    amounts, and hashed without Fraction.__hash__ (Python code, and most of building the
+    node index of a 5,000-node fleet)."""
+    return tuple(
+        sorted(
+            (k, v.numerator, v.denominator) if type(v) is Fraction else (k, v, 1)
+            for k, v in allocatable.items()
+        )
+    )
 
 
 class Resources(NodeFilter):
@@ -34,7 +46,7 @@ class Resources(NodeFilter):
         return None
 
     def node_key(self, node: Node) -> Hashable:
-        return tuple(sorted(node.allocatable.items()))
+        return allocatable_key(node.allocatable)
 
     def template_key(self, template: PodTemplate) -> Hashable:
         return tuple(template.requests.items())
