@@ -591,3 +591,19 @@ def test_generic_matrices_sharing_cells_across_zones_are_cell_by_cell(tmp_path: 
         made += len(generic)
         shared += len(generic) - len(eng._across)
     assert made and shared > 0, "no generic matrix shared its cells: the case is not made"
+
+
+def test_host_endpoints_kept_per_node_set_are_the_direct_computation(fleet_config: Path) -> None:
+    """A set of nodes' host endpoints are kept per nodes and named ports (Engine._hosts):
+    each equals the endpoints an engine of its own makes, with the ports asked for."""
+    (ctx, _), *_ = _contexts(fleet_config, naive=False)
+    (alone, _), *_ = _contexts(fleet_config, naive=False)
+    eng, fresh = ctx.engine, alone.engine
+    for _ in range(2):  # computed, then kept
+        for zone in ctx.topology.zones[:2]:
+            nodes = [n for n in ctx.topology.nodes if n.zone == zone]
+            same = [n for n in alone.topology.nodes if n.zone == zone]
+            for ports in ((), (("nccl", 29500, "TCP"),), (("mpi", 2222, "TCP"),)):
+                got = eng._hosts(nodes, ports)
+                assert got == fresh._hosts(same, ports)
+                assert all(e.ports == ports and e.node in {n.name for n in nodes} for e in got)

@@ -134,6 +134,7 @@ class Engine:
         self._keep: list[object] = []  # objects whose id() is part of a cache key
         # id(node) -> (node, its values of the node label keys host selectors read)
         self._projections: dict[int, tuple[Node, tuple[str | None, ...]]] = {}
+        self._host_sets: dict[tuple[object, ...], tuple[Endpoint, ...]] = {}  # _hosts
         self._transposed: dict[int, tuple[list[int], list[int]]] = {}
         # rows of zones the policies cannot tell apart computed once (zonesymmetry.py); off
         # only to check that shortcut against the rows computed zone by zone
@@ -272,7 +273,12 @@ class Engine:
     def _hosts(
         self, nodes: Sequence[Node], ports: tuple[tuple[str, int, str], ...]
     ) -> tuple[Endpoint, ...]:
-        """One host endpoint per group of nodes host-facing selectors cannot tell apart."""
+        """One host endpoint per group of nodes host-facing selectors cannot tell apart;
+        the same nodes (the topology's, alive for the run: by identity) give the same."""
+        key = (ports, *map(id, nodes))
+        done = self._host_sets.get(key)
+        if done is not None:
+            return done
         seen: dict[tuple[str | None, ...], Endpoint] = {}
         keys = self._node_keys
         known = self._projections
@@ -284,7 +290,8 @@ class Engine:
             proj = hit[1]
             if proj not in seen:
                 seen[proj] = host_endpoint(node.name, node.labels, ports)
-        return tuple(seen.values())
+        done = self._host_sets[key] = tuple(seen.values())
+        return done
 
     def transposed(self, rows: list[int]) -> list[int]:
         """transpose(rows) of rows this engine keeps (possible_rows), computed once."""
