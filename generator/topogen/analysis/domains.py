@@ -281,10 +281,9 @@ class _JobInDomains:
         self._pod_families: dict[tuple[int, bool], Family] = {}
         self._host_families: dict[tuple[int, int], Family] = {}
         self._order: list[int] | None = None
-        self._pairs: list[tuple[int, int, int | None, list[str], list[str]]] = []
-        # the member pairs that talk, and whether each key linking them is zone-uniform
-        self._talk: tuple[tuple[tuple[int, int, tuple[str, ...], tuple[str, ...]], ...], bool]
-        self._talk_known = False
+        self._pairs: list[tuple[int, int, int | None, list[str], tuple[str, ...]]] = []
+        self._talk: list[tuple[int, int, tuple[str, ...], tuple[str, ...]]] | None = None
+        self._uniform: bool | None = None  # is every key linking members zone-uniform
         self.pinned = [
             place_in_domains(
                 m.template,
@@ -419,25 +418,33 @@ class _JobInDomains:
         if self.identity(d) is not None:
             return None
         eng = self.ctx.engine
-        if not self._talk_known:
-            views = [
-                LinkView(m.workload.namespace, m.template.labels, self._affinity_of(m))
-                for m in self.members
-            ]
-            replicas = [m.replicas for m in self.members]
-            talk = tuple(
-                (i, j, tuple(linked), tuple(anti))
-                for i, j, linked, anti in linked_pairs(replicas, links(views))
-            )
+        talk = self._talking()
+        if self._uniform is None:
             keys = {k for _, _, linked, anti in talk for k in (*linked, *anti)}
-            self._talk = (talk, all(eng.zone_uniform(k) for k in keys))
-            self._talk_known = True
-        talk, uniform = self._talk
+            self._uniform = all(eng.zone_uniform(k) for k in keys)
         members = tuple(
             (m.role, self._family(i, d).fid, eng.zones_mask(self.pinned[i].zones(d)))
             for i, m in enumerate(self.members)
         )
-        return (talk, members, None if uniform else (d, *self.pinned))
+        return (tuple(talk), members, None if self._uniform else (d, *self.pinned))
+
+    def _talking(self) -> list[tuple[int, int, tuple[str, ...], tuple[str, ...]]]:
+        """The member pairs that talk, with the keys that link them and, for two replicas
+        of one member, its anti-affinity keys (links.linked_pairs over the members as
+        members.pin leaves them: with the coordinator's affinity)."""
+        if self._talk is None:
+            replicas = [m.replicas for m in self.members]
+            self._talk = [
+                (i, j, tuple(linked), tuple(anti))
+                for i, j, linked, anti in linked_pairs(replicas, links(self._views()))
+            ]
+        return self._talk
+
+    def _views(self) -> list[LinkView]:
+        return [
+            LinkView(m.workload.namespace, m.template.labels, self._affinity_of(m))
+            for m in self.members
+        ]
 
     def _diagonal_setup(self) -> tuple[int, bool] | None:
         """For one-zone domains co-located on the zone label: the member pairs, and the
@@ -448,16 +455,13 @@ class _JobInDomains:
         if self.key != ctx.topology.zone_label or any(len(z) != 1 for z in doms.zones):
             return None
         ident = ctx.identity_label
-        views = [
-            LinkView(m.workload.namespace, m.template.labels, self._affinity_of(m))
-            for m in self.members
-        ]
-        if ident and any(ident in set(t.selector.keys()) for v in views for t in v.pod_affinity):
+        if ident and any(
+            ident in set(t.selector.keys()) for v in self._views() for t in v.pod_affinity
+        ):
             return None  # links would depend on the identity each domain sets
         uniform = 0
         per_domain = False
-        replicas = [m.replicas for m in self.members]
-        for i, j, linked, anti_keys in linked_pairs(replicas, links(views)):
+        for i, j, linked, anti_keys in self._talking():
             other = [k for k in linked if k != self.key]
             masks: int | None = None
             a, b = self.members[i].template, self.members[j].template
@@ -476,7 +480,7 @@ class _JobInDomains:
         return uniform, per_domain
 
     def _possible_in(
-        self, i: int, j: int, d: int, z: int, linked: list[str], anti_keys: list[str]
+        self, i: int, j: int, d: int, z: int, linked: list[str], anti_keys: tuple[str, ...]
     ) -> bool:
         """May the scheduler put members i and j in zone z of domain d together?"""
         eng = self.ctx.engine

@@ -530,14 +530,8 @@ class Engine:
         if hit is None:
             self._keep.append(pinned)
             z = self.zones[zone]
-            same = self._zone_values(key)[zone]
-            if same is not None:  # every node of the zone has this one value
-                hit = same if any(n.zone == z for n in pinned.nodes(d)) else frozenset()
-            else:
-                hit = frozenset(
-                    n.labels[key] for n in pinned.nodes(d) if n.zone == z and key in n.labels
-                )
-            self._pinned_values[ck] = hit
+            nodes = [n for n in pinned.nodes(d) if n.zone == z]
+            hit = self._pinned_values[ck] = self._label_values(nodes, zone, key)
         return hit
 
     def placement_values(self, placement: Placement, zone: int, key: str) -> frozenset[str]:
@@ -546,13 +540,15 @@ class Engine:
         if hit is None:
             self._keep.append(placement)
             nodes = placement.by_zone.get(self.zones[zone], ())
-            same = self._zone_values(key)[zone]
-            if same is not None:  # every node of the zone has this one value
-                hit = same if nodes else frozenset()
-            else:
-                hit = frozenset(n.labels[key] for n in nodes if key in n.labels)
-            self._values[ck] = hit
+            hit = self._values[ck] = self._label_values(nodes, zone, key)
         return hit
+
+    def _label_values(self, nodes: Sequence[Node], zone: int, key: str) -> frozenset[str]:
+        """Values of node label `key` on these nodes of one zone."""
+        same = self._zone_values(key)[zone]
+        if same is not None:  # every node of the zone has this one value
+            return same if nodes else frozenset()
+        return frozenset(n.labels[key] for n in nodes if key in n.labels)
 
     def zone_uniform(self, key: str) -> bool:
         """Does every zone's every node have node label `key`, one value per zone? Then a

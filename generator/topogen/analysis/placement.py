@@ -55,23 +55,13 @@ def place(
     first: dict[str, int] = {}  # reason -> first node it excluded (the per-node order)
     judge = Judge(template, tolerations, idx)
     counts: Counter[int] = Counter()
-    classes = idx.classes(read_keys(template))
-    if allowed_zones is None and not judge.reads_zone:
-        # the zone decides nothing: each class is judged once, all its nodes at a time
-        for c, cls in enumerate(classes):
-            ps = cls.positions
-            why = judge.plain(c, cls, idx.nodes[ps[0]].zone)
-            if why is None:
-                ok.extend(ps)
-                counts[cls.allocatable] += len(ps)
-            else:
-                excluded[why] += len(ps)
-                if ps[0] < first.get(why, len(idx.nodes)):
-                    first[why] = ps[0]
-        placement = idx.placements[cache_key] = _placement(idx, ok, excluded, first, counts)
-        return placement
-    for c, cls in enumerate(classes):
-        for z, ps in cls.by_zone.items():
+    # where the zone decides nothing, a class is judged once for all its nodes
+    whole = allowed_zones is None and not judge.reads_zone
+    for c, cls in enumerate(idx.classes(read_keys(template))):
+        runs = (
+            ((idx.nodes[cls.positions[0]].zone, cls.positions),) if whole else cls.by_zone.items()
+        )
+        for z, ps in runs:
             if allowed_zones is not None and z not in allowed_zones:
                 reason: str | None = "outside the chosen domain"
             else:
