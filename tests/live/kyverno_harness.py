@@ -325,20 +325,25 @@ class Kyverno(Controller):
     ) -> None:
         """Until each policy has its webhook in Kyverno's resource configurations (a
         policy with evaluation.admission.enabled false gets none; one that generates a
-        ValidatingAdmissionPolicy: until that and its binding exist and no webhook)."""
+        ValidatingAdmissionPolicy: until that and its binding exist and no webhook).
+
+        Every policy is looked at on every poll: `generated` is what nudges Kyverno past
+        a lost status write, and a lost write is exactly what leaves the policy with its
+        webhook, so it is asked whether or not the webhook is still there."""
 
         def registered() -> bool:
+            done = True
             for obj in objs:
                 if not _at_admission(obj):
                     continue
                 kind = "mutating" if obj["kind"] == "MutatingPolicy" else "validating"
                 hooks = self.webhooks_for(kind, obj["metadata"]["name"])
                 if generates_vap(obj):
-                    if hooks or self.generated(obj) is None:
-                        return False
+                    made = self.generated(obj)
+                    done = done and made is not None and not hooks
                 elif not hooks:
-                    return False
-            return True
+                    done = False
+            return done
 
         wait_until("the policies' webhooks", registered, timeout, self.proc, interval=0.2)
 
