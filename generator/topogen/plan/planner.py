@@ -21,12 +21,10 @@ from topogen.model import quantity as _count
 from topogen.nodepools import gpus_text
 from topogen.operators.registry import profile_for
 from topogen.plan.anchors import detached_selectors, worker_anchors
-from topogen.plan.assignment import assign
-from topogen.plan.domain_checks import SPLIT, STAYS, domain_index, domain_unit, why_not
+from topogen.plan.domain_checks import SPLIT, STAYS, domain_index, why_not
 from topogen.plan.group_plan import GroupPlan
 from topogen.plan.identity_source import identity_source
 from topogen.plan.kueue import plan_kueue
-from topogen.plan.packing import capacity_of, job_names, needs_of, with_jobs
 from topogen.plan.scoring import best_for_pin, spread_order
 
 __all__ = ["plan_group"]
@@ -172,9 +170,9 @@ def _plan_pin(
 def _plan_spread(
     base: GroupPlan, planned: Sequence[JobAnalysis], ctx: AnalysisContext
 ) -> GroupPlan:
-    """Every domain where some job's traffic is allowed and that can hold it; each known
-    job assigned one of its own (a packing of the group's jobs, redone for the whole
-    cluster by plan_cluster)."""
+    """Every domain where some job's traffic is allowed and that can hold it. Each known
+    job is assigned one of its own by plan_cluster, which packs every spread group's jobs
+    together (a packing of this group's jobs alone would be thrown away)."""
     group = base.group
     index = [domain_index(j) for j in planned]
     names = [d.name for d in planned[0].domains]
@@ -213,9 +211,7 @@ def _plan_spread(
         # coordinator), spans inside one are not; one domain: as pinned
         denied_zone_pairs=_within_a_domain(base.denied_zone_pairs, domains),
     )
-    capacity, pools = capacity_of((domain_unit(plan.topology_key, n), check[n]) for n in used)
-    a = assign(needs_of(plan, planned), capacity, pools=pools)
-    return with_jobs(plan, planned, a, job_names([(plan, planned)]))
+    return plan
 
 
 def _homeless(j: JobAnalysis, bad: Sequence[DomainCheck], zone_label: str) -> str:
