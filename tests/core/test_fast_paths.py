@@ -607,3 +607,26 @@ def test_host_endpoints_kept_per_node_set_are_the_direct_computation(fleet_confi
                 got = eng._hosts(nodes, ports)
                 assert got == fresh._hosts(same, ports)
                 assert all(e.ports == ports and e.node in {n.name for n in nodes} for e in got)
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize(
+    "config",
+    sorted(p.parent.name for p in EXAMPLES.glob("*/topogen.yaml")),
+)
+def test_analyze_plans_without_denied_pairs_are_the_render_plans_less_them(config: str) -> None:
+    """`topogen analyze` skips the zone pairs the validation policies carry (only a render
+    reads them): every other part of every plan, and every finding, is the same."""
+    from topogen.pipeline.analyze import analyze
+
+    cfg = load_config(EXAMPLES / config / "topogen.yaml")
+    full = analyze(cfg)
+    lean = analyze(cfg, denied_pairs=False)
+    assert all(p.denied_zone_pairs is not None for p in full.plans)
+    if config == "zone-split":  # its coordinator and workers are fenced apart by zone
+        assert any(p.denied_zone_pairs for p in full.plans)
+    assert all(p.denied_zone_pairs is None for p in lean.plans)
+    assert [dataclasses.replace(p, denied_zone_pairs=None) for p in full.plans] == list(lean.plans)
+    assert full.findings == lean.findings

@@ -45,7 +45,7 @@ def analyze_command(
     """
     cfg = with_default_namespace(load_config(config_path, allow_outside=allow_outside), namespace)
     done = install_progress()
-    report = analyze(cfg, list(clusters) or None)
+    report = analyze(cfg, list(clusters) or None, denied_pairs=False)
     done()
     for w in report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)

@@ -205,13 +205,18 @@ def analyze(
     clusters: list[str] | None = None,
     workloads: tuple[Workload, ...] | None = None,
     out: Path | None = None,
+    *,
+    denied_pairs: bool = True,
 ) -> AnalysisReport:
     """Analyze every (or the named) cluster of the config against its workloads, and plan
     each group (the cluster's spread groups packed together). How the groups are shared
     out among the cores: ClusterRun, parallel.py. `out`: the output tree of the last
-    render (default: the config's folder), whose placements each job keeps."""
+    render (default: the config's folder), whose placements each job keeps.
+    `denied_pairs`: whether the plans carry the zone pairs their validation policies
+    deny (a render's; `topogen analyze` shows none of them)."""
     with no_cycle_collection():
-        return _analyze(cfg, clusters, workloads, cfg.base_dir if out is None else out)
+        base = cfg.base_dir if out is None else out
+        return _analyze(cfg, clusters, workloads, base, denied_pairs)
 
 
 def engine_warnings(cfg: TopogenConfig, cluster: ClusterConfig) -> list[Notice]:
@@ -226,6 +231,7 @@ def _analyze(
     clusters: list[str] | None,
     workloads: tuple[Workload, ...] | None,
     out: Path,
+    denied_pairs: bool = True,
 ) -> AnalysisReport:
     loaded, early = read_inputs(cfg, clusters)
     all_workloads = loaded.workloads if workloads is None else workloads
@@ -276,7 +282,9 @@ def _analyze(
             cfg, cluster, inputs.topology, groups, read_last_placements(out, cluster.name)
         )
         warnings.extend(Notice(cluster.name, w) for w in running)
-        run = ClusterRun(cluster.name, index, cluster.domain_label, groups, found, last)
+        run = ClusterRun(
+            cluster.name, index, cluster.domain_label, groups, found, last, denied_pairs
+        )
         analyzed = run.analyze(admitted, policy.make)
         warnings[at_warnings:at_warnings] = policy.warnings
         notes.extend(policy.notes)
@@ -329,9 +337,11 @@ class ClusterRun:
         groups: Sequence[GroupConfig],
         found: Sequence[Sequence[TrainingGroup]],
         last: LastPlacements | None = None,
+        denied_pairs: bool = True,
     ) -> None:
         self.cluster = cluster
         self.last = last
+        self.denied_pairs = denied_pairs  # plan_group's: only a render reads them
         self.index = index
         self.domain_label = domain_label
         self.groups = list(groups)
@@ -390,7 +400,9 @@ class ClusterRun:
         name = self.groups[g].name
         last = self.last.groups.get(name) if self.last is not None else None
         running = self.last.running_groups.get(name) if self.last is not None else None
-        plan = plan_group(self.cluster, self.groups[g], group_jobs, ctx, last, running)
+        plan = plan_group(
+            self.cluster, self.groups[g], group_jobs, ctx, last, running, self.denied_pairs
+        )
         return group_jobs, plan
 
     def _blocked(self, g: int, members: tuple[Member, ...]) -> Callable[[], Iterator[BlockedPath]]:

@@ -67,7 +67,9 @@ class GroupPlan:
     jobs: tuple[str, ...]
     kueue_jobs: tuple[str, ...]
     refused: str | None
-    denied_zone_pairs: tuple[tuple[str, str, tuple[str, ...]], ...]  # (zone, zone, policies)
+    # (zone, zone, policies): what the validation policies carry; None where not computed
+    # (`topogen analyze`: no render reads them)
+    denied_zone_pairs: tuple[tuple[str, str, tuple[str, ...]], ...] | None
     note: str = ""  # e.g. the jobs fit one at a time but not all at once
     placement: str = "pin"  # the group's placement, as planned (spread | pin)
     # spread: static (the policy names each job's zone), placement (stamped at binding and

@@ -37,9 +37,12 @@ def plan_group(
     ctx: AnalysisContext,
     last_domain: str | None = None,
     running_domain: str | None = None,
+    denied_pairs: bool = True,
 ) -> GroupPlan:
     """The group's plan; `last_domain`: the domain the last render pinned it to,
-    `running_domain`: where its running jobs run (kept first, while it holds every job)."""
+    `running_domain`: where its running jobs run (kept first, while it holds every job);
+    `denied_pairs`: whether to find the zone pairs the validation policies carry (only a
+    render reads them; else the plan's denied_zone_pairs is None)."""
     profile = profile_for(group)
     key = (
         ctx.topology.zone_label
@@ -49,7 +52,7 @@ def plan_group(
     planned = [j for j in jobs if j.kueue is None and j.members]
     kueue = tuple(sorted(j.job.key for j in jobs if j.kueue is not None))
     kueue_plan, kueue_note = plan_kueue(group, jobs, ctx)
-    denied = denied_zone_pairs(planned, ctx)
+    denied = denied_zone_pairs(planned, ctx) if denied_pairs else None
 
     def make(
         domain: str | None,
@@ -209,7 +212,9 @@ def _plan_spread(
         domains=domains,
         # several domains: spans between them are the design (workers follow their
         # coordinator), spans inside one are not; one domain: as pinned
-        denied_zone_pairs=_within_a_domain(base.denied_zone_pairs, domains),
+        denied_zone_pairs=_within_a_domain(base.denied_zone_pairs, domains)
+        if base.denied_zone_pairs is not None
+        else None,
     )
     return plan
 

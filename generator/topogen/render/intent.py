@@ -188,6 +188,7 @@ def intent_for(
     audit_at_admission: bool = False,
 ) -> AdmissionIntent:
     assert plan.domain is not None, "only enforceable plans have an intent"
+    assert plan.denied_zone_pairs is not None, "a render plans with the denied zone pairs"
     p = plan.profile
     job_zones: tuple[tuple[tuple[str, str], tuple[str, ...]], ...] = ()
     job_excludes: tuple[tuple[tuple[str, str], tuple[Exclusion, ...]], ...] = ()
