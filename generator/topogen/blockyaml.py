@@ -7,15 +7,22 @@ written directly (indent 2, sorted keys, sequences in a mapping not indented, em
 containers as {} and []) and each scalar is written by PyYAML itself once per run, on
 its own in a one-item sequence (and as a mapping key), then reused.
 
+A string of one line so long that PyYAML may wrap it (at the line width, 10,000) is
+written by PyYAML where it stands: where it breaks the line, and how far it indents the
+rest, depend on the column and indentation it starts at, which only its ancestors decide.
+So it is written inside a copy of its ancestors that holds nothing else (one key or
+item per level), and its lines are taken from there.
+
 What this does not cover goes to dump_yaml whole (None is returned): a scalar PyYAML
-writes over several lines or so long that its line could wrap, a long key (written as
-a complex key), a container referenced twice (an anchor and alias), a key that is not
-a string, a type other than dict, list, str, int, float, bool and None, and a document
-that is not a non-empty mapping or sequence.
+writes over several lines (a string with a line break), a long key (written as a complex
+key), a container referenced twice (an anchor and alias), a key that is not a string, a
+type other than dict, list, str, int, float, bool and None, and a document that is not a
+non-empty mapping or sequence.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -28,6 +35,11 @@ _LONGEST_KEY = 100  # PyYAML writes a key of 128 characters or more as a complex
 _NULL = ScalarNode("tag:yaml.org,2002:null", "null")
 _SEQ = "tag:yaml.org,2002:seq"
 _MAP = "tag:yaml.org,2002:map"
+_BREAKS = re.compile("[\r\n\x85\u2028\u2029]")  # what PyYAML writes as a line break
+
+# where a scalar stands: its ancestors as nested pairs (parent's path, key), the key None
+# for a sequence item; () at the document's root
+Path = tuple[Any, ...]
 
 
 class _Uncovered(Exception):
@@ -43,15 +55,41 @@ class _Scalars:
         self.values: dict[tuple[type, Any], str | None] = {}
         self.keys: dict[str, str | None] = {}
 
-    def value(self, v: Any) -> str:
+    def value(self, v: Any, path: Path) -> str:
+        """The scalar's text, written after `key: ` or `- ` where `path` says."""
         key = (type(v), v)
         text = self.values.get(key, "") if type(v) is not float else ""  # 0.0 == -0.0
         if text == "":
             node = SequenceNode(_SEQ, [self.node(v, set())], flow_style=False)
             text = self.values[key] = self._one(node, "- ")
         if text is None:
+            if type(v) is str and not _BREAKS.search(v):
+                return self._in_place(v, path)
             raise _Uncovered
         return text
+
+    def _in_place(self, v: str, path: Path) -> str:
+        """A long one-line string's text (its lines, if PyYAML wraps it) where it stands."""
+        marker = self._skeleton("x", path)
+        whole = self._skeleton(v, path)
+        head = marker[:-2]
+        if not marker.endswith(" x\n") or not whole.startswith(head):
+            raise _Uncovered
+        if not whole.endswith("\n") or whole.endswith("...\n"):  # an end marker: not alone
+            raise _Uncovered
+        return whole[len(head) : -1]
+
+    def _skeleton(self, leaf: Any, path: Path) -> str:
+        """The document of the scalar `leaf` under its ancestors alone."""
+        node = self.node(leaf, set())
+        while path:
+            path, k = path
+            if k is None:
+                node = SequenceNode(_SEQ, [node], flow_style=False)
+            else:
+                node = MappingNode(_MAP, [(self.node(k, set()), node)], flow_style=False)
+        out: str = yaml.serialize(node, Dumper=self.dumper, allow_unicode=True, width=10_000)
+        return out
 
     def key(self, k: Any) -> str:
         if type(k) is not str:
@@ -91,7 +129,7 @@ def block_yaml(value: Any, node: Any, dumper: Any) -> str | None:
         return None
     lines: list[str] = []
     try:
-        _block(value, "", lines, _scalars, set())
+        _block(value, "", lines, _scalars, set(), ())
     except (_Uncovered, TypeError):
         return None
     return "\n".join(lines) + "\n"
@@ -100,7 +138,9 @@ def block_yaml(value: Any, node: Any, dumper: Any) -> str | None:
 _SCALARS = (str, int, float, bool, type(None))
 
 
-def _block(value: Any, pad: str, lines: list[str], s: _Scalars, seen: set[int]) -> None:
+def _block(
+    value: Any, pad: str, lines: list[str], s: _Scalars, seen: set[int], path: Path
+) -> None:
     """A non-empty mapping or sequence at indentation `pad`; its first line is appended
     without the indentation (the caller puts it after its key or dash)."""
     if id(value) in seen:
@@ -121,15 +161,15 @@ def _block(value: Any, pad: str, lines: list[str], s: _Scalars, seen: set[int]) 
                     lines.append(line)
                     inner = pad + "  "
                     at = len(lines)
-                    _block(v, inner, lines, s, seen)
+                    _block(v, inner, lines, s, seen, (path, k))
                     lines[at] = inner + lines[at]
                 else:  # a sequence in a mapping is not indented
                     lines.append(line)
                     at = len(lines)
-                    _block(v, pad, lines, s, seen)
+                    _block(v, pad, lines, s, seen, (path, k))
                     lines[at] = pad + lines[at]
             elif t in _SCALARS:
-                lines.append(f"{line} {s.value(v)}")
+                lines.append(f"{line} {s.value(v, (path, k))}")
             else:
                 raise _Uncovered
         return
@@ -142,9 +182,9 @@ def _block(value: Any, pad: str, lines: list[str], s: _Scalars, seen: set[int]) 
                 lines.append(dash + ("{}" if t is dict else "[]"))
             else:
                 at = len(lines)
-                _block(v, pad + "  ", lines, s, seen)
+                _block(v, pad + "  ", lines, s, seen, (path, None))
                 lines[at] = dash + lines[at]
         elif t in _SCALARS:
-            lines.append(dash + s.value(v))
+            lines.append(dash + s.value(v, (path, None)))
         else:
             raise _Uncovered

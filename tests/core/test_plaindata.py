@@ -114,3 +114,49 @@ def test_block_writer_covers_a_policy_and_leaves_what_it_cannot() -> None:
     for uncovered in ({"msg": "two\nlines"}, {"k" * 200: 1}, {1: "x"}, {}, "scalar"):
         assert block_yaml(uncovered, plaindata._node, QUOTING) is None
         assert dump_yaml(uncovered, width=10_000, allow_unicode=True) == _reference(uncovered)
+
+
+LONG_WORDS = ["a", "bb", "x: y", "#h", "'q'", '"d"', "ünï", "日本", "{{ $x }}", "%q", "`b`", "yes"]
+
+
+def _long_tree(rng: random.Random, depth: int) -> Any:
+    """Trees whose strings are often long enough for PyYAML to wrap them (10,000 columns)."""
+    if depth == 0 or rng.random() < 0.3:
+        words = rng.choice([1, 5, 3000, 6000, 9000])
+        return " ".join(rng.choice(LONG_WORDS) for _ in range(words))
+    if rng.random() < 0.5:
+        return [_long_tree(rng, depth - 1) for _ in range(rng.randrange(1, 3))]
+    keys = ["k", "description", "a" * 50, "annotations"]
+    return {
+        f"{rng.choice(keys)}{i}": _long_tree(rng, depth - 1) for i in range(rng.randrange(1, 3))
+    }
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_block_writer_writes_long_strings_where_they_stand(seed: int) -> None:
+    """A string PyYAML wraps is written as PyYAML writes it at its column and indentation."""
+    from topogen.blockyaml import block_yaml
+
+    value = {"root": _long_tree(random.Random(seed), 5)}
+    want = _reference(value)
+    assert block_yaml(value, plaindata._node, QUOTING) == want
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [value] if isinstance(value, str) else []
+
+
+def test_long_strings_wrap_in_the_reference() -> None:
+    """The long strings above do wrap: no line of PyYAML's is as long as the longest."""
+    wrapped = 0
+    for seed in range(60):
+        value = {"root": _long_tree(random.Random(seed), 5)}
+        longest = max(len(s) for s in _strings(value))
+        if longest > 12_000:
+            assert max(len(line) for line in _reference(value).splitlines()) < longest
+            wrapped += 1
+    assert wrapped > 10
