@@ -138,9 +138,7 @@ def block_yaml(value: Any, node: Any, dumper: Any) -> str | None:
 _SCALARS = (str, int, float, bool, type(None))
 
 
-def _block(
-    value: Any, pad: str, lines: list[str], s: _Scalars, seen: set[int], path: Path
-) -> None:
+def _block(value: Any, pad: str, lines: list[str], s: _Scalars, seen: set[int], path: Path) -> None:
     """A non-empty mapping or sequence at indentation `pad`; its first line is appended
     without the indentation (the caller puts it after its key or dash)."""
     if id(value) in seen:

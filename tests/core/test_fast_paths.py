@@ -630,3 +630,26 @@ def test_analyze_plans_without_denied_pairs_are_the_render_plans_less_them(confi
     assert all(p.denied_zone_pairs is None for p in lean.plans)
     assert [dataclasses.replace(p, denied_zone_pairs=None) for p in full.plans] == list(lean.plans)
     assert full.findings == lean.findings
+
+
+@pytest.mark.parametrize(
+    "config",
+    sorted(p.parent.name for p in EXAMPLES.glob("*/topogen.yaml")),
+)
+def test_a_render_without_findings_renders_the_same_files(config: str) -> None:
+    """`topogen render` makes no finding (it shows none): the same files, warnings and
+    plans as a render that makes them, and its report refuses to be asked for findings."""
+    from topogen.errors import InternalError
+    from topogen.pipeline.render import render
+
+    cfg = load_config(EXAMPLES / config / "topogen.yaml")
+    full = render(cfg)
+    lean = render(cfg, findings=False)
+    assert full.report.findings, "every example has a finding (OK at least)"
+    assert lean.files == full.files
+    assert lean.refused == full.refused
+    assert lean.report.warnings == full.report.warnings
+    assert lean.report.plans == full.report.plans
+    assert all(not ja.findings for c in lean.report.clusters for ja in c.jobs)
+    with pytest.raises(InternalError):
+        lean.report.findings  # noqa: B018

@@ -162,11 +162,15 @@ def _cross_zone(j: _Job) -> None:
         )
 
 
-def _no_domain(j: _Job) -> None:
+def _domains(j: _Job) -> None:
+    """Each candidate domain checked for the job (what its plan is made from)."""
     ctx = j.ctx
     j.domains = tuple(
         check_domains(j.members, ctx.cluster.candidates(ctx.colocate, ctx.domain_label), ctx)
     )
+
+
+def _no_domain(j: _Job) -> None:
     domains = list(j.domains)
     if j.members and not any(d.ok for d in domains):
         detail = "; ".join(_domain_problem(d) for d in domains[:4]) or "the cluster has no zones"
@@ -202,28 +206,34 @@ MEMBER_CHECKS: tuple[Callable[[_Job, Member], None], ...] = (
 JOB_CHECKS: tuple[Callable[[_Job], None], ...] = (_hard_block, _cross_zone, _no_domain, _ok)
 
 
-def analyze_job(cluster: str, job: TrainingGroup, ctx: AnalysisContext) -> JobAnalysis:
+def analyze_job(
+    cluster: str, job: TrainingGroup, ctx: AnalysisContext, findings: bool = True
+) -> JobAnalysis:
+    """The job's members, domains and findings. `findings`: False for what only a plan
+    reads (members, domains, Kueue's zones), as `topogen render` does: no finding is made
+    (the job's own zone pairs are not looked at) and none is returned."""
     j = _Job(cluster, job, ctx, members_of(job, ctx.cluster.nodes))
     kueue = kueue_job(job, ctx.cluster.kueue, ctx.domain_key)
     # a queued job whose flavor topogen does not know: its pods are not known either
     known = kueue is None or (kueue.route is not None and kueue.route.flavor is not None)
-    for m in j.members if known else ():
+    for m in j.members if known and findings else ():
         for member_check in MEMBER_CHECKS:
             member_check(j, m)
-    if not j.stuck and all(m.placement.nodes for m in j.members):
+    if findings and not j.stuck and all(m.placement.nodes for m in j.members):
         j.paths = ctx.job_paths(j.members)
         if j.paths.blocked_count:
             j.blocked = BlockedPaths(j.paths.blocked_count, j.paths.blocked, tuple(j.members))
     if kueue is not None:
         _kueue(j, kueue)
     else:
-        for job_check in JOB_CHECKS:
+        _domains(j)
+        for job_check in JOB_CHECKS if findings else ():
             job_check(j)
     return JobAnalysis(
         cluster,
         job,
         tuple(j.members),
-        tuple(j.findings),
+        tuple(j.findings) if findings else (),
         j.domains,
         j.blocked,
         kueue,

@@ -93,7 +93,7 @@ def render_command(
     cfg = with_default_namespace(load_config(config_path, allow_outside=allow_outside), namespace)
     out = Path(out_dir) if out_dir else Path(config_path).parent
     done = install_progress()
-    result = render(cfg, list(clusters) or None, out=out)
+    result = render(cfg, list(clusters) or None, out=out, findings=False)
     done()
     for w in result.report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)

@@ -20,7 +20,7 @@ from topogen.analysis.members import Member
 from topogen.analysis.paths import BlockedPath
 from topogen.analysis.policychecks import policy_notes, policy_warnings
 from topogen.config import ClusterConfig, GroupConfig, TopogenConfig
-from topogen.errors import InputError, Notice
+from topogen.errors import InputError, InternalError, Notice
 from topogen.kueue.engines import KUEUE_ENGINE_GAPS, KUEUE_JOB_ENGINES, engine_gap
 from topogen.model import (
     Finding,
@@ -108,9 +108,13 @@ class AnalysisReport:
     notes: tuple[str, ...] = ()
     # groups that match no workload: analyze fails on them (no silent all-clear)
     empty_groups: tuple[EmptyGroup, ...] = ()
+    # False: made for a render, which shows no finding: none was made (analyze(findings=))
+    findings_made: bool = True
 
     @property
     def findings(self) -> tuple[Finding, ...]:
+        if not self.findings_made:
+            raise InternalError("a render's analysis has no findings: analyze(findings=True)")
         return tuple(f for c in self.clusters for f in c.findings)
 
     @property
@@ -207,16 +211,18 @@ def analyze(
     out: Path | None = None,
     *,
     denied_pairs: bool = True,
+    findings: bool = True,
 ) -> AnalysisReport:
     """Analyze every (or the named) cluster of the config against its workloads, and plan
     each group (the cluster's spread groups packed together). How the groups are shared
     out among the cores: ClusterRun, parallel.py. `out`: the output tree of the last
     render (default: the config's folder), whose placements each job keeps.
     `denied_pairs`: whether the plans carry the zone pairs their validation policies
-    deny (a render's; `topogen analyze` shows none of them)."""
+    deny (a render's; `topogen analyze` shows none of them). `findings`: whether each
+    job's findings are made (`topogen render` shows none; the plans are the same)."""
     with no_cycle_collection():
         base = cfg.base_dir if out is None else out
-        return _analyze(cfg, clusters, workloads, base, denied_pairs)
+        return _analyze(cfg, clusters, workloads, base, denied_pairs, findings)
 
 
 def engine_warnings(cfg: TopogenConfig, cluster: ClusterConfig) -> list[Notice]:
@@ -232,6 +238,7 @@ def _analyze(
     workloads: tuple[Workload, ...] | None,
     out: Path,
     denied_pairs: bool = True,
+    make_findings: bool = True,
 ) -> AnalysisReport:
     loaded, early = read_inputs(cfg, clusters)
     all_workloads = loaded.workloads if workloads is None else workloads
@@ -283,7 +290,14 @@ def _analyze(
         )
         warnings.extend(Notice(cluster.name, w) for w in running)
         run = ClusterRun(
-            cluster.name, index, cluster.domain_label, groups, found, last, denied_pairs
+            cluster.name,
+            index,
+            cluster.domain_label,
+            groups,
+            found,
+            last,
+            denied_pairs,
+            make_findings,
         )
         analyzed = run.analyze(admitted, policy.make)
         warnings[at_warnings:at_warnings] = policy.warnings
@@ -321,7 +335,13 @@ def _analyze(
         )
     skipped = loaded.skipped + tuple(s for c in results for s in c.inputs.skipped)
     return AnalysisReport(
-        tuple(results), skipped, tuple(warnings), loaded, tuple(notes), tuple(empty)
+        tuple(results),
+        skipped,
+        tuple(warnings),
+        loaded,
+        tuple(notes),
+        tuple(empty),
+        make_findings,
     )
 
 
@@ -338,10 +358,12 @@ class ClusterRun:
         found: Sequence[Sequence[TrainingGroup]],
         last: LastPlacements | None = None,
         denied_pairs: bool = True,
+        findings: bool = True,
     ) -> None:
         self.cluster = cluster
         self.last = last
         self.denied_pairs = denied_pairs  # plan_group's: only a render reads them
+        self.findings = findings  # analyze_job's: a render shows none
         self.index = index
         self.domain_label = domain_label
         self.groups = list(groups)
@@ -396,7 +418,7 @@ class ClusterRun:
 
     def _one(self, g: int) -> tuple[list[JobAnalysis], GroupPlan]:
         ctx = self._context(g)
-        group_jobs = [analyze_job(self.cluster, j, ctx) for j in self.found[g]]
+        group_jobs = [analyze_job(self.cluster, j, ctx, self.findings) for j in self.found[g]]
         name = self.groups[g].name
         last = self.last.groups.get(name) if self.last is not None else None
         running = self.last.running_groups.get(name) if self.last is not None else None

@@ -89,16 +89,24 @@ def _under(prefix: str, files: list[RenderedFile]) -> list[RenderedFile]:
 
 
 def render(
-    cfg: TopogenConfig, clusters: list[str] | None = None, out: Path | None = None
+    cfg: TopogenConfig,
+    clusters: list[str] | None = None,
+    out: Path | None = None,
+    *,
+    findings: bool = True,
 ) -> RenderResult:
     """Every file of the output tree; `out`: where the last render's tree is (default: the
-    config's folder), whose placements the known jobs keep."""
+    config's folder), whose placements the known jobs keep. `findings`: whether the
+    report carries each job's findings (`topogen diff` shows them; the files are the
+    same without)."""
     with no_cycle_collection():  # see pipeline/parallel.py
-        return _render(cfg, clusters, out)
+        return _render(cfg, clusters, out, findings)
 
 
-def _render(cfg: TopogenConfig, clusters: list[str] | None, out: Path | None) -> RenderResult:
-    report = analyze(cfg, clusters, out=out)
+def _render(
+    cfg: TopogenConfig, clusters: list[str] | None, out: Path | None, findings: bool = True
+) -> RenderResult:
+    report = analyze(cfg, clusters, out=out, findings=findings)
     files: list[RenderedFile] = []
     refused: list[Refusal] = []
     group_files, done = _rendered(cfg, report)
