@@ -651,5 +651,21 @@ def test_a_render_without_findings_renders_the_same_files(config: str) -> None:
     assert lean.report.warnings == full.report.warnings
     assert lean.report.plans == full.report.plans
     assert all(not ja.findings for c in lean.report.clusters for ja in c.jobs)
+    assert not lean.report.notes
     with pytest.raises(InternalError):
         lean.report.findings  # noqa: B018
+
+
+def test_a_fleet_render_without_findings_makes_no_notes_and_the_same_files(
+    fleet_config: Path,
+) -> None:
+    """The fleets' policies have notes (L7 rules, ...): `topogen render` makes none."""
+    from topogen.pipeline.render import render
+
+    cfg = load_config(fleet_config)
+    full = render(cfg)
+    lean = render(cfg, findings=False)
+    assert full.report.notes
+    assert not lean.report.notes
+    assert lean.files == full.files
+    assert lean.report.warnings == full.report.warnings

@@ -108,7 +108,8 @@ class AnalysisReport:
     notes: tuple[str, ...] = ()
     # groups that match no workload: analyze fails on them (no silent all-clear)
     empty_groups: tuple[EmptyGroup, ...] = ()
-    # False: made for a render, which shows no finding: none was made (analyze(findings=))
+    # False: made for a render, which shows no finding and no note: none was made
+    # (analyze(findings=False)); the notes are then empty
     findings_made: bool = True
 
     @property
@@ -173,6 +174,7 @@ class _PolicyNotices:
     workloads: Sequence[Workload]
     pods: Sequence[tuple[str, tuple[str, ...]]]
     keys: tuple[set[str], set[str]]
+    with_notes: bool = True  # the notes go with the findings (a render shows neither)
     warnings: list[Notice] = field(default_factory=list)
     notes: list[Notice] = field(default_factory=list)
 
@@ -180,10 +182,11 @@ class _PolicyNotices:
         self.warnings = [
             Notice(self.cluster, w) for w in policy_warnings(self.policies, self.pods, *self.keys)
         ]
-        self.notes = [
-            Notice(self.cluster, n)
-            for n in policy_notes(self.index, self.workloads, self.namespaces)
-        ]
+        if self.with_notes:
+            self.notes = [
+                Notice(self.cluster, n)
+                for n in policy_notes(self.index, self.workloads, self.namespaces)
+            ]
 
 
 SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
@@ -219,7 +222,8 @@ def analyze(
     render (default: the config's folder), whose placements each job keeps.
     `denied_pairs`: whether the plans carry the zone pairs their validation policies
     deny (a render's; `topogen analyze` shows none of them). `findings`: whether each
-    job's findings are made (`topogen render` shows none; the plans are the same)."""
+    job's findings and the policies' notes are made (`topogen render` shows neither;
+    the plans and warnings are the same)."""
     with no_cycle_collection():
         base = cfg.base_dir if out is None else out
         return _analyze(cfg, clusters, workloads, base, denied_pairs, findings)
@@ -276,6 +280,7 @@ def _analyze(
             all_workloads,
             pods,
             (identity_labels, topology),
+            make_findings,
         )
         at_warnings = len(warnings)
         step(f"cluster {cluster.name}: analysing {len(groups)} groups")
