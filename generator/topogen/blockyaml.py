@@ -23,6 +23,7 @@ non-empty mapping or sequence.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -49,9 +50,10 @@ class _Uncovered(Exception):
 class _Scalars:
     """Each scalar's text as PyYAML writes it (as a value, and as a key), once."""
 
-    def __init__(self, node: Any, dumper: Any) -> None:
+    def __init__(self, node: Any, dumper: Any, as_is: Callable[[str], bool] | None) -> None:
         self.node = node  # plaindata._node: the scalar's node, as dump_yaml makes it
         self.dumper = dumper
+        self.as_is = as_is  # plaindata.plain_as_is: a string the dumper writes as it is
         self.values: dict[tuple[type, Any], str | None] = {}
         self.keys: dict[str, str | None] = {}
 
@@ -60,8 +62,11 @@ class _Scalars:
         key = (type(v), v)
         text = self.values.get(key, "") if type(v) is not float else ""  # 0.0 == -0.0
         if text == "":
-            node = SequenceNode(_SEQ, [self.node(v, set())], flow_style=False)
-            text = self.values[key] = self._one(node, "- ")
+            if type(v) is str and self.as_is is not None and self.as_is(v) and len(v) <= _LONGEST:
+                text = self.values[key] = v
+            else:
+                node = SequenceNode(_SEQ, [self.node(v, set())], flow_style=False)
+                text = self.values[key] = self._one(node, "- ")
         if text is None:
             if type(v) is str and not _BREAKS.search(v):
                 return self._in_place(v, path)
@@ -95,6 +100,8 @@ class _Scalars:
         if type(k) is not str:
             raise _Uncovered
         text = self.keys.get(k, "")
+        if text == "" and self.as_is is not None and len(k) <= _LONGEST_KEY and self.as_is(k):
+            text = self.keys[k] = k
         if text == "":
             node = MappingNode(_MAP, [(self.node(k, set()), _NULL)], flow_style=False)
             text = self.keys[k] = self._one(node, "", ": null")
@@ -118,13 +125,16 @@ class _Scalars:
 _scalars: _Scalars | None = None
 
 
-def block_yaml(value: Any, node: Any, dumper: Any) -> str | None:
+def block_yaml(
+    value: Any, node: Any, dumper: Any, as_is: Callable[[str], bool] | None = None
+) -> str | None:
     """The document dump_yaml(value, width=10_000, allow_unicode=True) writes, or None
     where this does not cover it. `node` and `dumper`: plaindata's scalar node maker and
-    dumper (the scalars are written by them)."""
+    dumper (the scalars are written by them); `as_is`: which strings the dumper writes
+    plain as they are (those are not asked of it)."""
     global _scalars
-    if _scalars is None or _scalars.dumper is not dumper:
-        _scalars = _Scalars(node, dumper)
+    if _scalars is None or _scalars.dumper is not dumper or _scalars.as_is is not as_is:
+        _scalars = _Scalars(node, dumper, as_is)
     if type(value) not in (dict, list) or not value:
         return None
     lines: list[str] = []

@@ -103,6 +103,22 @@ def _style(value: str) -> str | None:
     return None
 
 
+_AS_IS = re.compile(r"[A-Za-z](?:[A-Za-z0-9_./ -]*[A-Za-z0-9_./-])?")
+_RESOLVER: Any = yaml.resolver.Resolver()
+
+
+def plain_as_is(value: str) -> bool:
+    """Whether _Dumper writes the string plain, as it is, wherever it stands (as a value
+    or a short key): a letter, then letters, digits, `_./-` and inner spaces (nothing
+    PyYAML's emitter quotes or indicates: no `: ` or ` #`), that _style leaves to PyYAML and the safe resolver reads back
+    as a string (not `yes`, `null`, ...). blockyaml then skips asking PyYAML for it."""
+    return (
+        _AS_IS.fullmatch(value) is not None
+        and _style(value) is None
+        and _RESOLVER.resolve(ScalarNode, value, (True, False)) == _STR
+    )
+
+
 # (scalar, implicit) -> the tag the safe resolver gives it: the C serializer asks twice
 # per scalar, and a tree repeats its keys and short values (the resolver's rules never
 # change); long scalars (texts, code) seldom repeat and are not kept
@@ -159,7 +175,7 @@ def _node(value: Any, seen: set[int]) -> Node:
 def dump_yaml(value: Any, *, width: int, allow_unicode: bool) -> str:
     """yaml.dump(value, Dumper=CSafeDumper, sort_keys=True, default_flow_style=False, ...)."""
     if width == 10_000 and allow_unicode:  # as every render writes its documents
-        block = block_yaml(value, _node, _Dumper)
+        block = block_yaml(value, _node, _Dumper, plain_as_is)
         if block is not None:
             return block
     try:

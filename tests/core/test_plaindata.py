@@ -96,7 +96,7 @@ def test_block_writer_matches_yaml_dump_where_it_writes(seed: int) -> None:
     from topogen.blockyaml import block_yaml
 
     value = _tree(random.Random(seed), 5)
-    got = block_yaml(value, plaindata._node, QUOTING)
+    got = block_yaml(value, plaindata._node, QUOTING, plaindata.plain_as_is)
     assert got is None or got == _reference(value)
 
 
@@ -110,9 +110,9 @@ def test_block_writer_covers_a_policy_and_leaves_what_it_cannot() -> None:
         "spec": {"rules": [{"match": ["a: b", "#c", [], {}], "n": [1, 0.5, None, True]}]},
         "list": [[["deep"]], {"k": [{"x": 1}]}],
     }
-    assert block_yaml(policy, plaindata._node, QUOTING) == _reference(policy)
+    assert block_yaml(policy, plaindata._node, QUOTING, plaindata.plain_as_is) == _reference(policy)
     for uncovered in ({"msg": "two\nlines"}, {"k" * 200: 1}, {1: "x"}, {}, "scalar"):
-        assert block_yaml(uncovered, plaindata._node, QUOTING) is None
+        assert block_yaml(uncovered, plaindata._node, QUOTING, plaindata.plain_as_is) is None
         assert dump_yaml(uncovered, width=10_000, allow_unicode=True) == _reference(uncovered)
 
 
@@ -139,7 +139,7 @@ def test_block_writer_writes_long_strings_where_they_stand(seed: int) -> None:
 
     value = {"root": _long_tree(random.Random(seed), 5)}
     want = _reference(value)
-    assert block_yaml(value, plaindata._node, QUOTING) == want
+    assert block_yaml(value, plaindata._node, QUOTING, plaindata.plain_as_is) == want
 
 
 def _strings(value: Any) -> list[str]:
@@ -160,3 +160,39 @@ def test_long_strings_wrap_in_the_reference() -> None:
             assert max(len(line) for line in _reference(value).splitlines()) < longest
             wrapped += 1
     assert wrapped > 10
+
+
+AS_IS_CANDIDATES = [
+    "a", "name", "Yes", "yes", "no", "NO", "on", "Off", "true", "False", "null", "Null", "y",
+    "N", "a.b", "a/b", "a-b", "a_b", "a-", "x.", "e1", "E5", "inf", "nan", "NaN", "x" * 100,
+    "topology.kubernetes.io/zone", "us-east-1a", "v1", "Job", "a:b", "a b", "a#b", "1a",
+    "_a", ".a", "-a", "a,b", "ü", "a b", "a  b", "a b ", " a", "yes no", "on off",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_strings_written_as_they_are_are_what_pyyaml_writes(seed: int) -> None:
+    """plain_as_is: PyYAML writes such a string as it is, as a value and as a key."""
+    rng = random.Random(seed)
+    alphabet = "aZyYnN_./-019eE:# "
+    words = [*AS_IS_CANDIDATES]
+    words += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 8))) for _ in range(300)]
+    as_is = [w for w in words if plaindata.plain_as_is(w)]
+    for w in as_is:
+        assert yaml.dump([w], Dumper=QUOTING, width=10_000, allow_unicode=True) == f"- {w}\n"
+        assert yaml.dump({w: None}, Dumper=QUOTING, width=10_000) == f"{w}: null\n"
+    assert {"name", "us-east-1a", "a b", "a  b", "yes no"} <= set(as_is)
+    assert not {
+        "yes",
+        "no",
+        "on",
+        "Off",
+        "true",
+        "null",
+        "y",
+        "N",
+        "a:b",
+        "1a",
+        "a b ",
+        " a",
+    } & set(as_is)
