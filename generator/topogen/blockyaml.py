@@ -62,7 +62,7 @@ class _Scalars:
         key = (type(v), v)
         text = self.values.get(key, "") if type(v) is not float else ""  # 0.0 == -0.0
         if text == "":
-            if type(v) is str and self.as_is is not None and self.as_is(v) and len(v) <= _LONGEST:
+            if type(v) is str and len(v) <= _LONGEST and self.as_is is not None and self.as_is(v):
                 text = self.values[key] = v
             else:
                 node = SequenceNode(_SEQ, [self.node(v, set())], flow_style=False)

@@ -103,26 +103,38 @@ def _style(value: str) -> str | None:
     return None
 
 
+# (scalar, implicit) -> the tag the safe resolver gives it: the C serializer asks twice
+# per scalar, and a tree repeats its keys and short values (the resolver's rules never
+# change); long scalars (texts, code) seldom repeat and are not kept
+_RESOLVED: dict[tuple[str, tuple[bool, bool]], str] = {}
+_RESOLVER: Any = yaml.resolver.Resolver()  # the safe dumper's rules
+
+
+def _scalar_tag(value: str, implicit: tuple[bool, bool]) -> str:
+    """The tag the safe resolver gives a scalar (kept for short ones: _RESOLVED)."""
+    if len(value) > 64:
+        return _RESOLVER.resolve(ScalarNode, value, implicit)  # type: ignore[no-any-return]
+    key = (value, implicit)
+    tag = _RESOLVED.get(key)
+    if tag is None:
+        tag = _RESOLVED[key] = _RESOLVER.resolve(ScalarNode, value, implicit)
+    return tag
+
+
 _AS_IS = re.compile(r"[A-Za-z](?:[A-Za-z0-9_./ -]*[A-Za-z0-9_./-])?")
-_RESOLVER: Any = yaml.resolver.Resolver()
 
 
 def plain_as_is(value: str) -> bool:
     """Whether _Dumper writes the string plain, as it is, wherever it stands (as a value
     or a short key): a letter, then letters, digits, `_./-` and inner spaces (nothing
-    PyYAML's emitter quotes or indicates: no `: ` or ` #`), that _style leaves to PyYAML and the safe resolver reads back
-    as a string (not `yes`, `null`, ...). blockyaml then skips asking PyYAML for it."""
+    PyYAML's emitter quotes or indicates: no `: ` or ` #`), that _style leaves to PyYAML
+    and the safe resolver reads back as a string (not `yes`, `null`, ...). blockyaml then
+    skips asking PyYAML for it."""
     return (
         _AS_IS.fullmatch(value) is not None
         and _style(value) is None
-        and _RESOLVER.resolve(ScalarNode, value, (True, False)) == _STR
+        and _scalar_tag(value, (True, False)) == _STR
     )
-
-
-# (scalar, implicit) -> the tag the safe resolver gives it: the C serializer asks twice
-# per scalar, and a tree repeats its keys and short values (the resolver's rules never
-# change); long scalars (texts, code) seldom repeat and are not kept
-_RESOLVED: dict[tuple[str, tuple[bool, bool]], str] = {}
 
 
 class _Dumper(_BaseDumper):  # type: ignore[misc]
@@ -133,13 +145,9 @@ class _Dumper(_BaseDumper):  # type: ignore[misc]
         return node
 
     def resolve(self, kind: type[Node], value: Any, implicit: tuple[bool, bool]) -> str:
-        if kind is not ScalarNode or len(value) > 64:
+        if kind is not ScalarNode:
             return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
-        key = (value, implicit)
-        tag = _RESOLVED.get(key)
-        if tag is None:
-            tag = _RESOLVED[key] = super().resolve(kind, value, implicit)
-        return tag
+        return _scalar_tag(value, implicit)
 
 
 _Dumper.add_representer(str, _Dumper.represent_str)

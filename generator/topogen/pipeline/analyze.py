@@ -242,7 +242,7 @@ def _analyze(
     workloads: tuple[Workload, ...] | None,
     out: Path,
     denied_pairs: bool = True,
-    make_findings: bool = True,
+    findings: bool = True,
 ) -> AnalysisReport:
     loaded, early = read_inputs(cfg, clusters)
     all_workloads = loaded.workloads if workloads is None else workloads
@@ -280,7 +280,7 @@ def _analyze(
             all_workloads,
             pods,
             (identity_labels, topology),
-            make_findings,
+            findings,
         )
         at_warnings = len(warnings)
         step(f"cluster {cluster.name}: analysing {len(groups)} groups")
@@ -302,14 +302,14 @@ def _analyze(
             found,
             last,
             denied_pairs,
-            make_findings,
+            findings,
         )
         analyzed = run.analyze(admitted, policy.make)
         warnings[at_warnings:at_warnings] = policy.warnings
         notes.extend(policy.notes)
         jobs: list[JobAnalysis] = []
         plans: list[GroupPlan] = []
-        findings: list[Finding] = []
+        cluster_findings: list[Finding] = []
         engines = cfg.engines_for(cluster)
         for group, (group_jobs, plan) in zip(groups, analyzed, strict=True):
             warnings.extend(_system_namespaces(cluster.name, group))
@@ -327,7 +327,7 @@ def _analyze(
                 Notice(cluster.name, engine_gap(e, group.name), group.name) for e in gaps
             )
             for j in group_jobs:
-                findings.extend(
+                cluster_findings.extend(
                     replace(f, fix=fix)
                     if f.kind.is_problem
                     else _kueue_finding(f, j, plan, engines)
@@ -336,7 +336,9 @@ def _analyze(
             jobs.extend(group_jobs)
             plans.append(plan)
         results.append(
-            ClusterAnalysis(cluster.name, inputs, tuple(jobs), tuple(plans), tuple(findings))
+            ClusterAnalysis(
+                cluster.name, inputs, tuple(jobs), tuple(plans), tuple(cluster_findings)
+            )
         )
     skipped = loaded.skipped + tuple(s for c in results for s in c.inputs.skipped)
     return AnalysisReport(
@@ -346,7 +348,7 @@ def _analyze(
         loaded,
         tuple(notes),
         tuple(empty),
-        make_findings,
+        findings,
     )
 
 

@@ -212,9 +212,7 @@ def _plan_spread(
         domains=domains,
         # several domains: spans between them are the design (workers follow their
         # coordinator), spans inside one are not; one domain: as pinned
-        denied_zone_pairs=_within_a_domain(base.denied_zone_pairs, domains)
-        if base.denied_zone_pairs is not None
-        else None,
+        denied_zone_pairs=_within_a_domain(base.denied_zone_pairs, domains),
     )
     return plan
 
@@ -236,10 +234,11 @@ DeniedPair = tuple[str, str, tuple[str, ...]]  # (zone, zone, policies)
 
 
 def _within_a_domain(
-    pairs: tuple[DeniedPair, ...], domains: tuple[tuple[str, tuple[str, ...]], ...]
-) -> tuple[DeniedPair, ...]:
-    """The zone pairs both of whose zones lie in one of the domains (all, with one)."""
-    if len(domains) == 1:
+    pairs: tuple[DeniedPair, ...] | None, domains: tuple[tuple[str, tuple[str, ...]], ...]
+) -> tuple[DeniedPair, ...] | None:
+    """The zone pairs both of whose zones lie in one of the domains (all, with one; None:
+    not computed)."""
+    if pairs is None or len(domains) == 1:
         return pairs
     of: dict[str, set[int]] = {}  # zone -> the domains holding it
     for i, (_, zs) in enumerate(domains):
