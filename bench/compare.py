@@ -5,8 +5,11 @@ The fleet measure's own commands (`topogen analyze -o json`, `topogen render --p
 --out DIR` on the snapshot input), each round running them with this code and then with
 REV's (generator/ and templates/ from `git archive`, on PYTHONPATH), so each pair is
 measured at about the same load: the ratio per round, its median, and the medians of wall
-time, CPU time and peak RSS. Before the rounds both write the tree (`--partial`: the fleet
-has groups no domain holds, refused without it) and the JSON: byte-identical or not.
+time, CPU time and peak RSS. Both parse every input (`TOPOGEN_PARSE_CACHE=0`); the rows
+"parses kept" run this code a third time in each round with the parses a run before kept
+(topogen/parsecache.py: the input unchanged since the last run). Before the rounds each
+writes the tree (`--partial`: the fleet has groups no domain holds, refused without it)
+and the JSON: byte-identical or not.
 """
 
 from __future__ import annotations
@@ -32,19 +35,26 @@ BEGIN, END = "<!-- compare: begin -->", "<!-- compare: end -->"
 TOPOGEN = ROOT / ".venv" / "bin" / "topogen"
 
 
-def _argv(tree: Path, command: str, config: Path, out: Path) -> list[str | Path]:
-    head: list[str | Path] = ["env", f"PYTHONPATH={tree}", TOPOGEN, command, "-c", config]
+KEPT = "this, parses kept"  # this code, the input's parses kept by a run before
+
+
+def _argv(tree: Path, command: str, config: Path, out: Path, kept: bool) -> list[str | Path]:
+    head: list[str | Path] = ["env", f"PYTHONPATH={tree}"]
+    if not kept:  # every input parsed (topogen/parsecache.py off)
+        head.append("TOPOGEN_PARSE_CACHE=0")
+    head += [TOPOGEN, command, "-c", config]
     return head + (["-o", "json"] if command == "analyze" else ["--out", out, "--partial"])
 
 
-def identical(trees: dict[str, Path], config: Path, work: Path) -> bool:
-    """Both codes' render tree (--partial) and analyze JSON, compared byte for byte."""
+def identical(runs: dict[str, tuple[Path, bool]], config: Path, work: Path) -> bool:
+    """Every run's render tree (--partial) and analyze JSON, compared byte for byte (the
+    first run with kept parses keeps them)."""
     digests = set()
-    for name, tree in trees.items():
-        out = work / f"tree-{name}"
-        measure(_argv(tree, "render", config, out), work / "render.log")
-        json_out = work / f"analyze-{name}.json"
-        measure(_argv(tree, "analyze", config, out), json_out)
+    for n, (tree, kept) in enumerate(runs.values()):
+        out = work / f"tree-{n}"
+        measure(_argv(tree, "render", config, out, kept), work / "render.log")
+        json_out = work / f"analyze-{n}.json"
+        measure(_argv(tree, "analyze", config, out, kept), json_out)
         digests.add((tree_digest(out), hashlib.sha256(json_out.read_bytes()).hexdigest()))
     return len(digests) == 1
 
@@ -53,16 +63,22 @@ def run(config: Path, rev: str, runs: int, work: Path) -> str:
     """The section (Markdown, ending in a newline)."""
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     began = time.monotonic()
-    trees = {"this": ROOT / "generator", rev: startup.checkout(rev, work)}
-    same = identical(trees, config, work)
-    got = {(c, t): Measured() for c in ("analyze", "render") for t in trees}
+    this = ROOT / "generator"
+    variants = {
+        "this": (this, False),
+        rev: (startup.checkout(rev, work), False),
+        KEPT: (this, True),
+    }
+    same = identical(variants, config, work)
+    got = {(c, t): Measured() for c in ("analyze", "render") for t in variants}
     for _ in range(runs):
         for command in ("analyze", "render"):
-            for name, tree in trees.items():
+            for name, (tree, kept) in variants.items():
                 out = work / "tree"
                 shutil.rmtree(out, ignore_errors=True)
                 stdout = work / ("out.json" if command == "analyze" else "render.log")
-                got[(command, name)].add(measure(_argv(tree, command, config, out), stdout))
+                argv = _argv(tree, command, config, out, kept)
+                got[(command, name)].add(measure(argv, stdout))
     lines = [
         f"## This code against `{rev}`: the large fleet",
         "",
@@ -75,13 +91,15 @@ def run(config: Path, rev: str, runs: int, work: Path) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for command in ("analyze", "render"):
-        a, b = got[(command, "this")], got[(command, rev)]
-        wall = statistics.median(x / y for x, y in zip(a.wall, b.wall, strict=True))
-        cpu = statistics.median(x / y for x, y in zip(a.cpu, b.cpu, strict=True))
-        lines.append(
-            f"| `topogen {command}` | {a.wall_med:.2f} | {b.wall_med:.2f} | {a.cpu_med:.2f} "
-            f"| {b.cpu_med:.2f} | {wall:.2f} | {cpu:.2f} | {a.rss_mb:.0f} | {b.rss_mb:.0f} |"
-        )
+        for name, shown in (("this", ""), (KEPT, f", {KEPT.split(', ', 1)[1]}")):
+            a, b = got[(command, name)], got[(command, rev)]
+            wall = statistics.median(x / y for x, y in zip(a.wall, b.wall, strict=True))
+            cpu = statistics.median(x / y for x, y in zip(a.cpu, b.cpu, strict=True))
+            lines.append(
+                f"| `topogen {command}`{shown} | {a.wall_med:.2f} | {b.wall_med:.2f} "
+                f"| {a.cpu_med:.2f} | {b.cpu_med:.2f} | {wall:.2f} | {cpu:.2f} "
+                f"| {a.rss_mb:.0f} | {b.rss_mb:.0f} |"
+            )
     lines += [
         "",
         f"Output byte-identical to `{rev}`'s: {'yes' if same else '**no**'}. Measured in "

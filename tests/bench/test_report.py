@@ -138,6 +138,30 @@ def test_targets_fail_when_the_numbers_do() -> None:
     assert got["output byte-identical across runs, every size"] == "**no**"
 
 
+KEPT_ROW = (
+    "large snapshot, inputs unchanged since the last run (parses kept): `{}` median under 1.5 s"
+)
+
+
+def test_kept_parses_are_rows_of_their_own() -> None:
+    """The large fleet's rows with every input parsed are judged on those runs; the runs
+    with kept parses get their own rows, and their output must be the parsed runs'."""
+    results = _fleet(1.8, 2.1, 0.8)
+    results[0]["kept"] = {"analyze": _measured(1.3), "render": _measured(1.6)}
+    got = _verdicts(run_report.targets(results, None, start=0.0))
+    assert got["large snapshot: `analyze` median under 1.5 s"] == "**no**"
+    assert got["large snapshot: `render` median under 1.5 s"] == "**no**"
+    assert got[KEPT_ROW.format("analyze")] == "yes"
+    assert got[KEPT_ROW.format("render")] == "**no**"
+    assert got["output byte-identical across runs, every size"] == "yes"
+    results[0]["kept"]["render"] = _measured(1.4, digests=2)  # another tree than parsed
+    got = _verdicts(run_report.targets(results, None, start=0.0))
+    assert got[KEPT_ROW.format("render")] == "yes"
+    assert got["output byte-identical across runs, every size"] == "**no**"
+    text = "\n".join(run_report.targets(results, None, start=0.0))
+    assert "| 1.80 s (every input parsed) |" in text
+
+
 def test_a_quick_run_says_what_it_did_not_measure() -> None:
     small = _result(run.Case("small", fleet.SIZES["small"], "snapshot"), 0.2, 0.3, 0.1)
     got = _verdicts(run_report.targets([small], None, start=0.0))

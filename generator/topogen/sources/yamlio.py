@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from topogen import parsecache
 from topogen.errors import InputError
 from topogen.yamltext import display_path, load_yaml_text
 
@@ -155,18 +156,26 @@ def _parsed(raw: bytes, shown: str) -> list[Any]:
     """load_yaml_text of the file's bytes (UTF-8, read as text mode reads it: universal
     newlines), remembered for the last few files: one run reads some inputs twice (render's
     workload patches re-read the workloads, the running pods re-read a snapshot), and a
-    file read again is neither decoded nor parsed again. The documents are shared:
+    file read again is neither decoded nor parsed again. A large file is kept between runs
+    too (parsecache.py): unchanged, it is not parsed again. The documents are shared:
     callers treat them as read-only (KubeObject.body is a Mapping)."""
-    key = (shown, _digest(raw, digest_size=20).hexdigest())
+    digest = _digest(raw, digest_size=20).hexdigest()
+    key = (shown, digest)
     hit = _PARSED.get(key)
     if hit is None:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InputError("file is not UTF-8 text", path=shown) from None
-        if "\r" in text:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        hit = _PARSED[key] = load_yaml_text(text, shown)
+        kept = len(raw) >= parsecache.MIN_BYTES
+        hit = parsecache.load(digest) if kept else None
+        if hit is None:
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError("file is not UTF-8 text", path=shown) from None
+            if "\r" in text:
+                text = text.replace("\r\n", "\n").replace("\r", "\n")
+            hit = load_yaml_text(text, shown)
+            if kept:
+                parsecache.store(digest, hit)
+        _PARSED[key] = hit
         while len(_PARSED) > _PARSED_KEEP:
             _PARSED.popitem(last=False)
     else:
