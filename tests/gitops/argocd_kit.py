@@ -70,10 +70,12 @@ BASE_IMAGE_ENV = {"LANG": "C.UTF-8"}  # python:3.11-slim-bookworm's own ENV that
 HEALTH_CHECK = "Health/Check"
 START_TIMEOUT = 120.0  # for the CMP server to listen, on a loaded machine
 
-# Inside the sidecar's mount namespace (root only): its socket folder stays writable, its
-# private /tmp is mounted over /tmp, then the root filesystem is made read-only.
+# Inside the sidecar's mount namespace (root only): its socket folder and its cache volume
+# (XDG_CACHE_HOME) stay writable, its private /tmp is mounted over /tmp, then the root
+# filesystem is made read-only.
 _MOUNTS = (
     'set -e; s=$1; shift; mount --bind "$s/plugins" "$s/plugins"; '
+    'mount --bind "$s/cache" "$s/cache"; '
     'mount --bind "$s/tmp" /tmp; mount -o remount,bind,ro /; exec "$@"'
 )
 
@@ -237,11 +239,19 @@ def _sandbox() -> Path:
     )
     root = Path(tempfile.mkdtemp(prefix="topogen-argocd-", dir="/var/tmp"))
     root.chmod(0o755)
-    for name, mode in (("bin", 0o755), ("config", 0o755), ("plugins", 0o755), ("tmp", 0o1777)):
+    folders = (
+        ("bin", 0o755),
+        ("config", 0o755),
+        ("plugins", 0o755),
+        ("tmp", 0o1777),
+        ("cache", 0o700),
+    )
+    for name, mode in folders:
         (root / name).mkdir()
         (root / name).chmod(mode)
     if os.geteuid() == 0:
         os.chown(root / "plugins", 999, 999)
+        os.chown(root / "cache", 999, 999)
     return root
 
 
@@ -271,6 +281,8 @@ def sidecar(plugin: Path | None = None, env: dict[str, str] | None = None) -> It
             "ARGOCD_PLUGINSOCKFILEPATH": str(root / "plugins"),
             **(env or {}),
         }
+        if "XDG_CACHE_HOME" in sidecar_env:  # the manifest's cache volume: one of the sandbox's
+            sidecar_env["XDG_CACHE_HOME"] = str(root / "cache")
         server = [
             str(root / "bin" / "argocd-cmp-server"),
             f"--config-dir-path={root / 'config'}",

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from tooling import REPO
+from topogen import parsecache
 
 from .argocd_kit import check_plugin
 from .gitops_kit import kustomize, rel, write_kustomization
@@ -264,6 +265,13 @@ def test_sidecar_limits_and_snapshot_rbac() -> None:
     assert container["resources"]["limits"]["cpu"] and container["resources"]["limits"]["memory"]
     tmp = next(v for v in sidecar["volumes"] if v["name"] == "topogen-cmp-tmp")
     assert tmp["emptyDir"]["sizeLimit"]
+    # topogen's caches on a volume of their own (the root filesystem is read-only), with
+    # room for the parses' bound and the compiled code beside it
+    env = {e["name"]: e["value"] for e in container["env"]}
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volume = next(v for v in sidecar["volumes"] if v["name"] == mounts[env["XDG_CACHE_HOME"]])
+    assert volume["emptyDir"]["sizeLimit"] == "1Gi"
+    assert parsecache.MAX_BYTES <= (1 << 30) // 2
     rbac = list(yaml.safe_load_all((ARGOCD / "snapshot-rbac.yaml").read_text()))
     (role,) = [d for d in rbac if d["kind"] == "ClusterRole"]
     assert {v for rule in role["rules"] for v in rule["verbs"]} == {"list"}

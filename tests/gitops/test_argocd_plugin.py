@@ -333,6 +333,7 @@ spec:
         say root-writable "$(can touch /probe)"
         say tmp-writable "$(can mktemp)"
         say checkout-writable "$(can mktemp -p .)"
+        say cache-writable "$(can mktemp -p "${XDG_CACHE_HOME:-/nonexistent}")"
         say cwd "$PWD"
         say file "$(stat -c '%a %u' topogen.yaml)"
         say folder "$(stat -c '%a %u' cluster)"
@@ -374,6 +375,8 @@ def test_argocd_gives_the_command_what_the_sidecar_has(repo: Path, tmp_path: Pat
         "yes",
         "yes",
     )
+    # topogen's cache folder: the sidecar's volume of its own (here, the sandbox's stand-in)
+    assert seen["cache-writable"] == "yes"
     if os.geteuid() == 0:  # uid 999 without a passwd entry, read-only root
         assert seen["uid"] == "999"
         assert "cannot find name for user ID 999" in seen["user"]
