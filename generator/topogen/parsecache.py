@@ -7,8 +7,9 @@ workloads (2.5 MB of YAML for 1,000 jobs). Parsing them is a good part of a flee
 loading the documents the last parse made (marshal) takes a fraction of it.
 
 An entry is keyed by the file's bytes (the blake2b digest sources/yamlio.py takes anyway)
-and by the parser: the source of the modules that turn bytes into documents, PyYAML's and
-libyaml's versions and Python's (marshal's format). The path is not part of it (a parse's
+and by the parser: the source of the modules that turn bytes into documents
+(yamltext.load_yaml_bytes, yamlfast), PyYAML's and libyaml's versions and Python's
+(marshal's format). The path is not part of it (a parse's
 result does not depend on it; only its errors name it). The entry's payload sits behind a
 digest of its own: a damaged, truncated or foreign entry is ignored and the file parsed.
 
@@ -105,14 +106,12 @@ def _parser_tag() -> str | None:
     import yaml
 
     from topogen import yamlfast, yamltext
-    from topogen.sources import yamlio
 
     h = _digest(digest_size=8)
     libyaml = getattr(getattr(yaml, "_yaml", None), "get_version_string", lambda: "")()
-    h.update(
-        f"{sys.implementation.cache_tag} {sys.hexversion} {yaml.__version__} {libyaml}\n".encode()
-    )
-    for module in (yamlio, yamltext, yamlfast, sys.modules[__name__]):
+    versions = f"{sys.implementation.cache_tag} {sys.hexversion} {yaml.__version__} {libyaml}"
+    h.update(versions.encode())
+    for module in (yamltext, yamlfast, sys.modules[__name__]):
         try:
             h.update(Path(module.__file__ or "").read_bytes())
         except OSError:

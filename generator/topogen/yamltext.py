@@ -14,7 +14,7 @@ import yaml
 from topogen.errors import InputError
 from topogen.yamlfast import load_all_fast
 
-__all__ = ["display_path", "load_yaml_text"]
+__all__ = ["display_path", "load_yaml_bytes", "load_yaml_text"]
 
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE = "tag:yaml.org,2002:merge"
@@ -59,6 +59,18 @@ def display_path(path: Path) -> str:
     """A path as the user gave it: absolute stays absolute, relative stays relative (to the
     working folder, as given), `./` and doubled slashes aside."""
     return os.path.normpath(path) if str(path) else "."
+
+
+def load_yaml_bytes(raw: bytes, path: str) -> list[Any]:
+    """load_yaml_text of a file's bytes: UTF-8, read as text mode reads it (universal
+    newlines)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("file is not UTF-8 text", path=path) from None
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return load_yaml_text(text, path)
 
 
 def load_yaml_text(text: str, path: str) -> list[Any]:

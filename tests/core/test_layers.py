@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         frozenset(
             {"", "errors", "names", "model", "manifest", "plaindata", "textui", "yamlfast"}
             | {"blockyaml", "jsontext"}
-            | {"yamltext", "nodepools", "codecache", "templatecache"}
+            | {"yamltext", "nodepools", "codecache", "templatecache", "parsecache"}
         ),
     ),
     ("knowledge", frozenset({"operators", "cilium", "kueue"})),

@@ -37,13 +37,13 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The files the parser itself read (not loaded from an entry)."""
     seen: list[str] = []
-    real = yamlio.load_yaml_text
+    real = yamlio.load_yaml_bytes
 
-    def counted(text: str, path: str) -> list[Any]:
+    def counted(raw: bytes, path: str) -> list[Any]:
         seen.append(path)
-        return real(text, path)
+        return real(raw, path)
 
-    monkeypatch.setattr(yamlio, "load_yaml_text", counted)
+    monkeypatch.setattr(yamlio, "load_yaml_bytes", counted)
     return seen
 
 

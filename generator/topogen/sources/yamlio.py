@@ -12,7 +12,7 @@ from typing import Any
 
 from topogen import parsecache
 from topogen.errors import InputError
-from topogen.yamltext import display_path, load_yaml_text
+from topogen.yamltext import display_path, load_yaml_bytes
 
 try:  # built in: hashlib would load OpenSSL first (milliseconds of every start-up)
     from _blake2 import blake2b as _digest
@@ -153,7 +153,7 @@ _PARSED_KEEP = 8
 
 
 def _parsed(raw: bytes, shown: str) -> list[Any]:
-    """load_yaml_text of the file's bytes (UTF-8, read as text mode reads it: universal
+    """load_yaml_bytes of the file's bytes (UTF-8, read as text mode reads it: universal
     newlines), remembered for the last few files: one run reads some inputs twice (render's
     workload patches re-read the workloads, the running pods re-read a snapshot), and a
     file read again is neither decoded nor parsed again. A large file is kept between runs
@@ -166,13 +166,7 @@ def _parsed(raw: bytes, shown: str) -> list[Any]:
         kept = len(raw) >= parsecache.MIN_BYTES
         hit = parsecache.load(digest) if kept else None
         if hit is None:
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise InputError("file is not UTF-8 text", path=shown) from None
-            if "\r" in text:
-                text = text.replace("\r\n", "\n").replace("\r", "\n")
-            hit = load_yaml_text(text, shown)
+            hit = load_yaml_bytes(raw, shown)
             if kept:
                 parsecache.store(digest, hit)
         _PARSED[key] = hit
