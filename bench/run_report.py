@@ -279,7 +279,12 @@ def report(
         "Each sweep varies one dimension around the large fleet (snapshot input) and holds "
         "the others. The exponent is the least-squares slope of log(time) over log(size), "
         "on the median wall time less the interpreter start-up; n log n over the nodes "
-        "sweep's range is an exponent of about 1.1, linear is 1.0.",
+        "sweep's range is an exponent of about 1.1, linear is 1.0. Holding the others "
+        "changes the workload's mix along a sweep: the nodes sweep keeps the 1,000 jobs on "
+        "fewer GPUs, so more groups are refused and more jobs packed with the nodes "
+        "autoscalers can add (the most costly packing), and its smaller fleets can take "
+        "longer than the large one; its exponent bounds the cost of more nodes, not of a "
+        "larger fleet of the same shape.",
         "",
         "| sweep | sizes | analyze s | render s | analyze exponent | render exponent |",
         "|---|---|---|---|---:|---:|",
