@@ -21,6 +21,7 @@ from typing import Any
 __all__ = ["dumps_indented"]
 
 _INFINITY = float("inf")
+_STR = {str}
 
 
 class _Uncovered(Exception):
@@ -69,6 +70,9 @@ def dumps_indented(value: Any, ensure_ascii: bool = True) -> str:
                 return
             inner = indent + "  "
             sep, nxt = "[\n" + inner, ",\n" + inner
+            if set(map(type, o)) == _STR:  # a list of strings: joined in C
+                put(sep + nxt.join(map(text, o)) + "\n" + indent + "]")
+                return
             for v in o:
                 put(sep)
                 if type(v) is str:

@@ -31,11 +31,11 @@ def finding_dict(f: Finding) -> dict[str, Any]:
 def _role_rows(report: AnalysisReport) -> list[dict[str, Any]]:
     rows = []
     for c in report.clusters:
+        labels: dict[str, str | None] = {}
+        for p in c.plans:  # the first plan of a group name, as a search in plan order finds
+            labels.setdefault(p.group.name, p.group.identity_label)
         for ja in c.jobs:
-            ident_label = next(
-                (p.group.identity_label for p in c.plans if p.group.name == ja.job.config_group),
-                None,
-            )
+            ident_label = labels.get(ja.job.config_group)
             for m in ja.members:
                 kind, value = m.identity(ident_label)
                 identity = {
