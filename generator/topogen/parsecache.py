@@ -9,9 +9,9 @@ loading the documents the last parse made (marshal) takes a fraction of it.
 An entry is keyed by the file's bytes (the blake2b digest sources/yamlio.py takes anyway)
 and by the parser: the source of the modules that turn bytes into documents
 (yamltext.load_yaml_bytes, yamlfast), PyYAML's and libyaml's versions and Python's
-(marshal's format). The path is not part of it (a parse's
-result does not depend on it; only its errors name it). The entry's payload sits behind a
-digest of its own: a damaged, truncated or foreign entry is ignored and the file parsed.
+(marshal's format). The path is not part of it (a parse's result does not depend on it;
+only its errors name it). The entry's payload sits behind a digest of its own: a damaged,
+truncated or foreign entry is ignored and the file parsed.
 
 Kept: files of at least MIN_BYTES whose parse succeeded with a result marshal holds as it
 is (plain data; a document with a YAML timestamp or !!binary value is not kept). A parse
