@@ -107,6 +107,15 @@ def test_argocd_application_yaml_as_it_is(side: Sidecar, repo: Path) -> None:
     assert_renders_overlay(rendered, repo, "lab")
 
 
+def test_topogen_keeps_its_cache_in_the_sidecars_volume(side: Sidecar, repo: Path) -> None:
+    """topogen-cmp's topogen writes its cache folder (the compiled start-up code, the kept
+    parses) where the sidecar's env points, its volume: the next render reads it."""
+    rendered = generate(side, plugin_application("lab"), repo)
+    assert rendered.error == ""
+    kept = side.root / "cache" / "topogen"
+    assert any(p.name.startswith("dataclasses-") for p in kept.iterdir()), sorted(kept.iterdir())
+
+
 def test_argocd_application_in_another_namespace_renders_its_cluster(
     side: Sidecar, repo: Path
 ) -> None:
