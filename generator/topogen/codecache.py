@@ -33,7 +33,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-__all__ = ["cache_root", "install"]
+__all__ = ["cache_root", "install", "write_atomically"]
 
 _MAX_ENTRIES = 512  # a module's texts: past this, a run keeps only what it used
 
@@ -99,20 +99,21 @@ class _CodeCache:
             codes = self.modules[module]
             if len(codes) > _MAX_ENTRIES:  # past this, only what this run used
                 codes = {k: v for k, v in codes.items() if k in self.used[module]}
-            _write(file, marshal.dumps(codes))
+            write_atomically(file, marshal.dumps(codes))
 
 
-def _write(file: Path, data: bytes) -> None:
-    """file's new content, or (an error) the old one: a temporary file renamed."""
-    import tempfile  # only when something new was compiled
-
+def write_atomically(path: Path, data: bytes) -> None:
+    """path's new content, or (an error) the old one: a temporary file of this process in
+    the same folder, renamed; never a link followed. The caches' one way to write."""
     with contextlib.suppress(OSError):
-        file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".tmp-")
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = path.parent / f".tmp-{os.getpid()}-{path.name}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(tmp, flags, 0o600)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
-            os.replace(tmp, file)
+            os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)

@@ -31,7 +31,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from topogen.codecache import cache_root
+from topogen.codecache import cache_root, write_atomically
 
 try:  # built in: hashlib would load OpenSSL first
     from _blake2 import blake2b as _digest
@@ -86,7 +86,7 @@ def store(digest: str, docs: list[Any]) -> None:
     if len(payload) > MAX_BYTES // 4:
         return
     check = _digest(payload, digest_size=_CHECK).digest()
-    _write(file, (_MAGIC, check, payload))
+    write_atomically(file, b"".join((_MAGIC, check, payload)))
     _evict(file.parent)
 
 
@@ -117,23 +117,6 @@ def _parser_tag() -> str | None:
         except OSError:
             return None
     return h.hexdigest()
-
-
-def _write(file: Path, parts: tuple[bytes, ...]) -> None:
-    """A new entry, whole or not at all: a temporary file renamed (another run writing the
-    same entry writes the same bytes)."""
-    tmp = file.with_name(f".tmp-{os.getpid()}-{file.name}")
-    with contextlib.suppress(OSError):
-        file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                for part in parts:
-                    f.write(part)
-            os.replace(tmp, file)
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
 
 
 def _evict(folder: Path) -> None:

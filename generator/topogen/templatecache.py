@@ -31,7 +31,7 @@ from pathlib import Path
 from types import CodeType, ModuleType
 from typing import TYPE_CHECKING, Any
 
-from topogen.codecache import cache_root
+from topogen.codecache import cache_root, write_atomically
 
 try:  # the built-in module: hashlib would load OpenSSL first
     from _blake2 import blake2b as _blake2b
@@ -220,7 +220,7 @@ class TemplateLoader:
                     return code
         code = environment.compile(source, name, filename)
         if kept is not None:
-            _write_atomically(kept, marshal.dumps(code))
+            write_atomically(kept, marshal.dumps(code))
         return code
 
 
@@ -256,7 +256,7 @@ def kept_code(
                 return entry[1]  # type: ignore[no-any-return]
     code = make()
     if kept is not None:
-        _write_atomically(kept, marshal.dumps(("code", code)))
+        write_atomically(kept, marshal.dumps(("code", code)))
     return code
 
 
@@ -275,21 +275,3 @@ def _is_kept_code(entry: object) -> bool:
     if type(entry) is not tuple or len(entry) != 2 or entry[0] != "code":
         return False
     return entry[1] is None or type(entry[1]) is CodeType
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """path's new content, or (an error) the old one: a temporary file of this process
-    in the same folder, renamed; never a link followed."""
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = path.parent / f".tmp-{os.getpid()}-{path.name}"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(tmp, flags, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
