@@ -115,6 +115,14 @@ def cli_reference() -> str:
         "**3** an internal error (a bug: one line; `TOPOGEN_DEBUG=1` shows the traceback). "
         "Each command below says what 0, 1 and 2 mean for it.",
         "",
+        "Environment, on every command: `TOPOGEN_JOBS=N` sets how many processes share "
+        "out a fleet's work (1: one process; default: the cores, at most 4, for large "
+        "inputs only); topogen keeps what one run can reuse in the next (its compiled "
+        "start-up code, the parses of input files of 256 KiB or more, each keyed by what it "
+        "was made from) in `$XDG_CACHE_HOME/topogen`, else `~/.cache/topogen`, and runs "
+        "without it when it cannot be written; `TOPOGEN_PARSE_CACHE=0` parses every input "
+        "again.",
+        "",
         "| command | what |",
         "| --- | --- |",
     ]
