@@ -27,6 +27,7 @@ import contextlib
 import marshal
 import os
 import sys
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ try:  # built in: hashlib would load OpenSSL first
 except ImportError:  # pragma: no cover (a Python built without it)
     from hashlib import blake2b as _digest
 
-__all__ = ["MAX_BYTES", "MAX_ENTRIES", "MIN_BYTES", "load", "store"]
+__all__ = ["MAX_BYTES", "MAX_ENTRIES", "MIN_BYTES", "documents"]
 
 MIN_BYTES = 256 * 1024  # below this, parsing is about as fast as loading an entry
 MAX_ENTRIES = 64
@@ -47,7 +48,19 @@ _MAGIC = b"topogen-parsed-1\n"
 _CHECK = 20  # bytes of the payload's digest, after the magic
 
 
-def load(digest: str) -> list[Any] | None:
+def documents(size: int, digest: str, parse: Callable[[], list[Any]]) -> list[Any]:
+    """parse() of a file of `size` bytes with this digest: the documents kept for it, else
+    parsed and, when the file is large enough, kept."""
+    if size < MIN_BYTES:
+        return parse()
+    docs = _load(digest)
+    if docs is None:
+        docs = parse()
+        _store(digest, docs)
+    return docs
+
+
+def _load(digest: str) -> list[Any] | None:
     """The documents kept for a file whose bytes have this digest, or None."""
     file = _entry(digest)
     if file is None:
@@ -74,7 +87,7 @@ def load(digest: str) -> list[Any] | None:
     return docs
 
 
-def store(digest: str, docs: list[Any]) -> None:
+def _store(digest: str, docs: list[Any]) -> None:
     """Keep a successful parse's documents (when marshal holds them as they are)."""
     file = _entry(digest)
     if file is None:

@@ -52,6 +52,15 @@ def _read(path: Path) -> list[Any]:
     return [d.data for d in yamlio.iter_documents([path])]
 
 
+def _parsed_each_time(path: Path, parses: list[str], cache: Path) -> list[Any]:
+    """Two reads of the file, each parsed, nothing kept; the first read's documents."""
+    first = _read(path)
+    _read(path)
+    assert len(parses) == 2
+    assert not cache.exists() or not list(cache.iterdir())
+    return first
+
+
 def _same(a: Any, b: Any) -> None:
     """Equal, and of the same type at every level (1, 1.0 and True are equal in Python)."""
     assert type(a) is type(b), (a, b)
@@ -190,29 +199,23 @@ def test_values_marshal_cannot_hold_are_parsed_each_time(
     tmp_path: Path, cache: Path, parses: list[str]
 ) -> None:
     path = _yaml_file(tmp_path, YAML_DOC + "  when: 2001-12-14\n")
-    first = _read(path)
+    first = _parsed_each_time(path, parses, cache)
     assert first[0]["data"]["when"] == datetime.date(2001, 12, 14)
-    _read(path)
-    assert len(parses) == 2
-    assert not cache.exists() or not list(cache.iterdir())
 
 
 def test_small_files_are_not_kept(tmp_path: Path, cache: Path, parses: list[str]) -> None:
     path = tmp_path / "small.yaml"
     path.write_text(YAML_DOC.format(i=0), encoding="utf-8")
-    _read(path)
-    _read(path)
-    assert len(parses) == 2 and not cache.exists()
+    _parsed_each_time(path, parses, cache)
+    assert not cache.exists()
 
 
 def test_it_can_be_turned_off(
     tmp_path: Path, cache: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TOPOGEN_PARSE_CACHE", "0")
-    path = _yaml_file(tmp_path)
-    _read(path)
-    _read(path)
-    assert len(parses) == 2 and not cache.exists()
+    _parsed_each_time(_yaml_file(tmp_path), parses, cache)
+    assert not cache.exists()
 
 
 def test_an_unwritable_cache_is_skipped(

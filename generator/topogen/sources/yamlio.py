@@ -163,13 +163,9 @@ def _parsed(raw: bytes, shown: str) -> list[Any]:
     key = (shown, digest)
     hit = _PARSED.get(key)
     if hit is None:
-        kept = len(raw) >= parsecache.MIN_BYTES
-        hit = parsecache.load(digest) if kept else None
-        if hit is None:
-            hit = load_yaml_bytes(raw, shown)
-            if kept:
-                parsecache.store(digest, hit)
-        _PARSED[key] = hit
+        hit = _PARSED[key] = parsecache.documents(
+            len(raw), digest, lambda: load_yaml_bytes(raw, shown)
+        )
         while len(_PARSED) > _PARSED_KEEP:
             _PARSED.popitem(last=False)
     else:
