@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from topogen.analysis.domains import CannotRun, _Repinned
+from topogen.analysis.cannotrun import CannotRun, _Repinned
 from topogen.config import load_config
 from topogen.pipeline.analyze import analyze
 

@@ -70,6 +70,26 @@ def test_node_without_zone_label_is_a_zone_of_its_own() -> None:
     assert n.zone == "<no-zone>:cp-1"
 
 
+def _node(name: str, allocatable: str) -> str:
+    return f"""
+    apiVersion: v1
+    kind: Node
+    metadata: {{name: {name}}}
+    status: {{allocatable: {allocatable}}}
+    """
+
+
+def test_nodes_alike_share_no_allocatable_map_and_each_is_checked() -> None:
+    """A pool's nodes repeat one allocatable map (read once): each node still gets its own
+    copy, and a value equal to a good one but of another kind (true for 1) is judged anew."""
+    same = '{cpu: "1", pods: "110"}'
+    nodes = read_nodes(objects("---".join(_node(n, same) for n in "abc")), ZONE)
+    assert all(n.allocatable == {"cpu": 1, "pods": 110} for n in nodes)
+    assert len({id(n.allocatable) for n in nodes}) == 3
+    with pytest.raises(InputError, match=r"Node c: status.allocatable.cpu is not a quantity: True"):
+        read_nodes(objects(_node("a", "{cpu: 1}") + "---" + _node("c", "{cpu: true}")), ZONE)
+
+
 @pytest.mark.parametrize("field", ["unschedulable: 'false'", "unschedulable: 1"])
 def test_node_booleans_must_be_booleans(field: str) -> None:
     with pytest.raises(InputError, match="unschedulable must be true or false"):

@@ -4,7 +4,8 @@ Placement: nodeindex (node classes, the run's placement caches), fit (does a nod
 template), placement, packing. Reachability: reachability (PolicyIndex, verdicts),
 selection (its indexes). Paths of a job: families (identity families, matrices, Engine),
 zonepaths (JobPaths), links (pod affinity), paths, bits. Per job and group: members,
-groups, findings, domains; cluster (ClusterIndex: what a cluster's groups share), context.
+groups, findings, domains (cannotrun: a domain's problems, texts made when read); cluster
+(ClusterIndex: what a cluster's groups share), context.
 
 The names below are imported from their modules on first use, so a command that needs
 only reachability (connectivity, explain) does not import placement, findings and the

@@ -8,6 +8,7 @@ an object made per cluster and run, never in the model's frozen objects.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -96,6 +97,30 @@ class OneZoneDomains:
     anywhere: tuple[tuple[Toleration, ...], ...]  # per zone: tolerate every taint
 
 
+def _by_zone(
+    nodes: Sequence[Node], gpus: Sequence[str], gpu_selector: tuple[tuple[str, str], ...]
+) -> dict[str, tuple[list[int], Counter[Fraction], set[Taint]]]:
+    """Per zone: its nodes' positions, how many existing nodes have each GPU count (of
+    those with GPUs), and the NoSchedule and NoExecute taints of its GPU nodes (a node
+    with GPUs, or one matching the GPU node selector: Topology.is_gpu_node)."""
+    out: dict[str, tuple[list[int], Counter[Fraction], set[Taint]]] = {}
+    for i, n in enumerate(nodes):
+        hit = out.get(n.zone)
+        if hit is None:
+            hit = out[n.zone] = ([], Counter(), set())
+        hit[0].append(i)
+        alloc = n.allocatable
+        has = [q for g in gpus if (q := alloc.get(g))]
+        if has and n.scale_up is None:
+            hit[1][sum(has, Fraction(0)) if len(has) > 1 else has[0]] += 1
+        gpu_node = any(q > 0 for q in has) or (
+            bool(gpu_selector) and all(n.labels.get(k) == v for k, v in gpu_selector)
+        )
+        if gpu_node and n.taints:
+            hit[2].update(t for t in n.taints if t.effect in ("NoSchedule", "NoExecute"))
+    return out
+
+
 class ClusterIndex:
     """One cluster's inputs for a run, and what its groups share (module docstring)."""
 
@@ -131,6 +156,9 @@ class ClusterIndex:
         self.zone_bits = {z: 1 << i for i, z in enumerate(topology.zones)}
         # pack() results per job shape and domain set (see domains._JobInDomains)
         self.packs: dict[tuple[object, ...], Packs] = {}
+        # per domain, how many of a job's members may land there now: by the members'
+        # zones and the domain set (domains._already_eligible)
+        self.eligible: dict[tuple[object, ...], tuple[int, ...]] = {}
         self._engines: dict[tuple[str | None, PortSet], Engine] = {}
         self._candidates: dict[tuple[bool, str | None], list[tuple[str, tuple[str, ...]]]] = {}
         self._domains: dict[tuple[tuple[str, tuple[str, ...]], ...], Domains] = {}
@@ -176,18 +204,12 @@ class ClusterIndex:
         if self._by_zone is None:
             topology = self.topology
             gpus = topology.gpu_resources
+            sel = tuple(topology.gpu_node_selector.items())
             out: dict[str, tuple[list[int], Fraction, set[Taint]]] = {}
-            for i, n in enumerate(topology.nodes):
-                hit = out.get(n.zone)
-                if hit is None:
-                    hit = out[n.zone] = ([], Fraction(0), set())
-                hit[0].append(i)
-                if n.scale_up is None:
-                    now = sum((n.allocatable.get(g, Fraction(0)) for g in gpus), Fraction(0))
-                    if now:
-                        hit = out[n.zone] = (hit[0], hit[1] + now, hit[2])
-                if topology.is_gpu_node(n):
-                    hit[2].update(t for t in n.taints if t.effect in ("NoSchedule", "NoExecute"))
+            for zone, (positions, counts, taints) in _by_zone(topology.nodes, gpus, sel).items():
+                # a zone's nodes repeat a few GPU counts: each multiplied once, not added per node
+                now = sum((q * k for q, k in counts.items()), Fraction(0))
+                out[zone] = (positions, now, taints)
             self._by_zone = out
         return self._by_zone
 

@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from fractions import Fraction
 from operator import attrgetter
 
+from topogen.analysis.cannotrun import CannotRun
 from topogen.analysis.cluster import Domains, Packs
 from topogen.analysis.context import AnalysisContext
 from topogen.analysis.families import Family, Side
 from topogen.analysis.job_fit import PodDemand, pack, pack_pods, room
 from topogen.analysis.links import LinkView, linked_pairs, links
 from topogen.analysis.members import Member
-from topogen.analysis.nodeindex import NodeIndex
-from topogen.analysis.placement import PinnedPlacements, place_in_domains
-from topogen.analysis.provisioning import PoolRoom, Provisioning
+from topogen.analysis.placement import place_in_domains
+from topogen.analysis.provisioning import PoolRoom
 from topogen.analysis.zonepaths import JobPaths
-from topogen.model import PodAffinityTerm, PodTemplate, Toleration
+from topogen.model import PodAffinityTerm, Toleration
 
-__all__ = ["CannotRun", "DomainCheck", "check_domain", "check_domains"]
+__all__ = ["DomainCheck", "check_domain", "check_domains"]
 
 # a domain's blocked paths: the first three described, and every policy blocking one
 Blocked = tuple[tuple[str, ...], frozenset[str]]
@@ -60,115 +60,6 @@ _FIELDS = tuple(f.name for f in fields(DomainCheck))
 _field_values: Callable[[DomainCheck], tuple[object, ...]] = attrgetter(*_FIELDS)
 
 
-class CannotRun(Sequence[str]):
-    """The problems of a domain some members cannot run in, one per such member: how many
-    is known at once, the texts (why no node of the domain takes the member) are made when
-    first read. Most domains' problems are never read; where they are, only the first.
-    Equal to, hashed like and pickled as the tuple of its texts."""
-
-    __slots__ = ("_domain", "_failing", "_provisioning", "_texts", "_zones")
-
-    def __init__(
-        self,
-        domain: tuple[int, str, tuple[str, ...]],
-        failing: Sequence[tuple[str, str, PinnedPlacements | _Repinned]],
-        provisioning: Provisioning,
-    ) -> None:
-        self._domain = domain  # (position among the candidates, name, zones)
-        self._failing = failing  # (role, name, placements) of each member that cannot run
-        self._provisioning = provisioning
-        self._texts: tuple[str, ...] | None = None
-
-    def recipe(
-        self, shared: Callable[[object], bool]
-    ) -> tuple[Callable[..., CannotRun], tuple[object, ...]] | None:
-        """How a worker sends it to the parent without making its texts (most are never
-        read): per failing member its template and the domain's extra tolerations, with
-        the node index and the provisioning, which must be `shared` (the parent's own,
-        parallel.Shared); the parent places the member again in this one domain if a text
-        is read. None once its texts are made, for one rebuilt so, or when the index is
-        not shared (then the texts are sent)."""
-        if self._texts is not None or not self._failing:
-            return None
-        d, name, zones = self._domain
-        failing = []
-        for role, member, p in self._failing:
-            if not isinstance(p, PinnedPlacements):
-                return None
-            failing.append((role, member, p.template, p.extra[d]))
-        idx = self._failing[0][2].idx
-        if not (shared(idx) and shared(self._provisioning)):
-            return None
-        return _rebuilt, (name, zones, tuple(failing), idx, self._provisioning)
-
-    def texts(self) -> tuple[str, ...]:
-        if self._texts is None:
-            d, name, zones = self._domain
-            gap = self._provisioning.gaps(zones)
-            tail = f"; {gap}" if gap else ""
-            self._texts = tuple(
-                f"{role} {member} cannot run in {name}: {pinned.why_not(d)}{tail}"
-                for role, member, pinned in self._failing
-            )
-        return self._texts
-
-    def __len__(self) -> int:
-        return len(self._failing)
-
-    def __getitem__(self, k):  # type: ignore[no-untyped-def]
-        return self.texts()[k]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.texts())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, CannotRun):
-            other = other.texts()
-        return isinstance(other, tuple) and self.texts() == other
-
-    def __hash__(self) -> int:
-        return hash(self.texts())
-
-    def __repr__(self) -> str:
-        return repr(self.texts())
-
-    def __reduce__(self) -> tuple[type[tuple[str, ...]], tuple[tuple[str, ...]]]:
-        return tuple, (self.texts(),)
-
-
-class _Repinned:
-    """A member pinned to one domain, placed again (PinnedPlacements) when asked why not."""
-
-    __slots__ = ("extra", "idx", "template", "zones")
-
-    def __init__(
-        self,
-        idx: NodeIndex,
-        template: PodTemplate,
-        zones: tuple[str, ...],
-        extra: Sequence[Toleration],
-    ) -> None:
-        self.idx, self.template, self.zones, self.extra = idx, template, zones, extra
-
-    def why_not(self, d: int) -> str:
-        return PinnedPlacements(self.idx, self.template, (self.zones,), (self.extra,)).why_not(0)
-
-
-def _rebuilt(
-    name: str,
-    zones: tuple[str, ...],
-    failing: tuple[tuple[str, str, PodTemplate, Sequence[Toleration]], ...],
-    idx: NodeIndex,
-    provisioning: Provisioning,
-) -> CannotRun:
-    """CannotRun.recipe's object again, in the parent."""
-    return CannotRun(
-        (0, name, zones),
-        [(role, member, _Repinned(idx, t, zones, extra)) for role, member, t, extra in failing],
-        provisioning,
-    )
-
-
 def check_domain(
     members: Sequence[Member], name: str, zones: tuple[str, ...], ctx: AnalysisContext
 ) -> DomainCheck:
@@ -193,8 +84,11 @@ def check_domains(
             if want is not None:
                 gpus_needed += want * m.replicas
     label = ctx.identity_label
-    member_zones = [ctx.cluster.zones_mask(m.placement.zones) for m in members]
+    eligible = _already_eligible(members, doms, ctx)
     packs = job.packs()
+    # one-zone domains whose pairs need no per-domain check: only those of these zones
+    # can be blocked (None: ask every domain)
+    maybe_blocked = job.blocked_zones()
     runs = [p.nonempty_mask() for p in job.pinned]  # per member: the domains it can run in
     every = (1 << len(doms.names)) - 1
     cannot = 0  # the domains some member cannot run in
@@ -216,18 +110,18 @@ def check_domains(
             ]
             problems = CannotRun((d, name, zones), failing, ctx.cluster.provisioning)
         else:
-            blocked = job.blocked(d)
+            quiet = maybe_blocked is not None and not maybe_blocked & doms.masks[d]
+            blocked = None if quiet else job.blocked(d)
             if blocked:
                 traffic_ok = False
                 problems = tuple(blocked[0])
                 policies = tuple(sorted(blocked[1]))
             else:
-                fits, short, opened = job.pack(packs, d)
+                fits, short, opened = packs[d] or job.pack(packs, d)
                 if short:
                     problems = (short,)  # the domain's name is said where it is shown
                 elif opened:
                     scale_up = _scale_up_texts(opened, ctx)
-        mask = doms.masks[d]
         out.append(
             DomainCheck(
                 name,
@@ -240,13 +134,29 @@ def check_domains(
                 policies,
                 doms.gpus_free[d],
                 gpus_needed,
-                sum(1 for zm in member_zones if zm & mask),
+                eligible[d],
                 doms.gpus_now[d],
                 doms.rooms[d],
                 scale_up,
             )
         )
     return out
+
+
+def _already_eligible(
+    members: Sequence[Member], doms: Domains, ctx: AnalysisContext
+) -> tuple[int, ...]:
+    """Per domain: how many members may land there now (before topogen pins them), shared
+    by the jobs whose members may land in the same zones."""
+    zones = tuple(ctx.cluster.zones_mask(m.placement.zones) for m in members)
+    key = (zones, id(doms))
+    hit = ctx.cluster.eligible.get(key)
+    if hit is None:
+        ctx.cluster.keep(doms)
+        hit = ctx.cluster.eligible[key] = tuple(
+            sum(1 for zm in zones if zm & mask) for mask in doms.masks
+        )
+    return hit
 
 
 def _scale_up_texts(opened: Sequence[tuple[str, str]], ctx: AnalysisContext) -> tuple[str, ...]:
@@ -357,16 +267,27 @@ class _JobInDomains:
             )
         return JobPaths(eng, sides)
 
-    def blocked(self, d: int) -> Blocked | None:
-        """Domain d's blocked paths: (the first three described, every policy), or None."""
+    def blocked_zones(self) -> int | None:
+        """Where every domain is one zone and no member pair needs a per-domain check
+        (_diagonal_setup): the zones (bits over the topology's) whose domain blocked() may
+        find a path in; None: any domain may have one."""
+        diagonal = self._diagonal_of()
+        return diagonal[0] if diagonal is not None and not diagonal[1] else None
+
+    def _diagonal_of(self) -> tuple[int, bool] | None:
         if not self._diagonal_ready:
             self._diagonal = self._diagonal_setup()
             self._diagonal_ready = True
-        if self._diagonal is None:
+        return self._diagonal
+
+    def blocked(self, d: int) -> Blocked | None:
+        """Domain d's blocked paths: (the first three described, every policy), or None."""
+        diagonal = self._diagonal_of()
+        if diagonal is None:
             return self._paths_blocked(d)
         eng = self.ctx.engine
         z = eng.zone_index[self.doms.zones[d][0]]
-        uniform, per_domain = self._diagonal
+        uniform, per_domain = diagonal
         if not uniform >> z & 1 and not per_domain:
             return None
         texts: list[str] = []

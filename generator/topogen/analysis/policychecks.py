@@ -23,7 +23,14 @@ from topogen.cilium.identity import (
     is_reserved,
 )
 from topogen.cilium.labelfilter import label_filter
-from topogen.model import LabelSelector, Namespace, PolicyRef, PolicySet, Workload
+from topogen.model import (
+    LabelSelector,
+    Namespace,
+    PolicyRef,
+    PolicyRule,
+    PolicySet,
+    Workload,
+)
 
 __all__ = ["KeyUse", "policy_notes", "policy_warnings", "selector_keys"]
 
@@ -41,40 +48,57 @@ class KeyUse:
     namespace: str = ""
 
 
-def _uses(ref: PolicyRef, sel: LabelSelector) -> Iterable[KeyUse]:
+def _uses(sel: LabelSelector) -> Iterable[tuple[str, bool, str]]:
+    """(key, required, the one namespace it is pinned to or "") per key the selector reads."""
     pinned = {v for k, v in sel.match_labels if k == NAMESPACE_KEY}
     ns = next(iter(pinned)) if len(pinned) == 1 else ""
     for k, _ in sel.match_labels:
-        yield KeyUse(ref, k, True, ns)
+        yield k, True, ns
     for r in sel.match_expressions:
-        yield KeyUse(ref, r.key, r.operator in ("In", "Exists"), ns)
+        yield r.key, r.operator in ("In", "Exists"), ns
+
+
+def _pod_facing(key: str) -> bool:
+    """A key of the pod's own labels (not Cilium's, a reserved one or the node's)."""
+    return not (
+        key == NAMESPACE_KEY
+        or is_reserved(key)
+        or key.startswith(NODE_SOURCE_PREFIX)
+        or (key.startswith(CILIUM_OWNED_PREFIX) and not key.startswith(CILIUM_NS_LABEL_PREFIX))
+    )
 
 
 def selector_keys(policies: PolicySet) -> list[KeyUse]:
     """Every label key the pod-facing selectors of the policies read (Cilium's own keys,
-    reserved and node-source keys left out)."""
-    out: set[KeyUse] = set()
+    reserved and node-source keys left out), in KeyUse order. A fleet's rules share
+    selectors: each is read once per policy."""
+    found: set[tuple[PolicyRef, str, bool, str]] = set()
+    read: set[tuple[PolicyRef, int]] = set()  # (policy, id of a selector it holds)
+    facing: dict[str, bool] = {}
+
+    def add(ref: PolicyRef, sel: LabelSelector) -> None:
+        if (ref, id(sel)) in read:
+            return
+        read.add((ref, id(sel)))
+        for key, required, ns in _uses(sel):
+            ok = facing.get(key)
+            if ok is None:
+                ok = facing[key] = _pod_facing(key)
+            if ok:
+                found.add((ref, key, required, ns))
+
     for rule in policies.rules:
-        sels = [] if rule.subject_host else [rule.subject]
-        sels += [p.selector for p in rule.peers if p.kind == "endpoints"]
-        for sel in sels:
-            out.update(_uses(rule.policy, sel))
+        if not rule.subject_host:
+            add(rule.policy, rule.subject)
+        for peer in rule.peers:
+            if peer.kind == "endpoints":
+                add(rule.policy, peer.selector)
     for iso in policies.isolations:
         if not iso.subject_host:
-            out.update(_uses(iso.policy, iso.subject))
-    return sorted(
-        u
-        for u in out
-        if not (
-            u.key == NAMESPACE_KEY
-            or is_reserved(u.key)
-            or u.key.startswith(NODE_SOURCE_PREFIX)
-            or (
-                u.key.startswith(CILIUM_OWNED_PREFIX)
-                and not u.key.startswith(CILIUM_NS_LABEL_PREFIX)
-            )
-        )
-    )
+            add(iso.policy, iso.subject)
+    # KeyUse's order, PolicyRef's fields compared as plain values
+    order = sorted(found, key=lambda u: (u[0].kind, u[0].namespace, u[0].name, *u[1:]))
+    return [KeyUse(*u) for u in order]
 
 
 def policy_warnings(
@@ -160,20 +184,27 @@ def policy_notes(
 ) -> list[str]:
     """The notes of rules (L7, authentication, FQDN, toServices without a selector) whose
     subject selects a pod of these workloads: what topogen's verdicts do not cover."""
-    noted = [r for r in index.policies.rules if r.notes]
+    # the rules with notes, by the namespace whose pods they may select (None: any)
+    noted: dict[str | None, list[PolicyRule]] = {}
+    for r in index.policies.rules:
+        if r.notes and not r.subject_host:
+            noted.setdefault(r.subject_namespace, []).append(r)
     if not noted:
         return []
+    anywhere = noted.get(None, [])
     out: set[str] = set()
     for w in workloads:
         if w.template.host_network:
+            continue
+        rules = noted.get(w.namespace, [])
+        rules = [*anywhere, *rules] if anywhere else rules  # any order: the notes are sorted
+        if not rules:
             continue
         t = w.template
         ep = index.identity(
             pod_endpoint(t.labels, w.namespace, namespaces, t.ports, t.service_account)
         )
-        for rule in noted:
-            if rule.subject_namespace not in (None, w.namespace) or rule.subject_host:
-                continue
+        for rule in rules:
             if rule.subject.matches(ep.labels):
                 out.update(f"{w.namespace}/{w.name}: {n}" for n in rule.notes)
     return sorted(out)

@@ -45,7 +45,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from topogen.analysis.domains import CannotRun, DomainCheck
+from topogen.analysis.cannotrun import CannotRun
+from topogen.analysis.domains import DomainCheck
 from topogen.analysis.paths import BlockedPaths
 from topogen.analysis.placed import Placement
 from topogen.model import Node

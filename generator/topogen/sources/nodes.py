@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from fractions import Fraction
 from typing import Any
 
 from topogen.errors import InputError
@@ -48,8 +49,29 @@ def node_from_object(obj: KubeObject, zone_label: str, *, strict_cidrs: bool = T
     spec = as_map(obj.body.get("spec"), "spec", obj)
     status = as_map(obj.body.get("status"), "status", obj)
     taints = read_taints(spec.get("taints"), "spec.taints", obj)
+    return Node(
+        name=obj.name,
+        labels=labels,
+        taints=taints,
+        allocatable=_allocatable(status.get("allocatable"), obj),
+        unschedulable=as_bool(spec.get("unschedulable"), "spec.unschedulable", obj),
+        pod_cidrs=_pod_cidrs(spec, obj, strict_cidrs),
+        zone=labels.get(zone_label) or f"{NO_ZONE_PREFIX}{obj.name}",
+    )
+
+
+def _allocatable(raw: Any, obj: KubeObject) -> dict[str, Fraction]:
+    """status.allocatable, each a quantity checked as the API server checks it. The nodes
+    of a pool have the same map: read once, copied for each node."""
+    try:
+        key = tuple(raw.items()) if type(raw) is dict else None
+        hit = _ALLOCATABLES.get(key) if key is not None else None
+    except TypeError:  # a value that is no scalar: the error is told below
+        key = hit = None
+    if hit is not None:
+        return dict(hit)
     allocatable = {}
-    for k, v in as_map(status.get("allocatable"), "status.allocatable", obj).items():
+    for k, v in as_map(raw, "status.allocatable", obj).items():
         quantity = parse_quantity(v, f"status.allocatable.{k}", obj)
         problem = quantity_problem(str(k), quantity)
         if problem:
@@ -57,15 +79,15 @@ def node_from_object(obj: KubeObject, zone_label: str, *, strict_cidrs: bool = T
                 f"{obj.where()}: status.allocatable.{k}: {problem}, got {v!r}", path=obj.path
             )
         allocatable[str(k)] = quantity
-    return Node(
-        name=obj.name,
-        labels=labels,
-        taints=taints,
-        allocatable=allocatable,
-        unschedulable=as_bool(spec.get("unschedulable"), "spec.unschedulable", obj),
-        pod_cidrs=_pod_cidrs(spec, obj, strict_cidrs),
-        zone=labels.get(zone_label) or f"{NO_ZONE_PREFIX}{obj.name}",
-    )
+    # kept only where every value is a string: an equal key then holds the same strings
+    # (1, 1.0 and True are equal keys, and True is no quantity)
+    if key is not None and len(_ALLOCATABLES) < 1_000 and all(type(v) is str for _, v in key):
+        _ALLOCATABLES[key] = allocatable
+    return dict(allocatable)
+
+
+# status.allocatable's items -> the map read from them (a fleet has a few hundred)
+_ALLOCATABLES: dict[tuple[tuple[Any, Any], ...], dict[str, Fraction]] = {}
 
 
 def _pod_cidrs(spec: Mapping[str, Any], obj: KubeObject, strict: bool) -> tuple[str, ...]:
