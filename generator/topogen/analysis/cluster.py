@@ -159,6 +159,7 @@ class ClusterIndex:
         # per domain, how many of a job's members may land there now: by the members'
         # zones and the domain set (domains._already_eligible)
         self.eligible: dict[tuple[object, ...], tuple[int, ...]] = {}
+        self._identities: dict[tuple[int, str | None], tuple[tuple[str, str] | None, ...]] = {}
         self._engines: dict[tuple[str | None, PortSet], Engine] = {}
         self._candidates: dict[tuple[bool, str | None], list[tuple[str, tuple[str, ...]]]] = {}
         self._domains: dict[tuple[tuple[str, tuple[str, ...]], ...], Domains] = {}
@@ -245,6 +246,19 @@ class ClusterIndex:
             rooms,
             tuple(any(n.scale_up is not None for n in ns) for ns in nodes),
         )
+
+    def identities(self, doms: Domains, label: str | None) -> tuple[tuple[str, str] | None, ...]:
+        """Per domain: the identity label and value a job pinned there is stamped with (a
+        one-zone domain's zone), else None. The same tuples for every job: a worker's
+        results pickle each once."""
+        key = (id(doms), label)
+        hit = self._identities.get(key)
+        if hit is None:
+            self.keep(doms)
+            hit = self._identities[key] = tuple(
+                (label, zones[0]) if label and len(zones) == 1 else None for zones in doms.zones
+            )
+        return hit
 
     def zones_mask(self, zones: Sequence[str]) -> int:
         """The zones as bits over topology.zones."""

@@ -83,7 +83,7 @@ def check_domains(
             want = m.template.requests.get(g)
             if want is not None:
                 gpus_needed += want * m.replicas
-    label = ctx.identity_label
+    identities = ctx.cluster.identities(doms, ctx.identity_label)
     eligible = _already_eligible(members, doms, ctx)
     packs = job.packs()
     # one-zone domains whose pairs need no per-domain check: only those of these zones
@@ -127,7 +127,7 @@ def check_domains(
                 name,
                 zones,
                 doms.tolerations[d],
-                (label, zones[0]) if label and len(zones) == 1 else None,
+                identities[d],
                 traffic_ok,
                 fits,
                 problems,
@@ -205,9 +205,7 @@ class _JobInDomains:
         ]
 
     def identity(self, d: int) -> tuple[str, str] | None:
-        label = self.ctx.identity_label
-        zones = self.doms.zones[d]
-        return (label, zones[0]) if label and len(zones) == 1 else None
+        return self.ctx.cluster.identities(self.doms, self.ctx.identity_label)[d]
 
     def _affinity_of(self, m: Member) -> tuple[PodAffinityTerm, ...]:
         t = m.template
