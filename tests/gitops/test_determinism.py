@@ -209,16 +209,16 @@ def test_a_write_failing_half_way_leaves_the_tree(
     previous: tuple[Path, Path, dict[str, bytes]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config, out, before = previous
-    real = Path.write_bytes
+    real = os.write
     calls = {"n": 0}
 
-    def flaky(self: Path, *args: Any, **kwargs: Any) -> int:
+    def flaky(fd: int, data: Any) -> int:  # the disk fills up at the seventh write
         calls["n"] += 1
         if calls["n"] == 7:
             raise OSError(28, "No space left on device")
-        return real(self, *args, **kwargs)
+        return real(fd, data)
 
-    monkeypatch.setattr(Path, "write_bytes", flaky)
+    monkeypatch.setattr(os, "write", flaky)
     result = _invoke(config, out)
     assert result.exit_code == 2 and "No space left on device" in result.stderr
     assert len(result.stderr.splitlines()) == 1, result.stderr  # one line, as every refusal
