@@ -1,6 +1,6 @@
 """A domain's cannot-run problems: one per member that cannot run there, its text (why no
 node of the domain takes the member) made when first read; sent from a worker to the
-parent as what is needed to make it there (parallel.py)."""
+parent as what is needed to make it there (pipeline/transfer.py)."""
 
 from __future__ import annotations
 

@@ -56,7 +56,7 @@ class BlockedPaths(Sequence[Any]):
         self._count = count
         self._produce = produce
         self._items: list[Any] | None = None
-        self.members = members  # the job's members they are listed from (see pipeline/parallel.py)
+        self.members = members  # the job's members they are listed from (see pipeline/transfer.py)
 
     def _all(self) -> list[Any]:
         if self._items is None:
