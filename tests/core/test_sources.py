@@ -88,6 +88,8 @@ def test_nodes_alike_share_no_allocatable_map_and_each_is_checked() -> None:
     assert len({id(n.allocatable) for n in nodes}) == 3
     with pytest.raises(InputError, match=r"Node c: status.allocatable.cpu is not a quantity: True"):
         read_nodes(objects(_node("a", "{cpu: 1}") + "---" + _node("c", "{cpu: true}")), ZONE)
+    named = read_nodes(objects(_node("a", '{1: "2"}') + "---" + _node("b", '{true: "2"}')), ZONE)
+    assert [list(n.allocatable) for n in named] == [["1"], ["True"]]
 
 
 @pytest.mark.parametrize("field", ["unschedulable: 'false'", "unschedulable: 1"])

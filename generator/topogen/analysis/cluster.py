@@ -97,26 +97,21 @@ class OneZoneDomains:
     anywhere: tuple[tuple[Toleration, ...], ...]  # per zone: tolerate every taint
 
 
-def _by_zone(
-    nodes: Sequence[Node], gpus: Sequence[str], gpu_selector: tuple[tuple[str, str], ...]
-) -> dict[str, tuple[list[int], Counter[Fraction], set[Taint]]]:
+def _by_zone(topology: Topology) -> dict[str, tuple[list[int], Counter[Fraction], set[Taint]]]:
     """Per zone: its nodes' positions, how many existing nodes have each GPU count (of
-    those with GPUs), and the NoSchedule and NoExecute taints of its GPU nodes (a node
-    with GPUs, or one matching the GPU node selector: Topology.is_gpu_node)."""
+    those with GPUs), and the NoSchedule and NoExecute taints of its GPU nodes."""
+    gpus = topology.gpu_resources
     out: dict[str, tuple[list[int], Counter[Fraction], set[Taint]]] = {}
-    for i, n in enumerate(nodes):
+    for i, n in enumerate(topology.nodes):
         hit = out.get(n.zone)
         if hit is None:
             hit = out[n.zone] = ([], Counter(), set())
         hit[0].append(i)
-        alloc = n.allocatable
-        has = [q for g in gpus if (q := alloc.get(g))]
-        if has and n.scale_up is None:
-            hit[1][sum(has, Fraction(0)) if len(has) > 1 else has[0]] += 1
-        gpu_node = any(q > 0 for q in has) or (
-            bool(gpu_selector) and all(n.labels.get(k) == v for k, v in gpu_selector)
-        )
-        if gpu_node and n.taints:
+        if n.scale_up is None:
+            has = [q for g in gpus if (q := n.allocatable.get(g))]
+            if has:
+                hit[1][sum(has, Fraction(0)) if len(has) > 1 else has[0]] += 1
+        if n.taints and topology.is_gpu_node(n):
             hit[2].update(t for t in n.taints if t.effect in ("NoSchedule", "NoExecute"))
     return out
 
@@ -203,11 +198,8 @@ class ClusterIndex:
         """Per zone: its nodes' positions, their GPUs (existing nodes), the NoSchedule and
         NoExecute taints of its GPU nodes: what every set of candidate domains sums."""
         if self._by_zone is None:
-            topology = self.topology
-            gpus = topology.gpu_resources
-            sel = tuple(topology.gpu_node_selector.items())
             out: dict[str, tuple[list[int], Fraction, set[Taint]]] = {}
-            for zone, (positions, counts, taints) in _by_zone(topology.nodes, gpus, sel).items():
+            for zone, (positions, counts, taints) in _by_zone(self.topology).items():
                 # a zone's nodes repeat a few GPU counts: each multiplied once, not added per node
                 now = sum((q * k for q, k in counts.items()), Fraction(0))
                 out[zone] = (positions, now, taints)

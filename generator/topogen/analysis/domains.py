@@ -19,7 +19,7 @@ from topogen.analysis.provisioning import PoolRoom
 from topogen.analysis.zonepaths import JobPaths
 from topogen.model import PodAffinityTerm, Toleration
 
-__all__ = ["DomainCheck", "check_domain", "check_domains"]
+__all__ = ["DomainCheck", "check_domain", "check_domains", "domain_check_values"]
 
 # a domain's blocked paths: the first three described, and every policy blocking one
 Blocked = tuple[tuple[str, ...], frozenset[str]]
@@ -53,11 +53,13 @@ class DomainCheck:
 
     def __reduce__(self) -> tuple[type[DomainCheck], tuple[object, ...]]:
         """Pickled as its fields in order (a worker's results hold tens of thousands)."""
-        return DomainCheck, _field_values(self)
+        return DomainCheck, domain_check_values(self)
 
 
-_FIELDS = tuple(f.name for f in fields(DomainCheck))
-_field_values: Callable[[DomainCheck], tuple[object, ...]] = attrgetter(*_FIELDS)
+# a check's fields in order: DomainCheck(*domain_check_values(check)) is an equal check
+domain_check_values: Callable[[DomainCheck], tuple[object, ...]] = attrgetter(
+    *(f.name for f in fields(DomainCheck))
+)
 
 
 def check_domain(

@@ -183,7 +183,7 @@ def in_background(func: Callable[[], T], procs: int) -> Callable[[], T]:
         return func
     import pickle  # only when a copy is made (start-up)
 
-    from topogen.pipeline.transfer import read_all
+    from topogen.pipeline.transfer import read_all, write_all
 
     r, w = os.pipe()
     pid = os.fork()
@@ -193,10 +193,8 @@ def in_background(func: Callable[[], T], procs: int) -> Callable[[], T]:
             data = pickle.dumps(func(), protocol=pickle.HIGHEST_PROTOCOL)
         except BaseException:
             data = b""
-        view = memoryview(data)
         try:
-            while view:
-                view = view[os.write(w, view) :]
+            write_all(w, data)
         finally:
             os._exit(0)
     os.close(w)

@@ -21,13 +21,13 @@ from operator import attrgetter
 from typing import Any
 
 from topogen.analysis.cannotrun import CannotRun
-from topogen.analysis.domains import DomainCheck
+from topogen.analysis.domains import DomainCheck, domain_check_values
 from topogen.analysis.findings import JobAnalysis
 from topogen.analysis.paths import BlockedPaths
 from topogen.analysis.placed import Placement
 from topogen.pipeline.shared import Shared
 
-__all__ = ["Receiver", "Sender", "read_all"]
+__all__ = ["Receiver", "Sender", "read_all", "write_all"]
 
 _LENGTH = struct.Struct("<Q")  # a result's pickle follows its length
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
@@ -42,7 +42,6 @@ _current: Shared | None = None
 _ANALYSIS_FIELDS = tuple(f.name for f in fields(JobAnalysis))
 _DOMAINS_AT = _ANALYSIS_FIELDS.index("domains")
 _analysis_values = attrgetter(*_ANALYSIS_FIELDS)
-_domain_values = attrgetter(*(f.name for f in fields(DomainCheck)))
 
 
 class _Pickler(pickle.Pickler):
@@ -55,7 +54,7 @@ class _Pickler(pickle.Pickler):
             return obj.__reduce__()
         if type(obj) is JobAnalysis:  # its domain checks as rows (none is held elsewhere)
             values = list(_analysis_values(obj))
-            values[_DOMAINS_AT] = list(map(_domain_values, obj.domains))
+            values[_DOMAINS_AT] = list(map(domain_check_values, obj.domains))
             return _analysis, tuple(values)
         s = self.shared
         i = s.ids.get(id(obj))
@@ -120,10 +119,9 @@ class Sender:
         self.shared.group = i
         self.pickler.dump((i, result))
         frame = self.buf.getbuffer()
-        view = memoryview(_LENGTH.pack(len(frame)) + frame)
+        data = _LENGTH.pack(len(frame)) + frame
         frame.release()
-        while view:
-            view = view[os.write(self.fd, view) :]
+        write_all(self.fd, data)
 
 
 class Receiver:
@@ -210,3 +208,10 @@ def read_all(fd: int) -> bytes:
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """os.write until every byte is written (a pipe takes what its buffer holds)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

@@ -79,9 +79,13 @@ def _allocatable(raw: Any, obj: KubeObject) -> dict[str, Fraction]:
                 f"{obj.where()}: status.allocatable.{k}: {problem}, got {v!r}", path=obj.path
             )
         allocatable[str(k)] = quantity
-    # kept only where every value is a string: an equal key then holds the same strings
-    # (1, 1.0 and True are equal keys, and True is no quantity)
-    if key is not None and len(_ALLOCATABLES) < 1_000 and all(type(v) is str for _, v in key):
+    # kept only where every name and value is a string: an equal key then holds the same
+    # strings (1, 1.0 and True are equal, and True is no quantity)
+    if (
+        key is not None
+        and len(_ALLOCATABLES) < 1_000
+        and all(type(k) is str and type(v) is str for k, v in key)
+    ):
         _ALLOCATABLES[key] = allocatable
     return dict(allocatable)
 
