@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         frozenset(
             {"", "errors", "names", "model", "manifest", "plaindata", "textui", "yamlfast"}
             | {"blockyaml", "jsontext"}
-            | {"yamltext", "nodepools", "codecache", "templatecache", "parsecache"}
+            | {"yamltext", "nodepools", "codecache", "templatecache", "parsecache", "digests"}
         ),
     ),
     ("knowledge", frozenset({"operators", "cilium", "kueue"})),
@@ -215,6 +215,7 @@ def test_render_reads_no_inputs(path: Path) -> None:
 
 
 KNOWLEDGE_MAY_IMPORT = ("topogen.errors", "topogen.manifest", "topogen.model", "topogen.names")
+KNOWLEDGE_MAY_IMPORT += ("topogen.digests",)  # the hashed names controllers make
 STDLIB_OK = ("__future__", "abc", "collections", "dataclasses", "typing", "datetime", "enum")
 STDLIB_OK += ("fractions", "functools")
 STDLIB_OK += ("hashlib", "re")  # pure: the hashed and matched names controllers make

@@ -81,3 +81,40 @@ def test_a_result_that_does_not_pickle_is_computed_by_the_parent(tmp_path: Path)
 
     got = map_groups(item, 10, 2, Shared(), shares=True)
     assert [r() if callable(r) else r for r in got] == list(range(10))
+
+
+@pytest.mark.parametrize("shares", [True, False])
+def test_every_item_is_claimed_once_among_four_processes(tmp_path: Path, shares: bool) -> None:
+    """The claim board the forked processes share hands each item to exactly one of
+    them (a copy per process would have each worker compute items the others did too)."""
+    log = tmp_path / "claimed"
+
+    def item(i: int) -> int:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"{os.getpid()} {i}\n")
+        return i * i
+
+    order = list(range(199, -1, -1))
+    fds = sorted(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    got = map_groups(item, 200, 4, Shared(), order, shares=shares)
+    assert got == [i * i for i in range(200)]
+    lines = [tuple(map(int, line.split())) for line in log.read_text("utf-8").splitlines()]
+    assert sorted(i for _, i in lines) == list(range(200))  # each item once
+    if fds is not None:  # the board's pipe and mapping are closed again
+        assert sorted(os.listdir("/proc/self/fd")) == fds
+
+
+def test_sharing_out_imports_no_multiprocessing() -> None:
+    """The claim board is a shared mapping and a pipe (multiprocessing's imports cost
+    a fleet's run some 30 ms)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from topogen.pipeline.parallel import Shared, map_groups\n"
+        "assert map_groups(lambda i: i + 1, 6, 2, Shared()) == [1, 2, 3, 4, 5, 6]\n"
+        "print('multiprocessing' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -17,8 +17,7 @@ from topogen.cli import (
 )
 from topogen.cli.output import json_as_yaml, output_option
 from topogen.config import load_config, with_default_namespace
-from topogen.pipeline.analyze import analyze
-from topogen.pipeline.format import analysis_json, analysis_table, count_lines
+from topogen.pipeline.inputs import start_reading
 from topogen.textui import install_progress, terminal_width, use_colour
 
 
@@ -44,8 +43,13 @@ def analyze_command(
     allowEmpty); 2: usage or input error.
     """
     cfg = with_default_namespace(load_config(config_path, allow_outside=allow_outside), namespace)
+    reading = start_reading(cfg, list(clusters) or None)
+    # the stages, imported while a large input's workloads are read in a forked copy
+    from topogen.pipeline.analyze import analyze
+    from topogen.pipeline.format import analysis_json, analysis_table, count_lines
+
     done = install_progress()
-    report = analyze(cfg, list(clusters) or None, denied_pairs=False)
+    report = analyze(cfg, list(clusters) or None, denied_pairs=False, reading=reading)
     done()
     for w in report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)

@@ -20,15 +20,13 @@ from topogen.cli import (
 )
 from topogen.cli.output import output_option
 from topogen.config import load_config, with_default_namespace
-from topogen.emit.refusal import policies_of, refusal_line
-from topogen.emit.stream import GENERATED_HEADER, stream_json, stream_objects
-from topogen.pipeline.format import placement_lines
-from topogen.pipeline.render import RenderResult, render
+from topogen.pipeline.inputs import start_reading
 from topogen.textui import install_progress
 from topogen.yamltext import display_path
 
 if TYPE_CHECKING:
     from topogen.emit.writer import WriteReport
+    from topogen.pipeline.render import RenderResult
 
 
 def _shown_config(config: Path, out: Path) -> str:
@@ -92,8 +90,14 @@ def render_command(
         raise click.UsageError("--stdout prints YAML and -o json prints JSON: give one of them")
     cfg = with_default_namespace(load_config(config_path, allow_outside=allow_outside), namespace)
     out = Path(out_dir) if out_dir else Path(config_path).parent
+    reading = start_reading(cfg, list(clusters) or None)
+    # the stages, imported while a large input's workloads are read in a forked copy
+    from topogen.emit.refusal import refusal_line
+    from topogen.emit.stream import GENERATED_HEADER, stream_json, stream_objects
+    from topogen.pipeline.render import render
+
     done = install_progress()
-    result = render(cfg, list(clusters) or None, out=out, findings=False)
+    result = render(cfg, list(clusters) or None, out=out, findings=False, reading=reading)
     done()
     for w in result.report.warnings:
         click.echo(f"topogen: warning: {w}", err=True)
@@ -151,6 +155,8 @@ def _said(report: WriteReport, out: Path, result: RenderResult, verbose: bool) -
             click.echo(f"  {(out / f.path).as_posix()}", err=True)
         for p in report.stale:
             click.echo(f"  removed {(out / p).as_posix()}", err=True)
+        from topogen.pipeline.format import placement_lines
+
         for line in placement_lines(result.report):
             click.echo(f"topogen: {line}", err=True)
 
@@ -158,6 +164,8 @@ def _said(report: WriteReport, out: Path, result: RenderResult, verbose: bool) -
 def _fail_closed(result: RenderResult, out: Path | None, config: str) -> None:
     """Refused groups: one line saying why and what stays (emit/refusal.py); write
     nothing, exit 1."""
+    from topogen.emit.refusal import policies_of, refusal_line
+
     refused = [(r.cluster, r.group) for r in result.refused if r.group is not None]
     kept = policies_of(out, refused) if out is not None else []
     if out is None:

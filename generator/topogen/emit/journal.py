@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from topogen.digests import sha256_hex
 from topogen.emit.layout import CONTROL, MANIFEST, TREE
 from topogen.emit.leftovers import JOURNAL, RETIRED, STAGING, interrupted
 from topogen.emit.swap import TreeBusy, exchange, locked, make_folder, recover_legacy, remove_path
@@ -55,9 +56,7 @@ def _checkpoint(step: str) -> None:
 
 
 def digest(data: bytes) -> str:
-    import hashlib  # only when a render writes (start-up: OpenSSL stays unloaded)
-
-    return hashlib.sha256(data).hexdigest()
+    return sha256_hex(data)
 
 
 def _file_digest(path: Path) -> str | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
+from topogen.digests import sha1_hex
 from topogen.errors import InputError
 from topogen.manifest import KubeObject, as_list, as_map
 from topogen.operators.base import Inputs, Operator, PodSet, template_of
@@ -101,7 +102,7 @@ def jobset_pods(
                 _P + "replicatedjob-replicas": str(count),
                 _P + "global-replicas": str(sum(replicas)),
                 JOB_INDEX: str(index),
-                _P + "job-key": _sha1_hex(f"{obj.namespace or 'default'}/{jname}".encode()),
+                _P + "job-key": sha1_hex(f"{obj.namespace or 'default'}/{jname}".encode()),
                 _P + "job-global-index": str(global_index),
                 _P + "group-name": group,
                 _P + "group-replicas": str(groups[group]),
@@ -194,9 +195,3 @@ class JobSet(Operator):
         )
 
     rules = Operator.rules_anchored_on_members
-
-
-def _sha1_hex(data: bytes) -> str:
-    import hashlib  # only with JobSets (start-up: OpenSSL stays unloaded)
-
-    return hashlib.sha1(data).hexdigest()

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from topogen.digests import sha1_hex
 from topogen.errors import InputError
 from topogen.manifest import KubeObject, as_map
 from topogen.model import LabelSelector, Requirement
@@ -71,7 +72,7 @@ class LeaderWorkerSet(Operator):
         ns = obj.namespace or "default"
         for g in range(replicas):
             name = f"{obj.name}-{g}"
-            key = _sha1_hex(f"{ns}/{name}".encode())
+            key = sha1_hex(f"{ns}/{name}".encode())
             group = {NAME_LABEL: obj.name, GROUP_INDEX: str(g), GROUP_KEY: key}
             labels = {
                 **(lt["metadata"].get("labels") or {}),
@@ -125,9 +126,3 @@ class LeaderWorkerSet(Operator):
             scope=(GROUP_INDEX,),
             members=LabelSelector(),
         )
-
-
-def _sha1_hex(data: bytes) -> str:
-    import hashlib  # only with LeaderWorkerSets (start-up: OpenSSL stays unloaded)
-
-    return hashlib.sha1(data).hexdigest()

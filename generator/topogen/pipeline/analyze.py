@@ -32,7 +32,7 @@ from topogen.model import (
     Workload,
 )
 from topogen.operators.registry import profile_for
-from topogen.pipeline.inputs import read_inputs
+from topogen.pipeline.inputs import Reading, start_reading
 from topogen.pipeline.parallel import Shared, map_groups, no_cycle_collection, workers
 from topogen.pipeline.running import running_splits, with_running
 from topogen.plan.group_plan import GroupPlan
@@ -215,6 +215,7 @@ def analyze(
     *,
     denied_pairs: bool = True,
     findings: bool = True,
+    reading: Reading | None = None,
 ) -> AnalysisReport:
     """Analyze every (or the named) cluster of the config against its workloads, and plan
     each group (the cluster's spread groups packed together). How the groups are shared
@@ -223,10 +224,13 @@ def analyze(
     `denied_pairs`: whether the plans carry the zone pairs their validation policies
     deny (a render's; `topogen analyze` shows none of them). `findings`: whether each
     job's findings and the policies' notes are made (`topogen render` shows neither;
-    the plans and warnings are the same)."""
+    the plans and warnings are the same). `reading`: the inputs' read, already begun
+    (start_reading(cfg, clusters), the same clusters)."""
     with no_cycle_collection():
         base = cfg.base_dir if out is None else out
-        return _analyze(cfg, clusters, workloads, base, denied_pairs, findings)
+        if reading is None:
+            reading = start_reading(cfg, clusters)
+        return _analyze(cfg, clusters, workloads, base, reading, denied_pairs, findings)
 
 
 def engine_warnings(cfg: TopogenConfig, cluster: ClusterConfig) -> list[Notice]:
@@ -241,10 +245,11 @@ def _analyze(
     clusters: list[str] | None,
     workloads: tuple[Workload, ...] | None,
     out: Path,
+    reading: Reading,
     denied_pairs: bool = True,
     findings: bool = True,
 ) -> AnalysisReport:
-    loaded, early = read_inputs(cfg, clusters)
+    loaded, early = reading()
     all_workloads = loaded.workloads if workloads is None else workloads
     chosen = [cfg.cluster(n) for n in clusters] if clusters else list(cfg.clusters)
     results = []

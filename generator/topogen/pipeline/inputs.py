@@ -9,12 +9,12 @@ error first (the copy's failure is read again here, which raises it), then the c
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from topogen.config import TopogenConfig
+from topogen.config import ClusterConfig, TopogenConfig
 from topogen.model import PolicySet
 from topogen.pipeline.parallel import in_background, workers
 from topogen.sources.loader import (
@@ -25,7 +25,7 @@ from topogen.sources.loader import (
     read_cluster_sources,
 )
 
-__all__ = ["MIN_INPUT_BYTES", "EarlyCluster", "read_inputs"]
+__all__ = ["MIN_INPUT_BYTES", "EarlyCluster", "Reading", "start_reading"]
 
 MIN_INPUT_BYTES = 1 << 20  # below this much input a second process costs more than it saves
 
@@ -39,20 +39,31 @@ class EarlyCluster:
     policies: PolicySet | None
 
 
-def read_inputs(
-    cfg: TopogenConfig, clusters: Sequence[str] | None
-) -> tuple[WorkloadInputs, EarlyCluster | None]:
-    """The workloads, and what the first of the clusters named (default: all) reads
-    before its Namespaces, when every name is the config's (None: it is read later, in
-    turn, after the error about a name)."""
+Reading = Callable[[], tuple[WorkloadInputs, EarlyCluster | None]]
+
+
+def start_reading(cfg: TopogenConfig, clusters: Sequence[str] | None) -> Reading:
+    """The reading of the inputs, begun. Called (once), the function returned gives the
+    workloads, and what the first of the clusters named (default: all) reads before its
+    Namespaces, when every name is the config's (None: it is read later, in turn, after
+    the error about a name). On a large input the workloads' copy is forked now: the
+    caller imports the stages it runs meanwhile (a command's start-up)."""
     known = {c.name: c for c in cfg.clusters}
     names = list(clusters) if clusters else list(known)
     first = known[names[0]] if names and all(n in known for n in names) else None
     paths = [*cfg.workloads, *(first.nodes if first is not None else ())]
     procs = workers(_size(cfg.base_dir, paths), minimum=MIN_INPUT_BYTES)
     if first is None or procs < 2:
-        return load_workload_inputs(cfg), None
-    workloads = in_background(partial(load_workload_inputs, cfg), procs)
+        return lambda: (load_workload_inputs(cfg), None)
+    return partial(
+        _read_beside, cfg, first, in_background(partial(load_workload_inputs, cfg), procs)
+    )
+
+
+def _read_beside(
+    cfg: TopogenConfig, first: ClusterConfig, workloads: Callable[[], WorkloadInputs]
+) -> tuple[WorkloadInputs, EarlyCluster]:
+    """The first cluster's sources and policies, read while the copy reads the workloads."""
     try:
         sources = read_cluster_sources(cfg, first)
     except Exception:

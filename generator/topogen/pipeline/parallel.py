@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import mmap
 import os
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -108,21 +110,18 @@ def map_groups(
         if meanwhile is not None:
             meanwhile()
         return [func(i) for i in range(count)]
-    # only when the work is shared out (start-up: tens of modules, and pickle)
-    import multiprocessing
-
+    # only when the work is shared out (start-up: pickle and the transfer's modules)
     from topogen.pipeline.transfer import Receiver, Sender
 
     claims = list(order) if order is not None else list(range(count))
-    ctx = multiprocessing.get_context("fork")
     parts = procs if shares else 1
-    # share k: claims[fronts[k]:backs[k]], what is left of it
-    fronts = ctx.RawArray("i", [k * count // parts for k in range(parts)])
-    backs = ctx.RawArray("i", [(k + 1) * count // parts for k in range(parts)])
-    lock = ctx.Lock()
+    board = _ClaimBoard(
+        [k * count // parts for k in range(parts)], [(k + 1) * count // parts for k in range(parts)]
+    )
 
     def claim(k: int) -> int | None:
-        with lock:
+        with board:
+            fronts, backs = board.fronts, board.backs
             k = k if shares else 0
             front: int = fronts[k]
             if front < backs[k]:
@@ -135,43 +134,78 @@ def map_groups(
             backs[most] = back - 1
             return claims[back - 1]
 
-    children = []
-    for worker in range(1, procs):
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the worker: compute what it claims, hand it over, leave
-            os.close(r)
-            # an item that raises (or whose result does not pickle) ends the worker's
-            # share: the parent computes what is missing, and raises what it raises
-            with contextlib.suppress(BaseException):
-                sender = Sender(w, shared)
-                while (i := claim(worker)) is not None:
-                    sender.send(i, func(i))
-            os._exit(0)
-        os.close(w)
-        children.append((pid, Receiver(r, shared)))
-    results: dict[int, Any] = {}
-    failed: BaseException | None = None
-    if meanwhile is not None:
-        try:
-            meanwhile()
-        except Exception as exc:  # raised once the workers are in (none left behind)
-            failed = exc
-    while failed is None and (i := claim(0)) is not None:
-        # an item that raises is computed again below, in item order: the serial run's error
-        with contextlib.suppress(Exception):
-            results[i] = func(i)
-        for _, receiver in children:
-            receiver.poll()
-    for pid, receiver in children:
-        try:
-            results.update(receiver.finish())
-        finally:
-            os.close(receiver.fd)
-            os.waitpid(pid, 0)
+    try:
+        children = []
+        for worker in range(1, procs):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the worker: compute what it claims, hand it over, leave
+                os.close(r)
+                # an item that raises (or whose result does not pickle) ends the worker's
+                # share: the parent computes what is missing, and raises what it raises
+                with contextlib.suppress(BaseException):
+                    sender = Sender(w, shared)
+                    while (i := claim(worker)) is not None:
+                        sender.send(i, func(i))
+                os._exit(0)
+            os.close(w)
+            children.append((pid, Receiver(r, shared)))
+        results: dict[int, Any] = {}
+        failed: BaseException | None = None
+        if meanwhile is not None:
+            try:
+                meanwhile()
+            except Exception as exc:  # raised once the workers are in (none left behind)
+                failed = exc
+        while failed is None and (i := claim(0)) is not None:
+            # an item that raises is computed again below, in item order: the serial run's error
+            with contextlib.suppress(Exception):
+                results[i] = func(i)
+            for _, receiver in children:
+                receiver.poll()
+        for pid, receiver in children:
+            try:
+                results.update(receiver.finish())
+            finally:
+                os.close(receiver.fd)
+                os.waitpid(pid, 0)
+    finally:
+        board.close()
     if failed is not None:
         raise failed
     return [results[i] if i in results else func(i) for i in range(count)]
+
+
+class _ClaimBoard:
+    """Per share of the claim order: its front and its back, in memory the forked workers
+    share (an anonymous shared mapping), changed only while holding the board (`with`): a
+    one-byte token in a pipe, which one process at a time has read and not yet written back.
+    (multiprocessing's shared array and lock would do the same, for some 30 ms of imports
+    and a named semaphore per run.)"""
+
+    def __init__(self, fronts: list[int], backs: list[int]) -> None:
+        parts = len(fronts)
+        values = array("i", [*fronts, *backs])
+        self._memory = mmap.mmap(-1, len(values) * values.itemsize)  # MAP_SHARED: forks see it
+        self._memory.write(values.tobytes())
+        ints = memoryview(self._memory).cast("i")
+        self.fronts, self.backs = ints[:parts], ints[parts:]
+        self._ints = ints
+        self._take, self._give = os.pipe()
+        os.write(self._give, b"\0")
+
+    def __enter__(self) -> None:
+        os.read(self._take, 1)  # waits while another process holds the token
+
+    def __exit__(self, *exc: object) -> None:
+        os.write(self._give, b"\0")
+
+    def close(self) -> None:
+        for view in (self.fronts, self.backs, self._ints):
+            view.release()
+        self._memory.close()
+        os.close(self._take)
+        os.close(self._give)
 
 
 def in_background(func: Callable[[], T], procs: int) -> Callable[[], T]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from topogen.config import TopogenConfig
 from topogen.errors import Refusal
 from topogen.pipeline.analyze import AnalysisReport, ClusterAnalysis, analyze, largest_first
+from topogen.pipeline.inputs import Reading
 from topogen.pipeline.parallel import (
     MIN_PLANS,
     Shared,
@@ -94,19 +95,24 @@ def render(
     out: Path | None = None,
     *,
     findings: bool = True,
+    reading: Reading | None = None,
 ) -> RenderResult:
     """Every file of the output tree; `out`: where the last render's tree is (default: the
     config's folder), whose placements the known jobs keep. `findings`: whether the
     report carries each job's findings (`topogen diff` shows them; the files are the
-    same without)."""
+    same without). `reading`: the inputs' read, already begun (analyze)."""
     with no_cycle_collection():  # see pipeline/parallel.py
-        return _render(cfg, clusters, out, findings)
+        return _render(cfg, clusters, out, findings, reading)
 
 
 def _render(
-    cfg: TopogenConfig, clusters: list[str] | None, out: Path | None, findings: bool = True
+    cfg: TopogenConfig,
+    clusters: list[str] | None,
+    out: Path | None,
+    findings: bool,
+    reading: Reading | None,
 ) -> RenderResult:
-    report = analyze(cfg, clusters, out=out, findings=findings)
+    report = analyze(cfg, clusters, out=out, findings=findings, reading=reading)
     files: list[RenderedFile] = []
     refused: list[Refusal] = []
     group_files, done = _rendered(cfg, report)
