@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
             {"", "errors", "names", "model", "manifest", "plaindata", "textui", "yamlfast"}
             | {"blockyaml", "jsontext"}
             | {"yamltext", "nodepools", "codecache", "templatecache", "parsecache", "digests"}
+            | {"modulecache"}
         ),
     ),
     ("knowledge", frozenset({"operators", "cilium", "kueue"})),
