@@ -114,6 +114,9 @@ class Engine:
         ] = {}
         self._described: dict[tuple[object, ...], tuple[str, tuple[str, ...]]] = {}
         self._possible: dict[tuple[object, ...], list[int]] = {}
+        # possible_rows' results by content: one list for equal rows, so what is keyed by
+        # the rows' identity (JobPaths.signature, transposed) is shared by equal rows
+        self._rows_alike: dict[tuple[int, ...], list[int]] = {}
         # labels mapping (by identity, kept alive here) -> (namespace, ports, stamped) -> family
         self._by_labels: dict[int, tuple[Mapping[str, str], dict[object, Family]]] = {}
         self._matrices: dict[tuple[int, int], Matrix] = {}
@@ -514,7 +517,8 @@ class Engine:
         hit = self._possible.get(key)
         if hit is None:
             self._keep += [a.placement, b.placement]
-            hit = self._possible[key] = possible_rows(self, a, b, list(linked), list(anti_keys))
+            rows = possible_rows(self, a, b, list(linked), list(anti_keys))
+            hit = self._possible[key] = self._rows_alike.setdefault(tuple(rows), rows)
         return hit
 
     def values(self, side: Side, zone: int, key: str) -> frozenset[str]:
