@@ -121,7 +121,8 @@ def cli_reference() -> str:
         "start-up code, the parses of input files of 256 KiB or more, each keyed by what it "
         "was made from) in `$XDG_CACHE_HOME/topogen`, else `~/.cache/topogen`, and runs "
         "without it when it cannot be written; `TOPOGEN_PARSE_CACHE=0` parses every input "
-        "again.",
+        "again, `TOPOGEN_MODULE_CACHE=0` imports topogen's modules as Python does (their "
+        "code is otherwise read from one kept file).",
         "",
         "| command | what |",
         "| --- | --- |",
