@@ -1,5 +1,6 @@
 """Start-up: the compiled code of topogen's own modules, kept in one file in the user's
-cache folder (codecache.cache_root(), a file per Python version), mapped into memory.
+cache folder (codecache.cache_root(), a file per Python version and copy of topogen),
+mapped into memory.
 
 A command imports 100 to 150 of topogen's modules, and Python finds each on its own: a
 stat of the source, then the .pyc looked up, opened, read and checked. Here the first
@@ -10,19 +11,23 @@ render of the smallest example: about 5 ms less CPU, in paired runs).
 
 Kept code runs only while its source has the size and modification time it had when
 kept (a .pyc's own rule) and lies where Python's path finder would find the module (two
-checkouts share the file, not their code); else the module is imported as Python would
+copies never run each other's code); else the module is imported as Python would
 import it, and kept anew. Modules run from here have the attributes Python's loader gives
 (__file__, __path__, __spec__; tests/core/test_modulecache.py compares them). A file
-that cannot be read or written is skipped; TOPOGEN_MODULE_CACHE=0 turns it off.
+that cannot be read or written is skipped; TOPOGEN_MODULE_CACHE=0 turns it off. Another
+copy's file (a checkout, an install) is its own, and goes when not written for 30 days.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import marshal
 import mmap
 import os
 import sys
+import time
+from binascii import crc32  # loaded already (click, yaml): zlib is not
 from importlib.machinery import ModuleSpec, PathFinder, SourceFileLoader
 from pathlib import Path
 from types import CodeType, ModuleType
@@ -33,6 +38,8 @@ from topogen.codecache import cache_root, write_atomically
 __all__ = ["install"]
 
 _MAGIC = b"topogen-modules-1\n"  # the file's format (Python's version: in its name)
+_PREFIX = "modules-"  # the files' names: modules-<python>-<the copy's folder>.marshal
+_MAX_AGE = 30 * 24 * 3600  # seconds: another copy's file not written for this long goes
 
 # module name -> (source path, is a package, source mtime_ns, source size, its code's
 # first and last byte + 1 in the file's code part)
@@ -142,6 +149,7 @@ class _ModuleCache:
         head = marshal.dumps(index)
         data = b"".join([_MAGIC, len(head).to_bytes(8, "little"), head, *parts])
         write_atomically(self.file, data)
+        _forget_old(self.file)
 
 
 def _where(name: str, path: Any) -> str | None:
@@ -214,8 +222,25 @@ def install() -> None:
     root = cache_root()
     if root is None:  # no cache folder: nothing to keep the code in
         return
-    cache = _ModuleCache(
-        root / f"modules-{sys.implementation.cache_tag}-{sys.hexversion:x}.marshal"
-    )
+    cache = _ModuleCache(root / _file_name())
     sys.meta_path.insert(0, cache)
     atexit.register(cache.save)
+
+
+def _file_name() -> str:
+    """The file for this Python and this copy of topogen (a checkout, an install): each
+    its own, so that runs of two copies do not take turns rewriting one file."""
+    where = os.path.dirname(os.path.abspath(__file__)).encode()
+    copy = crc32(where)
+    return f"{_PREFIX}{sys.implementation.cache_tag}-{sys.hexversion:x}-{copy:08x}.marshal"
+
+
+def _forget_old(keep: Path) -> None:
+    """Other copies' files not written for _MAX_AGE: removed (a copy gone, a bench's)."""
+    now = time.time()
+    with contextlib.suppress(OSError), os.scandir(keep.parent) as found:
+        for e in found:
+            if e.name.startswith(_PREFIX) and e.name.endswith(".marshal") and e.path != str(keep):
+                with contextlib.suppress(OSError):
+                    if now - e.stat().st_mtime > _MAX_AGE:
+                        os.unlink(e.path)

@@ -191,3 +191,21 @@ def test_a_commands_output_is_the_same_with_or_without_the_cache(tmp_path: Path)
         check=True,
     )
     assert used.stdout.strip() == "True"
+
+
+def test_each_copy_has_its_own_file_and_old_ones_go(
+    tmp_path: Path, fresh_imports: list[modulecache._ModuleCache]
+) -> None:
+    """Two copies of topogen never share a file (they would take turns rewriting it);
+    another copy's file not written for 30 days goes when this one's is written."""
+    name = modulecache._file_name()
+    assert name.startswith("modules-") and name.endswith(".marshal")
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    old, recent = folder / "modules-old.marshal", folder / "modules-recent.marshal"
+    for f in (old, recent):
+        f.write_bytes(b"x")
+    os.utime(old, (0, 0))
+    _package(tmp_path / "src")
+    _import(tmp_path / "src", folder / name, fresh_imports)  # keeps the package: written
+    assert sorted(p.name for p in folder.iterdir()) == sorted([name, recent.name])
