@@ -28,6 +28,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -58,6 +59,7 @@ from topogen.render.kyverno import API_SERVER_LABEL  # noqa: E402
 TOOLS_BIN = ROOT / ".tools" / "bin"
 BINARY = TOOLS_BIN / "kyverno-admission-controller"
 WARMUP = 20  # untimed pods after each switch
+SETTLE_TRIES = 5  # sends of an untimed pod refused while admission settles (create_settled)
 MISPLACED = "bench-misplaced"  # the probe pods an enforced validation rejects
 SETTLE = 1.0  # s after a switch: the last round's deletions off the machine first
 # s from one pod's creation to the next's (a pod that takes longer delays the next); 0:
@@ -105,6 +107,26 @@ class Client:
         return time.perf_counter() - start, resp.status, raw
 
 
+def create_settled(
+    client: Client, pod: dict[str, Any], dry_run: bool, settle: Callable[[], None]
+) -> dict[str, Any]:
+    """client.create for a pod no measurement times (a warm-up, a sample): one refused
+    (403) is sent again once admission shows the installed policies again (`settle`), up
+    to SETTLE_TRIES times. Right after a switch, an admission controller re-registering
+    its webhooks can miss a call (failurePolicy Ignore): the pod is admitted unmutated,
+    and an enforced ValidatingAdmissionPolicy then refuses it."""
+    for _ in range(SETTLE_TRIES - 1):
+        _, status, raw = client.post(pod, dry_run)
+        if status != 403:
+            break
+        settle()
+    else:
+        return client.create(pod, dry_run)[1]
+    if status != 201:
+        raise SystemExit(f"bench: pod {pod['metadata']['name']}: {status} {raw[:400]!r}")
+    return dict(json.loads(raw))
+
+
 def fields(pod: dict[str, Any]) -> str:
     spec = pod.get("spec", {})
     keys = ("tolerations", "affinity", "nodeSelector")
@@ -126,6 +148,9 @@ class AdmissionPath(Protocol):
         self, old: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]], probe: dict[str, Any]
     ) -> None: ...
 
+    def settle(self, current: Sequence[dict[str, Any]], probe: dict[str, Any]) -> None:
+        """Wait until admission shows `current` (installed) again."""
+
     def clean(self, namespaces: Sequence[str]) -> None: ...
 
 
@@ -140,15 +165,19 @@ class KyvernoPath:
         self, old: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]], probe: dict[str, Any]
     ) -> None:
         """Remove `old`, install `new`, and wait until admission shows exactly `new`."""
-        plain = fields(probe)
         if old:
             self.k.delete(old)
             self.k.wait_unregistered([p["metadata"]["name"] for p in old])
         if new:
             self.k.apply(new)
             self.k.wait_registered(new)
+        self.settle(new, probe)
+
+    def settle(self, current: Sequence[dict[str, Any]], probe: dict[str, Any]) -> None:
+        plain = fields(probe)
+        if current:
             until("the policies at admission", lambda: self._dry(probe) != plain)
-            if any(generates_vap(p) for p in new):  # the API server loads it a moment later
+            if any(generates_vap(p) for p in current):  # the API server loads it later
                 until(
                     "the ValidatingAdmissionPolicy at admission",
                     lambda: any(self.client.post(p, True)[1] == 403 for p in self.misplaced),
@@ -305,7 +334,10 @@ def admitted_as(
     """The pods as admission returns them (dry run) with `policies` installed."""
     path.switch([], policies, pods[0])
     try:
-        return [client.create(pod, True)[1] for pod in pods]
+        return [
+            create_settled(client, pod, True, lambda: path.settle(policies, pods[0]))
+            for pod in pods
+        ]
     finally:
         path.switch(policies, [], pods[0])
 
@@ -361,7 +393,8 @@ def measure_configs(
             tick = Pacer(pace)
             for i, pod in enumerate(chunk[:WARMUP]):
                 tick()
-                client.create(_named(pod, f"c{c}-{r}-w{i}"))
+                settle = partial(path.settle, current, probe)
+                create_settled(client, _named(pod, f"c{c}-{r}-w{i}"), False, settle)
             before = counters(cp)
             cpu_before = {n: cpu_seconds(p) for n, p in running.items()}
             took_round = []

@@ -165,15 +165,18 @@ class GatekeeperPath:
         without it (generated)."""
         if old:
             self.g.clear()
-        plain = admission.fields(probe)
         if new:
             self.g.apply(new)
             self.g.wait_enforced(new)
-        reference = bool(new) and new[0]["metadata"]["name"] == REFERENCE
+        self.settle(new, probe)
+
+    def settle(self, current: Sequence[dict[str, Any]], probe: dict[str, Any]) -> None:
+        plain = admission.fields(probe)
+        reference = bool(current) and current[0]["metadata"]["name"] == REFERENCE
 
         def shows_new() -> bool:
             got = self.client.create(probe, True)[1]
-            if not new:
+            if not current:
                 return admission.fields(got) == plain
             if reference:
                 return _has_reference(got)

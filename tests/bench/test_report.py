@@ -6,6 +6,7 @@ The benchmark itself (`make bench`) is never part of the test run.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import sys
 from pathlib import Path
@@ -625,3 +626,36 @@ def test_a_partial_run_updates_its_rows_in_the_top_targets_table() -> None:
     assert lines[5] == "| large render | 2.5 s | **no** |"
     assert lines[7:] == text.split("\n")[7:]
     assert run.update_targets("no table", [("x", "1", True)]) == "no table"
+
+
+def test_an_untimed_pod_refused_while_admission_settles_is_sent_again() -> None:
+    import admission
+
+    class FakeClient:
+        """Answers POSTs from a list of statuses (201 with the pod as its body)."""
+
+        def __init__(self, statuses: list[int]) -> None:
+            self.statuses, self.sent = statuses, 0
+
+        def post(self, pod: dict[str, Any], dry_run: bool = False) -> tuple[float, int, bytes]:
+            status = self.statuses[min(self.sent, len(self.statuses) - 1)]
+            self.sent += 1
+            return 0.001, status, json.dumps(pod).encode() if status == 201 else b"refused"
+
+        def create(self, pod: dict[str, Any], dry_run: bool = False) -> Any:
+            return admission.Client.create(self, pod, dry_run)  # type: ignore[arg-type]
+
+    pod = {"metadata": {"name": "p", "namespace": "ns"}}
+    settled: list[int] = []
+    client: Any = FakeClient([403, 403, 201])
+    assert admission.create_settled(client, pod, True, lambda: settled.append(1)) == pod
+    assert client.sent == 3 and len(settled) == 2  # settled before each new send
+    always: Any = FakeClient([403])
+    with pytest.raises(SystemExit, match="403"):
+        admission.create_settled(always, pod, False, lambda: settled.append(1))
+    assert always.sent == admission.SETTLE_TRIES
+    broken: Any = FakeClient([500])  # not a refusal: no second send
+    settled.clear()
+    with pytest.raises(SystemExit, match="500"):
+        admission.create_settled(broken, pod, False, lambda: settled.append(1))
+    assert broken.sent == 1 and not settled
