@@ -5,7 +5,8 @@ Every frozen dataclass has its __init__, __repr__, __eq__, __hash__, __setattr__
 __delattr__ written as source text and compiled when its module is imported: for the
 hundred dataclasses of a command, that compiling was most of topogen's own start-up.
 The text of each method depends only on the class's fields and options, so its compiled
-code is kept, keyed by the text, in a file per module (in a folder per Python version):
+code is kept, keyed by the text, in one file per Python version (an item per module,
+mapped: packfile.py):
 the next run reads the files of the modules it imports and executes the same code
 without compiling it: the functions made are those
 a compile gives (tests/core/test_codecache.py compares them). dataclasses.py compiles
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import atexit
 import builtins
-import contextlib
 import dataclasses
 import inspect
 import marshal
@@ -33,9 +33,12 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-__all__ = ["cache_root", "install", "write_atomically"]
+from topogen.packfile import Pack, write_pack
+
+__all__ = ["cache_root", "install"]
 
 _MAX_ENTRIES = 512  # a module's texts: past this, a run keeps only what it used
+_MAGIC = b"topogen-dataclasses-1\n"  # the file's format (packfile.py)
 
 
 def cache_root() -> Path | None:
@@ -50,31 +53,26 @@ def cache_root() -> Path | None:
 
 
 class _CodeCache:
-    """module name -> {text: its code}: a module's read from its own file in `folder` when
-    its first class asks, written back at exit when this run compiled something new for
-    it. Keyed by the text itself: no hash to compute, and no two texts share a code."""
+    """module name -> {text: its code}: a module's read from the file (packfile.Pack, an
+    item per module) when its first class asks, the file written back at exit when this
+    run compiled something new. Keyed by the text itself: no hash to compute, and no two
+    texts share a code."""
 
-    def __init__(self, folder: Path | None) -> None:
-        self.folder = folder
+    def __init__(self, file: Path | None) -> None:
+        self.file = file
+        self.pack = Pack(file, _MAGIC)
         self.modules: dict[str, dict[str, CodeType]] = {}
         self.used: dict[str, set[str]] = {}
         self.added: set[str] = set()
 
-    def _file(self, module: str) -> Path | None:
-        if self.folder is None or not module or os.sep in module or module.startswith("."):
-            return None
-        return self.folder / f"{module}.marshal"
-
     def _load(self, module: str) -> dict[str, CodeType]:
         codes: dict[str, CodeType] = {}
-        file = self._file(module)
-        if file is not None:
-            try:
-                data = marshal.loads(file.read_bytes())
-            except (OSError, EOFError, ValueError, TypeError):
-                data = None
-            if type(data) is dict:
-                codes = {k: v for k, v in data.items() if type(k) is str and type(v) is CodeType}
+        try:
+            data = marshal.loads(self.pack.bytes(module)) if module in self.pack.index else None
+        except (EOFError, ValueError, TypeError):
+            data = None
+        if type(data) is dict:
+            codes = {k: v for k, v in data.items() if type(k) is str and type(v) is CodeType}
         self.modules[module] = codes
         self.used[module] = set()
         return codes
@@ -92,32 +90,17 @@ class _CodeCache:
         return code
 
     def save(self) -> None:
-        for module in sorted(self.added):
-            file = self._file(module)
-            if file is None:
-                continue
+        """The file, when this run compiled something new: the modules this run changed,
+        and the others' items as they were."""
+        if not self.added or self.file is None:
+            return
+        items = {n: (None, bytes(self.pack.bytes(n))) for n in self.pack.index}
+        for module in self.added:
             codes = self.modules[module]
             if len(codes) > _MAX_ENTRIES:  # past this, only what this run used
                 codes = {k: v for k, v in codes.items() if k in self.used[module]}
-            write_atomically(file, marshal.dumps(codes))
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """path's new content, or (an error) the old one: a temporary file of this process in
-    the same folder, renamed; never a link followed. The caches' one way to write."""
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = path.parent / f".tmp-{os.getpid()}-{path.name}"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(tmp, flags, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+            items[module] = (None, marshal.dumps(codes))
+        write_pack(self.file, _MAGIC, items)
 
 
 def _cached_exec(cache: _CodeCache) -> Any:
@@ -181,7 +164,7 @@ def install() -> None:
     if "exec" in vars(dataclasses):
         return  # installed already, or another tool's
     root = cache_root()
-    name = f"dataclasses-{sys.implementation.cache_tag}-{sys.hexversion:x}"
+    name = f"dataclasses-{sys.implementation.cache_tag}-{sys.hexversion:x}.marshal"
     cache = _CodeCache(root / name if root is not None else None)
     dataclasses.exec = _cached_exec(cache)  # type: ignore[attr-defined]
     dataclasses._process_class = _doc_on_first_read(  # type: ignore[attr-defined]

@@ -23,7 +23,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import marshal
-import mmap
 import os
 import sys
 import time
@@ -33,17 +32,18 @@ from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any
 
-from topogen.codecache import cache_root, write_atomically
+from topogen.codecache import cache_root
+from topogen.packfile import Pack, write_pack
 
 __all__ = ["install"]
 
-_MAGIC = b"topogen-modules-1\n"  # the file's format (Python's version: in its name)
+_MAGIC = b"topogen-modules-2\n"  # the file's format (Python's version: in its name)
 _PREFIX = "modules-"  # the files' names: modules-<python>-<the copy's folder>.marshal
 _MAX_AGE = 30 * 24 * 3600  # seconds: another copy's file not written for this long goes
 
-# module name -> (source path, is a package, source mtime_ns, source size, its code's
-# first and last byte + 1 in the file's code part)
-Entry = tuple[str, bool, int, int, int, int]
+# a module's meta in the file (packfile.Pack): its source's path, whether it is a package,
+# the source's mtime_ns and size when kept
+Meta = tuple[str, bool, int, int]
 
 
 class _ModuleCache:
@@ -52,13 +52,13 @@ class _ModuleCache:
     def __init__(self, file: Path | None, prefix: str = "topogen.") -> None:
         self.file = file
         self.prefix = prefix  # the names it finds: a package's submodules
-        self.entries: dict[str, Entry] = {}
-        self.blob: bytes | mmap.mmap = b""  # the file's code part (mapped, not read)
-        if file is not None:
-            self.entries, self.blob = _read(file)
+        self.pack = Pack(file, _MAGIC)  # mapped: a module's code is read when run
+        self.entries: dict[str, Meta] = {
+            n: m for n, (m, _, _) in self.pack.index.items() if _is_meta(m)
+        }
         self.codes: dict[str, CodeType] = {}  # of the modules run from here
-        # found anew this run (written at exit): as an Entry, with the code's bytes
-        self.kept: dict[str, tuple[str, bool, int, int, bytes]] = {}
+        # found anew this run (written at exit), with their code's bytes
+        self.kept: dict[str, tuple[Meta, bytes]] = {}
         self._fresh: dict[str, tuple[SourceFileLoader, str, bool, int, int]] = {}
 
     # --- finder ----------------------------------------------------------------------
@@ -112,10 +112,9 @@ class _ModuleCache:
             loader, origin, package, mtime, size = fresh
             code = loader.get_code(name)  # the .pyc's, or compiled from the source
             if code is not None:
-                self.kept[name] = (origin, package, mtime, size, marshal.dumps(code))
+                self.kept[name] = ((origin, package, mtime, size), marshal.dumps(code))
         else:
-            entry = self.entries[name]
-            origin, code = entry[0], _code(self.blob[entry[4] : entry[5]])
+            origin, code = self.entries[name][0], _code(self.pack.bytes(name))
             if code is None:  # a damaged entry: Python's own way
                 code = SourceFileLoader(name, origin).get_code(name)
         if code is None:
@@ -124,8 +123,9 @@ class _ModuleCache:
         return code
 
     def is_package(self, name: str) -> bool:
-        entry = self.kept.get(name) or self.entries.get(name)
-        return entry is not None and entry[1]
+        kept = self.kept.get(name)
+        meta = kept[0] if kept is not None else self.entries.get(name)
+        return meta is not None and meta[1]
 
     # --- the file --------------------------------------------------------------------
 
@@ -133,22 +133,13 @@ class _ModuleCache:
         """The kept code, with what this run found anew (only then: most runs write nothing)."""
         if not self.kept or self.file is None:
             return
-        codes = {
-            n: (*e[:4], bytes(self.blob[e[4] : e[5]]))
-            for n, e in self.entries.items()
-            if n not in self.kept and _unchanged(e[0], e[2], e[3])
+        items = {
+            n: (m, bytes(self.pack.bytes(n)))
+            for n, m in self.entries.items()
+            if n not in self.kept and _unchanged(m[0], m[2], m[3])
         }
-        codes.update(self.kept)
-        index: dict[str, Entry] = {}
-        parts: list[bytes] = []
-        at = 0
-        for name, (origin, package, mtime, size, code) in sorted(codes.items()):
-            index[name] = (origin, package, mtime, size, at, at + len(code))
-            parts.append(code)
-            at += len(code)
-        head = marshal.dumps(index)
-        data = b"".join([_MAGIC, len(head).to_bytes(8, "little"), head, *parts])
-        write_atomically(self.file, data)
+        items.update(self.kept)
+        write_pack(self.file, _MAGIC, items)
         _forget_old(self.file)
 
 
@@ -181,35 +172,14 @@ def _unchanged(path: str, mtime: int, size: int) -> bool:
     return st.st_mtime_ns == mtime and st.st_size == size
 
 
-def _read(file: Path) -> tuple[dict[str, Entry], bytes | mmap.mmap]:
-    """The file's index and its code part, mapped (a module's code is read when run)."""
-    try:
-        with open(file, "rb") as f:
-            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):  # none yet, or empty
-        return {}, b""
-    start = len(_MAGIC) + 8
-    if mapped[: len(_MAGIC)] != _MAGIC:
-        return {}, b""
-    end = start + int.from_bytes(mapped[len(_MAGIC) : start], "little")
-    try:
-        index = marshal.loads(mapped[start:end])
-    except (EOFError, ValueError, TypeError):
-        return {}, b""
-    if type(index) is not dict:
-        return {}, b""
-    entries = {n: e for n, e in index.items() if type(n) is str and _is_entry(e)}
-    # the code part starts after the index: entries' offsets count from there
-    return {n: (*e[:4], e[4] + end, e[5] + end) for n, e in entries.items()}, mapped
-
-
-def _is_entry(e: object) -> bool:
+def _is_meta(m: object) -> bool:
     return (
-        type(e) is tuple
-        and len(e) == 6
-        and type(e[0]) is str
-        and type(e[1]) is bool
-        and all(type(x) is int for x in e[2:])
+        type(m) is tuple
+        and len(m) == 4
+        and type(m[0]) is str
+        and type(m[1]) is bool
+        and type(m[2]) is int
+        and type(m[3]) is int
     )
 
 

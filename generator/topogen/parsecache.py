@@ -32,7 +32,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from topogen.codecache import cache_root, write_atomically
+from topogen.codecache import cache_root
+from topogen.packfile import write_atomically
 
 try:  # built in: hashlib would load OpenSSL first
     from _blake2 import blake2b as _digest

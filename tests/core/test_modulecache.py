@@ -149,7 +149,8 @@ def test_a_damaged_file_is_not_run(
     if damage == "truncated":
         file.write_bytes(data[: len(data) - 40])
     elif damage == "code":  # the index intact, every module's code overwritten
-        head = len(modulecache._MAGIC) + 8 + int.from_bytes(data[18:26], "little")
+        at = len(modulecache._MAGIC)
+        head = at + 8 + int.from_bytes(data[at : at + 8], "little")
         file.write_bytes(data[:head] + b"\x00" * (len(data) - head))
     else:
         assert isinstance(damage, bytes)
