@@ -5,14 +5,15 @@ from __future__ import annotations
 import os
 import pickle
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from topogen.analysis.cannotrun import CannotRun, _Repinned
+from topogen.analysis.findings import JobAnalysis
 from topogen.config import load_config
-from topogen.pipeline.analyze import analyze
+from topogen.pipeline.analyze import ClusterRun, analyze
+from topogen.plan.group_plan import GroupPlan
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import fleet
@@ -69,17 +70,58 @@ def test_a_workers_texts_are_made_in_the_parent_when_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A worker sends a domain's cannot-run problems without their texts; read in the
-    parent, they are the texts one process makes."""
+    parent, they are the texts one process makes.
+
+    Which process computes which group depends on the load (the parent takes what a
+    worker has not yet claimed), so the test arranges it: the groups with cannot-run
+    problems come first in the worker's share of the order, and the parent starts its
+    own groups only once the worker has computed its first."""
     fleet.write_fleet(fleet.FleetSpec("cr", 200, 12, 60, 30, seed=3), tmp_path)
     config = tmp_path / "snapshot" / "topogen.yaml"
+    one, order = ClusterRun._one, ClusterRun._order
+    cannot_run: set[int] = set()
 
-    def problems(jobs: str) -> list[Sequence[str]]:
-        monkeypatch.setenv("TOPOGEN_JOBS", jobs)
+    def recorded(self: ClusterRun, g: int) -> tuple[list[JobAnalysis], GroupPlan]:
+        jobs, plan = one(self, g)
+        if any(isinstance(d.problems, CannotRun) for j in jobs for d in j.domains):
+            cannot_run.add(g)
+        return jobs, plan
+
+    monkeypatch.setenv("TOPOGEN_JOBS", "1")
+    monkeypatch.setattr(ClusterRun, "_one", recorded)
+    report = analyze(load_config(config))
+    serial = [tuple(d.problems) for c in report.clusters for j in c.jobs for d in j.domains]
+    assert cannot_run, "the fleet has no group with cannot-run problems"
+
+    parent = os.getpid()
+    done, told = os.pipe()  # a byte once the worker has computed a group
+    open_ends = {told}
+
+    def arranged(self: ClusterRun) -> list[int]:
+        rest = [g for g in order(self) if g not in cannot_run]
+        half = len(self.groups) // 2  # map_groups' shares: the worker's starts here
+        return rest[:half] + sorted(cannot_run) + rest[half:]
+
+    def in_turn(self: ClusterRun, g: int) -> tuple[list[JobAnalysis], GroupPlan]:
+        if os.getpid() != parent:
+            result = one(self, g)
+            os.write(told, b"\0")
+            return result
+        if told in open_ends:  # the parent's first group (the workers are forked by now)
+            open_ends.remove(told)
+            os.close(told)
+            os.read(done, 1)  # the worker's byte, or the end if it died
+        return one(self, g)
+
+    monkeypatch.setenv("TOPOGEN_JOBS", "2")
+    monkeypatch.setattr(ClusterRun, "_order", arranged)
+    monkeypatch.setattr(ClusterRun, "_one", in_turn)
+    try:
         report = analyze(load_config(config))
-        return [d.problems for c in report.clusters for j in c.jobs for d in j.domains]
-
-    serial = [tuple(p) for p in problems("1")]
-    shared = problems("2")
+    finally:
+        for end in (done, *open_ends):
+            os.close(end)
+    shared = [d.problems for c in report.clusters for j in c.jobs for d in j.domains]
     sent = [
         p
         for p in shared
