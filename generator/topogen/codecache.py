@@ -14,6 +14,9 @@ through one call, exec(text, globals, ns); install() gives that module a name `e
 its own that runs the kept code of `text` (Python 3.11 to 3.13 alike). A cache that
 cannot be read or written is skipped.
 
+Beside the code, the file keeps each dataclass's recipe (classrecipes.py): a class of a
+shape met before is then made from it, without dataclasses.py writing the texts again.
+
 A dataclass without a docstring gets one from dataclasses.py, its name and its
 __init__'s signature: inspect.signature, a tenth of a millisecond a class, for a text
 nothing reads at run time. install() has that text made when __doc__ is first read
@@ -33,47 +36,44 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-from topogen.packfile import Pack, write_pack
+from topogen import classrecipes
+from topogen.packfile import Pack, cache_root, write_pack
 
 __all__ = ["cache_root", "install"]
 
 _MAX_ENTRIES = 512  # a module's texts: past this, a run keeps only what it used
-_MAGIC = b"topogen-dataclasses-1\n"  # the file's format (packfile.py)
-
-
-def cache_root() -> Path | None:
-    """$XDG_CACHE_HOME/topogen or ~/.cache/topogen (None: neither is an absolute path)."""
-    root = os.environ.get("XDG_CACHE_HOME") or ""
-    if not os.path.isabs(root):
-        home = os.environ.get("HOME") or ""
-        if not os.path.isabs(home):
-            return None
-        root = os.path.join(home, ".cache")
-    return Path(root) / "topogen"
+_FORMAT = 2  # the file's format (packfile.py), in its name too: two versions of topogen
+# on one machine each keep their own file instead of taking turns rewriting one
+_MAGIC = b"topogen-dataclasses-%d\n" % _FORMAT
 
 
 class _CodeCache:
-    """module name -> {text: its code}: a module's read from the file (packfile.Pack, an
-    item per module) when its first class asks, the file written back at exit when this
-    run compiled something new. Keyed by the text itself: no hash to compute, and no two
-    texts share a code."""
+    """module name -> {text: its code} and {class shape: its recipe}: a module's read from
+    the file (packfile.Pack, an item per module) when its first class asks, the file
+    written back at exit when this run made something new. Code is keyed by the text
+    itself: no hash to compute, and no two texts share a code."""
 
     def __init__(self, file: Path | None) -> None:
         self.file = file
         self.pack = Pack(file, _MAGIC)
         self.modules: dict[str, dict[str, CodeType]] = {}
-        self.used: dict[str, set[str]] = {}
+        self.recipes: dict[str, dict[Any, classrecipes.Recipe]] = {}
+        self.used: dict[str, set[Any]] = {}
         self.added: set[str] = set()
 
     def _load(self, module: str) -> dict[str, CodeType]:
         codes: dict[str, CodeType] = {}
+        recipes: dict[Any, Any] = {}
         try:
             data = marshal.loads(self.pack.bytes(module)) if module in self.pack.index else None
         except (EOFError, ValueError, TypeError):
             data = None
-        if type(data) is dict:
-            codes = {k: v for k, v in data.items() if type(k) is str and type(v) is CodeType}
+        if type(data) is tuple and len(data) == 2 and type(data[0]) is dict:
+            codes = {k: v for k, v in data[0].items() if type(k) is str and type(v) is CodeType}
+            if type(data[1]) is dict:
+                recipes = {k: v for k, v in data[1].items() if type(k) is tuple}
         self.modules[module] = codes
+        self.recipes[module] = recipes
         self.used[module] = set()
         return codes
 
@@ -89,33 +89,71 @@ class _CodeCache:
             self.added.add(module)
         return code
 
+    def recipe(self, module: str, key: tuple[Any, ...]) -> classrecipes.Recipe | None:
+        if module not in self.modules:
+            self._load(module)
+        self.used[module].add(key)
+        return self.recipes[module].get(key)
+
+    def keep_recipe(self, module: str, key: tuple[Any, ...], recipe: classrecipes.Recipe) -> None:
+        self.recipes[module][key] = recipe
+        self.added.add(module)
+
     def save(self) -> None:
-        """The file, when this run compiled something new: the modules this run changed,
+        """The file, when this run made something new: the modules this run changed,
         and the others' items as they were."""
         if not self.added or self.file is None:
             return
         items = {n: (None, bytes(self.pack.bytes(n))) for n in self.pack.index}
         for module in self.added:
-            codes = self.modules[module]
+            codes, recipes, used = self.modules[module], self.recipes[module], self.used[module]
             if len(codes) > _MAX_ENTRIES:  # past this, only what this run used
-                codes = {k: v for k, v in codes.items() if k in self.used[module]}
-            items[module] = (None, marshal.dumps(codes))
+                codes = {k: v for k, v in codes.items() if k in used}
+            if len(recipes) > _MAX_ENTRIES:
+                recipes = {k: v for k, v in recipes.items() if k in used}
+            items[module] = (None, marshal.dumps((codes, recipes)))
         write_pack(self.file, _MAGIC, items)
 
 
-def _cached_exec(cache: _CodeCache) -> Any:
+def _cached_exec(cache: _CodeCache, recorder: classrecipes.Recorder | None = None) -> Any:
     """exec for dataclasses.py: its one call, exec(text, globals, ns), runs the kept code
     of `text` (the code exec would compile: no __future__ flags, as in dataclasses.py),
-    kept with the other texts of the class's module (globals are its namespace)."""
+    kept with the other texts of the class's module (globals are its namespace); the
+    texts go to `recorder` too (what a recipe is made of)."""
     run = builtins.exec
 
     def exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
         if type(source) is str:
+            if recorder is not None:
+                recorder.seen(source)
             module = globals.get("__name__") if type(globals) is dict else None
             source = cache.compiled(source, module if type(module) is str else "")
         run(source, globals, locals)
 
     return exec
+
+
+def _from_recipes(process: Any, cache: _CodeCache, recorder: classrecipes.Recorder) -> Any:
+    """dataclasses._process_class that makes a class of a shape met before from its recipe,
+    and records the recipe of a new one (classrecipes.py)."""
+
+    def _process_class(cls: type, *options: Any, **kwargs: Any) -> Any:
+        module = cls.__module__
+        key = classrecipes.recipe_key(cls, options) if len(options) == 10 and not kwargs else None
+        if key is None or type(module) is not str:
+            return process(cls, *options, **kwargs)
+        recipe = cache.recipe(module, key)
+        if recipe is not None:
+            return classrecipes.replay(cls, key, recipe, lambda t: cache.compiled(t, module))
+        with recorder.recording() as texts:
+            made = process(cls, *options)
+        made_recipe = classrecipes.Recorder.recipe(made, texts, options)
+        if made_recipe is not None and made is cls:
+            cache.keep_recipe(module, key, made_recipe)
+        return made
+
+    _process_class.__wrapped__ = process  # type: ignore[attr-defined]
+    return _process_class
 
 
 class _DataclassDoc:
@@ -164,10 +202,13 @@ def install() -> None:
     if "exec" in vars(dataclasses):
         return  # installed already, or another tool's
     root = cache_root()
-    name = f"dataclasses-{sys.implementation.cache_tag}-{sys.hexversion:x}.marshal"
+    name = f"dataclasses-{_FORMAT}-{sys.implementation.cache_tag}-{sys.hexversion:x}.marshal"
     cache = _CodeCache(root / name if root is not None else None)
-    dataclasses.exec = _cached_exec(cache)  # type: ignore[attr-defined]
-    dataclasses._process_class = _doc_on_first_read(  # type: ignore[attr-defined]
-        dataclasses._process_class  # type: ignore[attr-defined]
-    )
+    process = dataclasses._process_class  # type: ignore[attr-defined]
+    recorder = None
+    if classrecipes.supported() and os.environ.get("TOPOGEN_CLASS_RECIPES") != "0":
+        recorder = classrecipes.Recorder()
+        process = _from_recipes(process, cache, recorder)
+    dataclasses.exec = _cached_exec(cache, recorder)  # type: ignore[attr-defined]
+    dataclasses._process_class = _doc_on_first_read(process)  # type: ignore[attr-defined]
     atexit.register(cache.save)

@@ -1,5 +1,5 @@
 """Start-up: the compiled code of topogen's own modules, kept in one file in the user's
-cache folder (codecache.cache_root(), a file per Python version and copy of topogen),
+cache folder (packfile.cache_root(), a file per Python version and copy of topogen),
 mapped into memory.
 
 A command imports 100 to 150 of topogen's modules, and Python finds each on its own: a
@@ -32,8 +32,7 @@ from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any
 
-from topogen.codecache import cache_root
-from topogen.packfile import Pack, write_pack
+from topogen.packfile import Pack, cache_root, write_pack
 
 __all__ = ["install"]
 

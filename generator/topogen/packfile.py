@@ -1,5 +1,5 @@
 """Named byte strings kept in one file, mapped into memory: the format of the start-up
-caches in the user's cache folder (modulecache.py: topogen's modules' code; codecache.py:
+caches in the user's cache folder (cache_root()) (modulecache.py: topogen's modules' code; codecache.py:
 the dataclasses' methods). A run maps the file and reads its index; an item's bytes are
 read (their pages faulted in) only when asked for. Writing replaces the whole file
 (write_atomically, the caches' one way to write: a reader keeps the file it mapped).
@@ -20,9 +20,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Pack", "write_atomically", "write_pack"]
+__all__ = ["Pack", "cache_root", "write_atomically", "write_pack"]
 
 _LENGTH = 8  # bytes of the index's length
+
+
+def cache_root() -> Path | None:
+    """$XDG_CACHE_HOME/topogen or ~/.cache/topogen (None: neither is an absolute path)."""
+    root = os.environ.get("XDG_CACHE_HOME") or ""
+    if not os.path.isabs(root):
+        home = os.environ.get("HOME") or ""
+        if not os.path.isabs(home):
+            return None
+        root = os.path.join(home, ".cache")
+    return Path(root) / "topogen"
 
 
 class Pack:

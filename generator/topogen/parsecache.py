@@ -1,5 +1,5 @@
 """Large input files parsed once: what parsing a file gave, kept in the user's cache folder
-(codecache.cache_root()/parsed) and loaded instead of parsing the same bytes again.
+(packfile.cache_root()/parsed) and loaded instead of parsing the same bytes again.
 
 topogen runs on every Argo CD refresh and every pull request, mostly over inputs that did
 not change since the last run: a cluster snapshot (12.8 MB of JSON for 5,000 nodes), the
@@ -32,8 +32,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from topogen.codecache import cache_root
-from topogen.packfile import write_atomically
+from topogen.packfile import cache_root, write_atomically
 
 try:  # built in: hashlib would load OpenSSL first
     from _blake2 import blake2b as _digest

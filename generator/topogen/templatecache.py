@@ -31,8 +31,7 @@ from pathlib import Path
 from types import CodeType, ModuleType
 from typing import TYPE_CHECKING, Any
 
-from topogen.codecache import cache_root
-from topogen.packfile import write_atomically
+from topogen.packfile import cache_root, write_atomically
 
 try:  # the built-in module: hashlib would load OpenSSL first
     from _blake2 import blake2b as _blake2b

@@ -5,6 +5,7 @@ unwritable cache, and the cache is written only in its folder."""
 
 from __future__ import annotations
 
+import inspect
 import marshal
 import os
 import subprocess
@@ -88,7 +89,8 @@ def test_every_dataclass_method_from_the_cache_is_the_compiled_one(tmp_path: Pat
         capture_output=True,
         text=True,
         timeout=300,
-        env={**_env(tmp_path), "TOPOGEN_MODULE_CACHE": "0"},  # (its own file: modulecache)
+        # (modulecache and patterncache write files of their own)
+        env={**_env(tmp_path), "TOPOGEN_MODULE_CACHE": "0", "TOPOGEN_PATTERN_CACHE": "0"},
         check=True,
     )
     made, kinds = (int(n) for n in out.stdout.split())
@@ -150,7 +152,8 @@ def test_a_dataclass_doc_is_the_one_dataclasses_makes_for_each_class(
 
     cached = [(c.__doc__, c.__dict__.get("__doc__") is None) for c in _classes()]
     assert _classes()[0](1).__doc__ == cached[0][0]  # an instance reads it too
-    monkeypatch.setattr(dataclasses, "_process_class", dataclasses._process_class.__wrapped__)
+    plain = inspect.unwrap(dataclasses._process_class)  # dataclasses.py's own
+    monkeypatch.setattr(dataclasses, "_process_class", plain)
     assert cached == [(c.__doc__, c.__dict__.get("__doc__") is None) for c in _classes()]
     assert cached[0][0] == "Point(x: 'int', label: 'str' = 'a')" and cached[2][0] == "Its own."
     assert cached[4] == (None, True)  # a plain subclass: no doc of its own, as ever

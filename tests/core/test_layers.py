@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
             {"", "errors", "names", "model", "manifest", "plaindata", "textui", "yamlfast"}
             | {"blockyaml", "jsontext"}
             | {"yamltext", "nodepools", "codecache", "templatecache", "parsecache", "digests"}
-            | {"modulecache", "packfile"}
+            | {"modulecache", "packfile", "patterncache", "classrecipes"}
         ),
     ),
     ("knowledge", frozenset({"operators", "cilium", "kueue"})),
