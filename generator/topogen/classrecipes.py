@@ -25,15 +25,20 @@ from __future__ import annotations
 import abc
 import dataclasses
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
+from types import CellType, CodeType, FunctionType
 from typing import Any
 
 __all__ = ["Recorder", "recipe_key", "replay", "supported"]
 
-# a kept recipe: per method made, in order: its name, its text, the names of the values
-# it is made with; then __match_args__ (None: not set), and whether __hash__ is set None
-Recipe = tuple[tuple[tuple[str, str, tuple[str, ...]], ...], tuple[str, ...] | None, bool]
+# a kept recipe: per method made, in order: its name, its function's code, the names of
+# the values its defaults are (in order) and of its annotations' values (per parameter);
+# then __match_args__ (None: not set), and whether __hash__ is set None. The values of
+# its closure are named by the code's free variables. Names, as dataclasses.py's texts
+# give them: _type_<field>, _dflt_<field>, its markers, object, the class, None.
+Method = tuple[str, CodeType, tuple[str, ...], tuple[tuple[str, str], ...]]
+Recipe = tuple[tuple[Method, ...], tuple[str, ...] | None, bool]
 
 # the dunders dataclasses.py sets (a class defining one of them is not recorded)
 _DUNDERS: tuple[str, ...] = ("__init__", "__repr__", "__eq__", "__setattr__", "__delattr__")
@@ -138,28 +143,58 @@ class Recorder:
 
     @staticmethod
     def recipe(cls: type, texts: list[str], options: tuple[Any, ...]) -> Recipe | None:
-        """The record of the class just made from `texts` (None: not one replay makes the
-        same: a method not set, a value it is made with that replay cannot name)."""
-        methods = []
+        """The record of the class just made from `texts`: each method's code and the names
+        of the values it was made with, each checked to give the very value (None: a
+        method not set, or made with a value replay could not name)."""
+        fields = cls.__dict__.get("__dataclass_fields__", {})
+        methods: list[Method] = []
         for text in texts:
             head, _, rest = text.partition("):\n def ")
             name = rest.partition("(")[0]
             if not head.startswith(_HEAD) or not name.isidentifier():
                 return None
-            names = tuple(n.strip() for n in head[len(_HEAD) :].split(",") if n.strip())
-            fields = cls.__dict__.get("__dataclass_fields__", {})
-            if not all(_known(n, fields) for n in names):
-                return None
             made = cls.__dict__.get(name)
-            made = getattr(made, "__wrapped__", made) if name == "__repr__" else made
-            if getattr(getattr(made, "__code__", None), "co_name", None) != name:
+            fn = getattr(made, "__wrapped__", None) if name == "__repr__" else made
+            if type(fn) is not FunctionType or fn.__code__.co_name != name:
                 return None
-            methods.append((name, text, names))
+            method = _method(cls, fn, fields)
+            if method is None:
+                return None
+            methods.append(method)
         match_args = cls.__dict__.get("__match_args__") if options[6] else None
         if match_args is not None and type(match_args) is not tuple:
             return None
         hash_none = "__hash__" in cls.__dict__ and cls.__dict__["__hash__"] is None
         return tuple(methods), match_args, hash_none
+
+
+def _method(cls: type, fn: FunctionType, fields: dict[str, Any]) -> Method | None:
+    """fn's record, if every value it was made with has a name giving that very value."""
+    code = fn.__code__
+    cells = fn.__closure__ or ()
+    if fn.__kwdefaults__ is not None or len(cells) != len(code.co_freevars):
+        return None
+    for name, cell in zip(code.co_freevars, cells, strict=True):
+        if not _known(name, fields) or _value(name, cls, fields) is not cell.cell_contents:
+            return None
+    defaults = fn.__defaults__ or ()
+    params = code.co_varnames[code.co_argcount - len(defaults) : code.co_argcount]
+    default_names = []
+    for param, given in zip(params, defaults, strict=True):
+        f = fields.get(param)
+        if f is None:
+            return None
+        name = "_HAS_DEFAULT_FACTORY" if f.default is dataclasses.MISSING else "_dflt_" + param
+        if _value(name, cls, fields) is not given:
+            return None
+        default_names.append(name)
+    annotations = []
+    for param, given in fn.__annotations__.items():
+        name = "_return_type" if param == "return" else "_type_" + param
+        if not _known(name, fields) or _value(name, cls, fields) is not given:
+            return None
+        annotations.append((param, name))
+    return fn.__name__, code, tuple(default_names), tuple(annotations)
 
 
 def _known(name: str, fields: dict[str, Any]) -> bool:
@@ -171,12 +206,7 @@ def _known(name: str, fields: dict[str, Any]) -> bool:
     return False
 
 
-def replay(
-    cls: type,
-    key: tuple[Any, ...],
-    recipe: Recipe,
-    code_of: Callable[[str], Any],
-) -> type:
+def replay(cls: type, key: tuple[Any, ...], recipe: Recipe) -> type:
     """The class made from its recipe, as dataclasses._process_class makes it."""
     init, repr_, eq, order, unsafe_hash, frozen, _, _, _, _ = key[1]
     made: Any = cls  # given the attributes dataclasses.py gives it
@@ -201,11 +231,13 @@ def replay(
                 setattr(cls, name, f.default)
     made.__dataclass_fields__ = fields
     methods, match_args, hash_none = recipe
-    for name, text, names in methods:
-        values = {n: _value(n, cls, fields) for n in names}
-        ns: dict[str, Any] = {}
-        exec(code_of(text), module, ns)
-        fn = ns["__create_fn__"](**values)
+    for name, code, default_names, annotation_names in methods:
+        free = code.co_freevars
+        closure = tuple(CellType(_value(n, cls, fields)) for n in free) if free else None
+        defaults = tuple(_value(n, cls, fields) for n in default_names) or None
+        fn: Any = FunctionType(code, module, None, defaults, closure)
+        if annotation_names:
+            fn.__annotations__ = {p: _value(n, cls, fields) for p, n in annotation_names}
         if name == "__repr__":
             fn = dc._recursive_repr(fn)
         fn.__qualname__ = f"{cls.__qualname__}.{fn.__name__}"

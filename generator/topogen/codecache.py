@@ -41,77 +41,75 @@ from topogen.packfile import Pack, cache_root, write_pack
 
 __all__ = ["cache_root", "install"]
 
-_MAX_ENTRIES = 512  # a module's texts: past this, a run keeps only what it used
-_FORMAT = 2  # the file's format (packfile.py), in its name too: two versions of topogen
+_MAX_ENTRIES = 512  # a module's texts or recipes: past this, a run keeps only what it used
+_FORMAT = 3  # the file's format (packfile.py), in its name too: two versions of topogen
 # on one machine each keep their own file instead of taking turns rewriting one
 _MAGIC = b"topogen-dataclasses-%d\n" % _FORMAT
+_TEXTS = "/texts"  # a module's texts' item: the module's name and this
 
 
 class _CodeCache:
-    """module name -> {text: its code} and {class shape: its recipe}: a module's read from
-    the file (packfile.Pack, an item per module) when its first class asks, the file
-    written back at exit when this run made something new. Code is keyed by the text
-    itself: no hash to compute, and no two texts share a code."""
+    """Per module: {text: its code} and {class shape: its recipe}, each an item of the file
+    (packfile.Pack) read when first asked for (a module whose classes are all made from
+    recipes never reads its texts), the file written back at exit when this run made
+    something new. Code is keyed by the text itself: no hash to compute, and no two texts
+    share a code."""
 
     def __init__(self, file: Path | None) -> None:
         self.file = file
         self.pack = Pack(file, _MAGIC)
-        self.modules: dict[str, dict[str, CodeType]] = {}
+        self.codes: dict[str, dict[str, CodeType]] = {}
         self.recipes: dict[str, dict[Any, classrecipes.Recipe]] = {}
-        self.used: dict[str, set[Any]] = {}
-        self.added: set[str] = set()
+        self.used: dict[str, set[Any]] = {}  # the item's keys this run asked for
+        self.added: set[str] = set()  # the items this run changed
 
-    def _load(self, module: str) -> dict[str, CodeType]:
-        codes: dict[str, CodeType] = {}
-        recipes: dict[Any, Any] = {}
+    def _item(self, name: str) -> dict[Any, Any]:
         try:
-            data = marshal.loads(self.pack.bytes(module)) if module in self.pack.index else None
+            data = marshal.loads(self.pack.bytes(name)) if name in self.pack.index else None
         except (EOFError, ValueError, TypeError):
             data = None
-        if type(data) is tuple and len(data) == 2 and type(data[0]) is dict:
-            codes = {k: v for k, v in data[0].items() if type(k) is str and type(v) is CodeType}
-            if type(data[1]) is dict:
-                recipes = {k: v for k, v in data[1].items() if type(k) is tuple}
-        self.modules[module] = codes
-        self.recipes[module] = recipes
-        self.used[module] = set()
-        return codes
+        self.used[name] = set()
+        return data if type(data) is dict else {}
 
     def compiled(self, text: str, module: str = "") -> CodeType:
-        codes = self.modules.get(module)
+        codes = self.codes.get(module)
         if codes is None:
-            codes = self._load(module)
-        self.used[module].add(text)
+            codes = self.codes[module] = {
+                k: v
+                for k, v in self._item(module + _TEXTS).items()
+                if type(k) is str and type(v) is CodeType
+            }
+        self.used[module + _TEXTS].add(text)
         code = codes.get(text)
         if code is None:
             # as exec(text) compiles it in dataclasses.py: no __future__ flags of ours
             code = codes[text] = compile(text, "<string>", "exec", dont_inherit=True)
-            self.added.add(module)
+            self.added.add(module + _TEXTS)
         return code
 
     def recipe(self, module: str, key: tuple[Any, ...]) -> classrecipes.Recipe | None:
-        if module not in self.modules:
-            self._load(module)
+        recipes = self.recipes.get(module)
+        if recipes is None:
+            recipes = self.recipes[module] = self._item(module)
         self.used[module].add(key)
-        return self.recipes[module].get(key)
+        return recipes.get(key)
 
     def keep_recipe(self, module: str, key: tuple[Any, ...], recipe: classrecipes.Recipe) -> None:
         self.recipes[module][key] = recipe
         self.added.add(module)
 
     def save(self) -> None:
-        """The file, when this run made something new: the modules this run changed,
-        and the others' items as they were."""
+        """The file, when this run made something new: the items this run changed, and
+        the others as they were."""
         if not self.added or self.file is None:
             return
         items = {n: (None, bytes(self.pack.bytes(n))) for n in self.pack.index}
-        for module in self.added:
-            codes, recipes, used = self.modules[module], self.recipes[module], self.used[module]
-            if len(codes) > _MAX_ENTRIES:  # past this, only what this run used
-                codes = {k: v for k, v in codes.items() if k in used}
-            if len(recipes) > _MAX_ENTRIES:
-                recipes = {k: v for k, v in recipes.items() if k in used}
-            items[module] = (None, marshal.dumps((codes, recipes)))
+        for name in self.added:
+            module, texts, _ = name.partition(_TEXTS)
+            kept: dict[Any, Any] = self.codes[module] if texts else self.recipes[module]
+            if len(kept) > _MAX_ENTRIES:  # past this, only what this run used
+                kept = {k: v for k, v in kept.items() if k in self.used[name]}
+            items[name] = (None, marshal.dumps(kept))
         write_pack(self.file, _MAGIC, items)
 
 
@@ -144,7 +142,7 @@ def _from_recipes(process: Any, cache: _CodeCache, recorder: classrecipes.Record
             return process(cls, *options, **kwargs)
         recipe = cache.recipe(module, key)
         if recipe is not None:
-            return classrecipes.replay(cls, key, recipe, lambda t: cache.compiled(t, module))
+            return classrecipes.replay(cls, key, recipe)
         with recorder.recording() as texts:
             made = process(cls, *options)
         made_recipe = classrecipes.Recorder.recipe(made, texts, options)

@@ -17,7 +17,6 @@ duplicate key, with both lines: yamltext.py).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from functools import cache
@@ -124,6 +123,8 @@ def _json(body: str) -> Any:
         return _NOT_JSON
     if "\x7f" in body or (not body.isascii() and yaml_unsafe_in_json().search(body)):
         return _NOT_JSON
+    import json  # only a JSON document needs it (a YAML input never does)
+
     try:
         return json.loads(
             body,

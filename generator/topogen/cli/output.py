@@ -7,7 +7,6 @@ accepted (`table` is `text`) without being shown.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -59,6 +58,8 @@ def output_option(
 
 def json_as_yaml(text: str) -> str:
     """A JSON document as block YAML: the same fields, in the same (sorted) order."""
+    import json  # (lazily, as yaml: `connectivity -o csv` needs neither)
+
     import yaml  # only the YAML output needs it
 
     dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +102,8 @@ def _workload_json(ep: WorkloadEndpoint) -> dict[str, Any]:
 
 def connectivity_json(report: ConnectivityReport) -> str:
     """Sorted keys, one line per pair (the pairs list is long: N*N entries)."""
+    import json  # only the JSON formats need it
+
     data: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "ConnectivityReport",
@@ -230,6 +231,8 @@ def _match_json(m: RuleMatch) -> dict[str, Any]:
 
 def explanation_json(ex: Explanation) -> str:
     """`explain -o json`: the verdict, each end's trace and the ports, sorted keys."""
+    import json  # only the JSON formats need it
+
     data = {
         "apiVersion": API_VERSION,
         "kind": "Explanation",
