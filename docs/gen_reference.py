@@ -122,7 +122,9 @@ def cli_reference() -> str:
         "was made from) in `$XDG_CACHE_HOME/topogen`, else `~/.cache/topogen`, and runs "
         "without it when it cannot be written; `TOPOGEN_PARSE_CACHE=0` parses every input "
         "again, `TOPOGEN_MODULE_CACHE=0` imports topogen's modules as Python does (their "
-        "code is otherwise read from one kept file).",
+        "code is otherwise read from one kept file), `TOPOGEN_CLASS_RECIPES=0` has "
+        "dataclasses.py make every dataclass (otherwise made from the record of its first "
+        "making), `TOPOGEN_PATTERN_CACHE=0` compiles topogen's regular expressions again.",
         "",
         "| command | what |",
         "| --- | --- |",
