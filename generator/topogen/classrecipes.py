@@ -5,19 +5,20 @@ class's fields, then running that text (codecache.py keeps the compiled code of 
 text). Writing the texts, and the Field objects and checks around them, was the larger
 part of the hundred dataclasses' cost at start-up. What it does depends only on the
 class's "shape": its name, its decorator's options, each field's name, annotation text
-and kind of default, which dunders the class defines itself and whether it has
-__post_init__. So the first making of a class of a given shape is recorded (the texts
-run, in order, and the names of the values each method is made with) and kept beside
-the code (codecache.py's file); a later run that meets the same shape makes the
-class from the record: the Field objects, then each method from its kept code, with the
-values the text names (the field's type or default, the class, dataclasses' markers).
+and kind of default, and whether it has __post_init__. So the first making of a class of
+a given shape is recorded (per method, in order: its function's code and the names of
+the values it was made with, each checked to give the very value) and kept beside the
+texts' code (codecache.py's file); a later run that meets the same shape makes the class
+from the record: the Field objects, then each function (FunctionType) with the values
+its names give (the field's type or default, the class, dataclasses' markers).
 
-Only the plain case is recorded: no dataclass base, no slots, no keyword-only field, no ClassVar, InitVar or KW_ONLY annotation (by the names
-they are bound to in the class's module, as dataclasses.py looks them up), no metadata,
-no dunder of dataclasses' own defined by the class, no mutable default; any other class
-is made by dataclasses.py as ever. tests/core/test_classrecipes.py makes every dataclass
-of topogen both ways and compares the classes: their fields, their methods' code,
-defaults, annotations and closures, their attributes in order.
+Only the plain case is recorded: no dataclass base, no slots, no keyword-only field, no
+ClassVar, InitVar or KW_ONLY annotation (by the names they are bound to in the class's
+module, as dataclasses.py looks them up), no metadata, no dunder of dataclasses' own
+defined by the class, no mutable default; any other class is made by dataclasses.py as
+ever. tests/core/test_classrecipes.py makes every dataclass of topogen both ways and
+compares the classes: their fields, their methods' code, defaults, annotations and
+closures, their attributes in order.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ Recipe = tuple[tuple[Method, ...], tuple[str, ...] | None, bool]
 _DUNDERS: tuple[str, ...] = ("__init__", "__repr__", "__eq__", "__setattr__", "__delattr__")
 _DUNDERS += ("__hash__", "__match_args__", "__lt__", "__le__", "__gt__", "__ge__")
 _MARKERS = ("MISSING", "_HAS_DEFAULT_FACTORY", "FrozenInstanceError")
+_UNNAMED = object()  # _value of a name replay does not know
 _NEEDED = ("_create_fn", "_recursive_repr", "_FIELD", "_DataclassParams", "_MODULE_IDENTIFIER_RE")
 _HEAD = "def __create_fn__("  # how each text dataclasses.py runs starts (_create_fn)
 
@@ -161,7 +163,7 @@ class Recorder:
             if method is None:
                 return None
             methods.append(method)
-        match_args = cls.__dict__.get("__match_args__") if options[6] else None
+        match_args = cls.__dict__.get("__match_args__") if options[6] else None  # match_args=
         if match_args is not None and type(match_args) is not tuple:
             return None
         hash_none = "__hash__" in cls.__dict__ and cls.__dict__["__hash__"] is None
@@ -175,7 +177,7 @@ def _method(cls: type, fn: FunctionType, fields: dict[str, Any]) -> Method | Non
     if fn.__kwdefaults__ is not None or len(cells) != len(code.co_freevars):
         return None
     for name, cell in zip(code.co_freevars, cells, strict=True):
-        if not _known(name, fields) or _value(name, cls, fields) is not cell.cell_contents:
+        if _value(name, cls, fields) is not cell.cell_contents:
             return None
     defaults = fn.__defaults__ or ()
     params = code.co_varnames[code.co_argcount - len(defaults) : code.co_argcount]
@@ -191,19 +193,10 @@ def _method(cls: type, fn: FunctionType, fields: dict[str, Any]) -> Method | Non
     annotations = []
     for param, given in fn.__annotations__.items():
         name = "_return_type" if param == "return" else "_type_" + param
-        if not _known(name, fields) or _value(name, cls, fields) is not given:
+        if _value(name, cls, fields) is not given:
             return None
         annotations.append((param, name))
     return fn.__name__, code, tuple(default_names), tuple(annotations)
-
-
-def _known(name: str, fields: dict[str, Any]) -> bool:
-    if name in _MARKERS or name in ("__dataclass_builtins_object__", "_return_type", "cls"):
-        return True
-    for prefix in ("_type_", "_dflt_"):
-        if name.startswith(prefix) and name[len(prefix) :] in fields:
-            return True
-    return False
 
 
 def replay(cls: type, key: tuple[Any, ...], recipe: Recipe) -> type:
@@ -251,6 +244,7 @@ def replay(cls: type, key: tuple[Any, ...], recipe: Recipe) -> type:
 
 
 def _value(name: str, cls: type, fields: dict[str, Any]) -> Any:
+    """The value a name of dataclasses.py's texts stands for (_UNNAMED: none replay knows)."""
     if name.startswith("_type_") and name[6:] in fields:
         return fields[name[6:]].type
     if name.startswith("_dflt_") and name[6:] in fields:
@@ -262,4 +256,4 @@ def _value(name: str, cls: type, fields: dict[str, Any]) -> Any:
         return None
     if name == "cls":
         return cls
-    return getattr(dataclasses, name)
+    return getattr(dataclasses, name) if name in _MARKERS else _UNNAMED

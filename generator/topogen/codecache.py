@@ -29,7 +29,6 @@ import atexit
 import builtins
 import dataclasses
 import inspect
-import marshal
 import os
 import sys
 from pathlib import Path
@@ -37,9 +36,9 @@ from types import CodeType
 from typing import Any
 
 from topogen import classrecipes
-from topogen.packfile import Pack, cache_root, write_pack
+from topogen.packfile import Items, cache_root
 
-__all__ = ["cache_root", "install"]
+__all__ = ["install"]
 
 _MAX_ENTRIES = 512  # a module's texts or recipes: past this, a run keeps only what it used
 _FORMAT = 3  # the file's format (packfile.py), in its name too: two versions of topogen
@@ -50,67 +49,41 @@ _TEXTS = "/texts"  # a module's texts' item: the module's name and this
 
 class _CodeCache:
     """Per module: {text: its code} and {class shape: its recipe}, each an item of the file
-    (packfile.Pack) read when first asked for (a module whose classes are all made from
-    recipes never reads its texts), the file written back at exit when this run made
-    something new. Code is keyed by the text itself: no hash to compute, and no two texts
-    share a code."""
+    (packfile.Items) read when first asked for (a module whose classes are all made from
+    recipes never reads its texts). Code is keyed by the text itself: no hash to compute,
+    and no two texts share a code."""
 
     def __init__(self, file: Path | None) -> None:
-        self.file = file
-        self.pack = Pack(file, _MAGIC)
-        self.codes: dict[str, dict[str, CodeType]] = {}
-        self.recipes: dict[str, dict[Any, classrecipes.Recipe]] = {}
-        self.used: dict[str, set[Any]] = {}  # the item's keys this run asked for
-        self.added: set[str] = set()  # the items this run changed
-
-    def _item(self, name: str) -> dict[Any, Any]:
-        try:
-            data = marshal.loads(self.pack.bytes(name)) if name in self.pack.index else None
-        except (EOFError, ValueError, TypeError):
-            data = None
-        self.used[name] = set()
-        return data if type(data) is dict else {}
+        self.items = Items(file, _MAGIC, _MAX_ENTRIES)
+        self.save = self.items.save
 
     def compiled(self, text: str, module: str = "") -> CodeType:
-        codes = self.codes.get(module)
-        if codes is None:
-            codes = self.codes[module] = {
-                k: v
-                for k, v in self._item(module + _TEXTS).items()
-                if type(k) is str and type(v) is CodeType
-            }
-        self.used[module + _TEXTS].add(text)
+        name = module + _TEXTS
+        codes = self.items.item(name, _is_code)
+        self.items.used[name].add(text)
         code = codes.get(text)
         if code is None:
             # as exec(text) compiles it in dataclasses.py: no __future__ flags of ours
             code = codes[text] = compile(text, "<string>", "exec", dont_inherit=True)
-            self.added.add(module + _TEXTS)
+            self.items.changed.add(name)
         return code
 
     def recipe(self, module: str, key: tuple[Any, ...]) -> classrecipes.Recipe | None:
-        recipes = self.recipes.get(module)
-        if recipes is None:
-            recipes = self.recipes[module] = self._item(module)
-        self.used[module].add(key)
-        return recipes.get(key)
+        recipes = self.items.item(module, _is_recipe)
+        self.items.used[module].add(key)
+        return recipes.get(key)  # type: ignore[no-any-return]
 
     def keep_recipe(self, module: str, key: tuple[Any, ...], recipe: classrecipes.Recipe) -> None:
-        self.recipes[module][key] = recipe
-        self.added.add(module)
+        self.items.item(module, _is_recipe)[key] = recipe
+        self.items.changed.add(module)
 
-    def save(self) -> None:
-        """The file, when this run made something new: the items this run changed, and
-        the others as they were."""
-        if not self.added or self.file is None:
-            return
-        items = {n: (None, bytes(self.pack.bytes(n))) for n in self.pack.index}
-        for name in self.added:
-            module, texts, _ = name.partition(_TEXTS)
-            kept: dict[Any, Any] = self.codes[module] if texts else self.recipes[module]
-            if len(kept) > _MAX_ENTRIES:  # past this, only what this run used
-                kept = {k: v for k, v in kept.items() if k in self.used[name]}
-            items[name] = (None, marshal.dumps(kept))
-        write_pack(self.file, _MAGIC, items)
+
+def _is_code(key: object, value: object) -> bool:
+    return type(key) is str and type(value) is CodeType
+
+
+def _is_recipe(key: object, value: object) -> bool:
+    return type(key) is tuple and type(value) is tuple
 
 
 def _cached_exec(cache: _CodeCache, recorder: classrecipes.Recorder | None = None) -> Any:
@@ -146,7 +119,7 @@ def _from_recipes(process: Any, cache: _CodeCache, recorder: classrecipes.Record
         with recorder.recording() as texts:
             made = process(cls, *options)
         made_recipe = classrecipes.Recorder.recipe(made, texts, options)
-        if made_recipe is not None and made is cls:
+        if made_recipe is not None:
             cache.keep_recipe(module, key, made_recipe)
         return made
 

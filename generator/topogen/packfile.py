@@ -16,11 +16,11 @@ import contextlib
 import marshal
 import mmap
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Pack", "cache_root", "write_atomically", "write_pack"]
+__all__ = ["Items", "Pack", "cache_root", "write_atomically", "write_pack"]
 
 _LENGTH = 8  # bytes of the index's length
 
@@ -83,6 +83,45 @@ class Pack:
         """The item's bytes (b"": no such item)."""
         item = self.index.get(name)
         return self._data[item[1] : item[2]] if item is not None else b""
+
+
+class Items:
+    """Dicts kept as the items of one file (marshal), each read when first asked for, the
+    ones a run changed written back at exit with the others as they were; an item past
+    `most` entries keeps only the keys this run used. The caches of dataclasses' methods
+    (codecache.py) and of regular expressions (patterncache.py) are made of them."""
+
+    def __init__(self, file: Path | None, magic: bytes, most: int) -> None:
+        self.file, self.magic, self.most = file, magic, most
+        self.pack = Pack(file, magic)
+        self.items: dict[str, dict[Any, Any]] = {}
+        self.used: dict[str, set[Any]] = {}  # per item, the keys this run asked for
+        self.changed: set[str] = set()  # the items this run changed
+
+    def item(self, name: str, valid: Callable[[Any, Any], bool]) -> dict[Any, Any]:
+        """The item `name` (its entries that are `valid`; {} when none, or damaged)."""
+        got = self.items.get(name)
+        if got is None:
+            try:
+                data = marshal.loads(self.pack.bytes(name)) if name in self.pack.index else None
+            except (EOFError, ValueError, TypeError):
+                data = None
+            got = {k: v for k, v in data.items() if valid(k, v)} if type(data) is dict else {}
+            self.items[name] = got
+            self.used[name] = set()
+        return got
+
+    def save(self) -> None:
+        """The file, when this run changed an item (most runs write nothing)."""
+        if not self.changed or self.file is None:
+            return
+        out = {n: (None, bytes(self.pack.bytes(n))) for n in self.pack.index}
+        for name in self.changed:
+            kept = self.items[name]
+            if len(kept) > self.most:  # past this, only what this run used
+                kept = {k: v for k, v in kept.items() if k in self.used[name]}
+            out[name] = (None, marshal.dumps(kept))
+        write_pack(self.file, self.magic, out)
 
 
 def write_pack(file: Path, magic: bytes, items: Mapping[str, tuple[Any, bytes]]) -> None:

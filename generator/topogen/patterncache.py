@@ -18,14 +18,13 @@ TOPOGEN_PATTERN_CACHE=0 turns it off.
 from __future__ import annotations
 
 import atexit
-import marshal
 import os
 import sys
 from array import array
 from pathlib import Path
 from typing import Any
 
-from topogen.packfile import Pack, cache_root, write_pack
+from topogen.packfile import Items, cache_root
 
 __all__ = ["install"]
 
@@ -39,40 +38,24 @@ Kept = tuple[int, bytes, int, dict[str, int], tuple[str | None, ...]]
 
 
 class _PatternCache:
-    """module name -> {(pattern, flags): Kept}: a module's read from the file when it
-    first compiles a pattern, the file written at exit when this run compiled a new one."""
+    """module name -> {(pattern, flags): Kept}, an item of the file (packfile.Items) read
+    when the module first compiles a pattern, written at exit when this run compiled a
+    new one."""
 
     def __init__(self, file: Path | None, sre: Any, parser: Any, compiler: Any) -> None:
-        self.file = file
-        self.pack = Pack(file, _MAGIC)
-        self.modules: dict[str, dict[Any, Kept]] = {}
-        self.used: dict[str, set[Any]] = {}
-        self.added: set[str] = set()
+        self.items = Items(file, _MAGIC, _MAX_ENTRIES)
+        self.save = self.items.save
         self._sre, self._parser, self._compiler = sre, parser, compiler
-
-    def _load(self, module: str) -> dict[Any, Kept]:
-        kept: dict[Any, Kept] = {}
-        try:
-            data = marshal.loads(self.pack.bytes(module)) if module in self.pack.index else None
-        except (EOFError, ValueError, TypeError):
-            data = None
-        if type(data) is dict:
-            kept = {k: v for k, v in data.items() if _is_kept(k, v)}
-        self.modules[module] = kept
-        self.used[module] = set()
-        return kept
 
     def compiled(self, pattern: str | bytes, flags: int, module: str) -> Any:
         """The pattern object re's compile step makes of (pattern, flags)."""
-        kept = self.modules.get(module)
-        if kept is None:
-            kept = self._load(module)
+        kept = self.items.item(module, _is_kept)
         key = (pattern, flags)
-        self.used[module].add(key)
+        self.items.used[module].add(key)
         entry = kept.get(key)
         if entry is None:
             entry = kept[key] = self._compile(pattern, flags)
-            self.added.add(module)
+            self.items.changed.add(module)
         final, code, groups, groupindex, indexgroup = entry
         ints = array("I")
         ints.frombytes(code)
@@ -93,19 +76,6 @@ class _PatternCache:
             groupindex,
             tuple(indexgroup),
         )
-
-    def save(self) -> None:
-        """The file, when this run compiled a new pattern: the modules this run changed,
-        and the others' items as they were."""
-        if not self.added or self.file is None:
-            return
-        items = {n: (None, bytes(self.pack.bytes(n))) for n in self.pack.index}
-        for module in self.added:
-            kept = self.modules[module]
-            if len(kept) > _MAX_ENTRIES:  # past this, only what this run used
-                kept = {k: v for k, v in kept.items() if k in self.used[module]}
-            items[module] = (None, marshal.dumps(kept))
-        write_pack(self.file, _MAGIC, items)
 
 
 def _is_kept(key: object, value: object) -> bool:

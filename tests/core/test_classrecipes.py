@@ -10,11 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from topogen import classrecipes
-
-pytestmark = pytest.mark.skipif(not classrecipes.supported(), reason="recipes: CPython 3.11")
 
 # classes of each shape: covered by recipes (defaults, factories, init=False, options
 # with order and unsafe_hash, __post_init__, a default inherited from a plain base) and
@@ -205,16 +201,20 @@ def test_every_class_made_from_its_recipe_is_the_one_dataclasses_makes(tmp_path:
     assert plain["replayed"] == [] and recorded["replayed"] == []
     assert plain["classes"] == recorded["classes"]
     assert plain["classes"] == replayed["classes"]
+    classes = plain["classes"]
+    assert isinstance(classes, dict) and classes["refused"]  # refused as ever
+    assert len(classes) > 150  # topogen's classes and the samples
     every = set(replayed["replayed"])  # type: ignore[arg-type]
+    if not classrecipes.supported():  # another Python: dataclasses.py makes every class
+        assert not every
+        return
     made = {n.removeprefix("samples.") for n in every if n.startswith("samples.")}
     covered = {"Point", "Mutable", "Bare", "NoInit", "Posted", "FromBase", "Hashed", "Empty"}
     covered |= {"Ordered", "UnsafeHash"}
     assert covered <= made
     left = {"WithClassVar", "SelfField", "Child", "Slotted", "OwnRepr", "KeywordOnly"}
     assert not left & made  # made by dataclasses.py, each run
-    classes = plain["classes"]
-    assert isinstance(classes, dict) and classes["refused"]  # refused as ever
-    assert len(every) > 100 and len(classes) > 150  # topogen's classes, most of them covered
+    assert len(every) > 100  # most of topogen's classes are covered
 
 
 def test_a_shape_changed_since_the_recipe_is_made_anew() -> None:

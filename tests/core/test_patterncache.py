@@ -66,10 +66,10 @@ def test_a_pattern_compiled_then_read_back_is_the_one_re_makes(
     _same(first.compiled(pattern, flags, "topogen.x"), _real(pattern, flags))
     first.save()
     again = _cache(file)
-    assert (pattern, flags) in again._load("topogen.x")  # kept, not compiled anew
+    assert (pattern, flags) in again.items.item("topogen.x", patterncache._is_kept)  # kept
     served = again.compiled(pattern, flags, "topogen.x")
     _same(served, _real(pattern, flags))
-    assert not again.added  # nothing new: nothing to write
+    assert not again.items.changed  # nothing new: nothing to write
 
 
 def test_a_served_pattern_matches_as_re_does() -> None:
@@ -106,7 +106,7 @@ def test_a_damaged_file_reads_as_empty(tmp_path: Path) -> None:
     file.write_bytes(bytes(data))
     again = _cache(file)
     _same(again.compiled(r"a+b", 0, "topogen.x"), _real(r"a+b", 0))
-    assert again.added == {"topogen.x"}  # compiled anew, and written back at exit
+    assert again.items.changed == {"topogen.x"}  # compiled anew, and written back at exit
 
 
 def _env(cache: Path, **extra: str) -> dict[str, str]:
