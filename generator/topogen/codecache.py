@@ -71,7 +71,7 @@ class _CodeCache:
     def recipe(self, module: str, key: tuple[Any, ...]) -> classrecipes.Recipe | None:
         recipes = self.items.item(module, _is_recipe)
         self.items.used[module].add(key)
-        return recipes.get(key)  # type: ignore[no-any-return]
+        return recipes.get(key)
 
     def keep_recipe(self, module: str, key: tuple[Any, ...], recipe: classrecipes.Recipe) -> None:
         self.items.item(module, _is_recipe)[key] = recipe
