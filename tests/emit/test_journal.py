@@ -215,3 +215,25 @@ def test_a_file_changed_after_the_kill_stops_the_recovery(
     assert CliRunner().invoke(
         main, ["analyze", "-c", str(out / "topogen-after.yaml")]
     ).exit_code in (0, 1)
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        journal.Plan((), (), False, False),
+        journal.Plan(
+            ("policies",),
+            (
+                journal.Change("policies/a.yaml", None, "ab" * 32),
+                journal.Change('odd "name" é\n.yaml', "cd" * 32, None),
+                journal.Change("kustomize/b.yaml", "ef" * 32, "01" * 32),
+            ),
+            True,
+            True,
+        ),
+    ],
+)
+def test_the_plan_reads_back_as_written(plan: journal.Plan) -> None:
+    text = plan.to_json()
+    assert journal.Plan.from_json(text) == plan
+    assert text.count("\n") == len(plan.changes) + 3  # a change per line
