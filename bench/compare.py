@@ -27,12 +27,11 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import startup  # noqa: E402
-from measure import Measured, measure, tree_digest  # noqa: E402
+from measure import TOPOGEN, Measured, measure, tree_digest  # noqa: E402
 
 __all__ = ["BEGIN", "END", "run", "splice"]
 
 BEGIN, END = "<!-- compare: begin -->", "<!-- compare: end -->"
-TOPOGEN = ROOT / ".venv" / "bin" / "topogen"
 
 
 KEPT = "this, parses kept"  # this code, the input's parses kept by a run before

@@ -6,14 +6,34 @@ import hashlib
 import json
 import statistics
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Measured", "measure", "tree_digest"]
+__all__ = ["DEV_TOPOGEN", "PYTHON", "TOPOGEN", "Measured", "interpreter", "measure", "tree_digest"]
 
-PYTHON = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "python"
+# The venv the bench runs in (`make bench`: .venv-bench, made from BENCH_PYTHON): its
+# topogen is what is timed, and its python runs the floors, so a ratio compares topogen with
+# what the same interpreter does alone.
+BIN = Path(sys.executable).parent
+PYTHON = BIN / "python"
+TOPOGEN = BIN / "topogen"
+# the development venv's (`make test`, `make demo`): the large fleet is timed on it too
+# when its interpreter is another (bench/RESULTS.md: Interpreter)
+DEV_TOPOGEN = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "topogen"
+
+
+def interpreter(python: Path) -> str:
+    """'CPython 3.11.2 (/usr/bin/python3.11)': the interpreter a venv's python runs."""
+    code = (
+        "import os, platform, sys; print(platform.python_implementation(), "
+        "platform.python_version(), f'({os.path.realpath(sys.executable)})')"
+    )
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
+    return done.stdout.strip() or f"? ({python})"
+
 
 # a process that runs one command and reports its own wall/CPU time and peak RSS
 _MEASURE = r"""

@@ -50,9 +50,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import measure  # noqa: E402
 import netpolgen  # noqa: E402
 
-TOPOGEN = ROOT / ".venv" / "bin" / "topogen"
+TOPOGEN = measure.TOPOGEN  # the venv the bench runs in (measure.py)
 CYCLONUS = ROOT / ".tools" / "bin" / "cyclonus"
 NOTIN_RULE = "cyclonus-notin-absent-key"
 POLICYTYPES_RULE = "cilium-policytypes"

@@ -57,11 +57,17 @@ import racebench  # noqa: E402
 import schedbench  # noqa: E402
 import startup as startup_bench  # noqa: E402
 from kyverno_pods import group_pods, reference_policy  # noqa: E402
-from measure import Measured, measure, tree_digest  # noqa: E402
+from measure import (  # noqa: E402
+    DEV_TOPOGEN,
+    PYTHON,
+    TOPOGEN,
+    Measured,
+    interpreter,
+    measure,
+    tree_digest,
+)
 from run_report import FLOOR_TARGET, FLOORS, KYVERNO, machine, report, scratch  # noqa: E402
 
-TOPOGEN = ROOT / ".venv" / "bin" / "topogen"
-PYTHON = ROOT / ".venv" / "bin" / "python"
 FLEETS = HERE / ".fleets"
 
 # only parse the files: the floor any YAML-reading tool pays, with three loaders
@@ -141,6 +147,8 @@ def run_case(case: Case, runs: int, work: Path) -> dict[str, Any]:
     analyze, render = Measured(), Measured()
     large = case.label == "large" and case.variant == "snapshot"
     kept = {"analyze": Measured(), "render": Measured()} if large else {}
+    # the large fleet on the development venv's interpreter too, when it is another
+    dev = {"analyze": Measured(), "render": Measured()} if large and _other_dev_venv() else {}
     floors = {name: Measured() for name in FLOORS if floor_available(name)}
     if kept:  # the run before, which keeps the parses
         _measure([TOPOGEN, "analyze", "-c", config, "-o", "json"], work / "analyze.json")
@@ -150,6 +158,11 @@ def run_case(case: Case, runs: int, work: Path) -> dict[str, Any]:
         if kept:
             _analyze_run([TOPOGEN, "analyze", "-c", config], kept["analyze"], work / "a.json")
             _render_run([TOPOGEN, "render", "-c", config], kept["render"], work, case.label)
+        if dev:
+            _analyze_run([*PARSED, DEV_TOPOGEN, "analyze", "-c", config], dev["analyze"],
+                         work / "d.json")  # fmt: skip
+            _render_run([*PARSED, DEV_TOPOGEN, "render", "-c", config], dev["render"], work,
+                        case.label)  # fmt: skip
         for name, floor in floors.items():
             code = _PARSE_HEAD + FLOORS[name]
             r = _measure([PYTHON, "-c", code, *input_files(config)], work / "parse.log")
@@ -158,12 +171,18 @@ def run_case(case: Case, runs: int, work: Path) -> dict[str, Any]:
             floor.wall.append(r["wall"])
             floor.cpu.append(r["cpu"])
             floor.rss_kb.append(r["rss_kb"])
-    results.update(analyze=analyze, render=render, floors=floors, kept=kept)
+    results.update(analyze=analyze, render=render, floors=floors, kept=kept, dev=dev)
     results["input_mb"] = sum(p.stat().st_size for p in input_files(config)) / 1e6
     rcs = analyze.rcs | render.rcs | {rc for m in kept.values() for rc in m.rcs}
     if rcs - {0, 1}:
         raise SystemExit(f"{case.label}: topogen failed (exit {rcs})")
     return results
+
+
+def _other_dev_venv() -> bool:
+    """Whether the development venv exists and runs another interpreter than the bench's."""
+    dev = DEV_TOPOGEN.parent / "python"
+    return dev.exists() and interpreter(dev) != interpreter(PYTHON)
 
 
 def startup(runs: int, work: Path) -> float:

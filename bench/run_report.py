@@ -20,6 +20,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 import admission_bench  # noqa: E402
+from measure import DEV_TOPOGEN, PYTHON, interpreter  # noqa: E402
 
 KYVERNO = ROOT / ".tools" / "bin" / "kyverno"
 
@@ -74,7 +75,7 @@ def machine() -> list[str]:
     return [
         f"- CPU: {cpu}, {os.cpu_count()} cores (nproc)",
         f"- memory: {mem}",
-        f"- Python {platform.python_version()} ({platform.python_implementation()}), "
+        f"- topogen timed on {interpreter(PYTHON)}, "
         f"PyYAML {yaml.__version__} with libyaml: {getattr(yaml, '__with_libyaml__', False)}",
         f"- OS: {platform.system()} {platform.release()}",
         f"- Kyverno CLI: {kyverno}",
@@ -194,6 +195,36 @@ def targets(
     return out
 
 
+def interpreter_section(results: list[dict[str, Any]]) -> list[str]:
+    """The large snapshot fleet on the bench's interpreter and on the development venv's,
+    in the same rounds ([] when they are one: bench/run.py measures it only then)."""
+    large = next((r for r in results if _is_large_snapshot(r)), None)
+    if large is None or not large.get("dev"):
+        return []
+    dev = large["dev"]
+    return [
+        "## Interpreter",
+        "",
+        "The large snapshot fleet (every input parsed) in the same rounds on the interpreter "
+        "the bench times topogen on and on the development venv's (`make test`, "
+        "`make demo`). `make bench` makes its own venv (.venv-bench) from BENCH_PYTHON "
+        "(Makefile): a CPython built with profile-guided and link-time optimization, as "
+        "the Argo CD plugin image's is (python:3.11-slim, built with `--enable-optimizations "
+        "--with-lto`); the distribution's python3.11 where there is one (Debian builds it "
+        "so). A CPython that pyenv builds without those options runs the same code slower.",
+        "",
+        "| interpreter | analyze s | analyze CPU s | render s | render CPU s |",
+        "|---|---:|---:|---:|---:|",
+        f"| {interpreter(PYTHON)}: the bench's | {large['analyze'].wall_med:.2f} "
+        f"| {large['analyze'].cpu_med:.2f} | {large['render'].wall_med:.2f} "
+        f"| {large['render'].cpu_med:.2f} |",
+        f"| {interpreter(DEV_TOPOGEN.parent / 'python')}: the development venv's "
+        f"| {dev['analyze'].wall_med:.2f} | {dev['analyze'].cpu_med:.2f} "
+        f"| {dev['render'].wall_med:.2f} | {dev['render'].cpu_med:.2f} |",
+        "",
+    ]
+
+
 def report(
     results: list[dict[str, Any]],
     start: float,
@@ -261,6 +292,7 @@ def report(
         "",
         head + "\n".join(_row(r, start) for r in sizes),
         "",
+        *interpreter_section(results),
         "## Parse floors",
         "",
         "Processes that only read and parse the input files (interpreter start included): "

@@ -48,11 +48,12 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests" / "live"))
 
 import bounds  # noqa: E402
+import measure  # noqa: E402
 import schedfleet as sf  # noqa: E402
 from fleet_kit import Client, PodState, PodWatch, settle  # noqa: E402
 from live_harness import ControlPlane, KubeError, start_control_plane  # noqa: E402
 
-TOPOGEN = ROOT / ".venv" / "bin" / "topogen"
+TOPOGEN = measure.TOPOGEN  # the venv the bench runs in (measure.py)
 PLANS = ("none", "pin", "spread")
 PLACEMENT: dict[str, str | None] = {"none": None, "pin": "pin", "spread": "spread"}
 ADMISSION = "admissionregistration.k8s.io"

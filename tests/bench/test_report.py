@@ -178,6 +178,24 @@ def test_a_quick_run_says_what_it_did_not_measure() -> None:
     assert "Race" not in text  # its own section, spliced in by the race (racebench.splice)
 
 
+def test_the_large_fleet_on_the_development_venvs_interpreter_has_its_section() -> None:
+    results = _fleet(1.3, 1.6, 0.4)
+    assert "## Interpreter" not in run_report.report(results, 0.05, None, 3, ["- m"], 60.0)
+    results[0]["dev"] = {"analyze": _measured(1.52), "render": _measured(1.89)}
+    text = run_report.report(results, 0.05, None, 3, ["- m"], 60.0)
+    section = text.split("## Interpreter", 1)[1].split("## Parse floors", 1)[0]
+    bench, dev = [ln for ln in section.splitlines() if ln.startswith("| ") and "'s |" in ln]
+    assert bench.endswith("the bench's | 1.30 | 1.30 | 1.60 | 1.60 |"), bench
+    assert dev.endswith("the development venv's | 1.52 | 1.52 | 1.89 | 1.89 |"), dev
+    # the Targets rows are the bench's interpreter's
+    assert (
+        _verdicts(run_report.targets(results, None, start=0.0))[
+            "large snapshot: `analyze` median under 1.5 s"
+        ]
+        == "yes"
+    )
+
+
 def test_admission_percentiles_and_variants() -> None:
     import admission
     import admission_report
