@@ -17,6 +17,7 @@ from pathlib import Path
 from topogen.config import ClusterConfig, TopogenConfig
 from topogen.model import PolicySet
 from topogen.pipeline.parallel import in_background, workers
+from topogen.sources.yamlio import new_run
 from topogen.sources.loader import (
     ClusterSources,
     WorkloadInputs,
@@ -48,6 +49,7 @@ def start_reading(cfg: TopogenConfig, clusters: Sequence[str] | None) -> Reading
     Namespaces, when every name is the config's (None: it is read later, in turn, after
     the error about a name). On a large input the workloads' copy is forked now: the
     caller imports the stages it runs meanwhile (a command's start-up)."""
+    new_run()  # the files as they are now (yamlio: a file read twice in a run is read once)
     known = {c.name: c for c in cfg.clusters}
     names = list(clusters) if clusters else list(known)
     first = known[names[0]] if names and all(n in known for n in names) else None
