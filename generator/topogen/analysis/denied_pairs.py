@@ -71,23 +71,29 @@ def denied_zone_pairs(
     # per zone pair (in order): which of the policy tuples deny it, either way round; each
     # distinct combination of tuples named once
     tuples = list(rows)
+    if not tuples:
+        return ()
     both = [[r | c for r, c in zip(rows[p], transpose(rows[p], n), strict=True)] for p in tuples]
     named: dict[int, tuple[str, ...]] = {}
     zones = eng.zones
     out = []
     for za in range(n):
         after = za + 1
+        after_za = [sym[za] >> after for sym in both]
+        denied = 0  # the zones after za denied from za (bits from after)
+        for r in after_za:
+            denied |= r
+        if not denied:
+            continue
         # per zone zb after za: the policy tuples (bits over `tuples`) denying (za, zb)
-        by_zb = _columns([sym[za] >> after for sym in both], n - after)
-        for j, mask in enumerate(by_zb):
-            if not mask:
-                continue
-            zb = after + j
+        by_zb = _columns(after_za, n - after) if len(after_za) > 1 else None
+        for j in _bits(denied):
+            mask = by_zb[j] if by_zb is not None else 1
             text = named.get(mask)
             if text is None:
                 refs = {p for k in _bits(mask) for p in tuples[k]}
                 text = named[mask] = tuple(sorted(str(p) for p in refs))
-            out.append((zones[za], zones[zb], text))
+            out.append((zones[za], zones[after + j], text))
     return tuple(out)
 
 
