@@ -50,7 +50,7 @@ test-live-load: $(STAMP) tools
 # profile-guided and link-time optimization, as the Argo CD plugin image's is (python:3.11-slim:
 # --enable-optimizations --with-lto); the distribution's python3.11 where there is one (Debian
 # builds it so). pyenv builds without them unless asked: on this machine the large fleet ran
-# about 14% slower on its build (bench/RESULTS.md: Interpreter, both in the same rounds).
+# 5-14% slower on its build (bench/RESULTS.md: Interpreter, both in the same rounds).
 BENCH_PYTHON ?= $(firstword $(wildcard /usr/bin/python3.11) $(PYTHON))
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed

@@ -17,7 +17,6 @@ from pathlib import Path
 from topogen.config import ClusterConfig, TopogenConfig
 from topogen.model import PolicySet
 from topogen.pipeline.parallel import in_background, workers
-from topogen.sources.yamlio import new_run
 from topogen.sources.loader import (
     ClusterSources,
     WorkloadInputs,
@@ -25,6 +24,7 @@ from topogen.sources.loader import (
     read_cluster_policies,
     read_cluster_sources,
 )
+from topogen.sources.yamlio import new_run
 
 __all__ = ["MIN_INPUT_BYTES", "EarlyCluster", "Reading", "start_reading"]
 
