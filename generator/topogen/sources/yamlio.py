@@ -169,11 +169,12 @@ def new_run() -> None:
 
 def _parsed(raw: bytes, shown: str) -> tuple[list[Any], tuple[str, str]]:
     """load_yaml_bytes of the file's bytes (UTF-8, read as text mode reads it: universal
-    newlines), remembered for the last few files: one run reads some inputs twice (render's
-    workload patches re-read the workloads, the running pods re-read a snapshot), and a
-    file read again is neither decoded nor parsed again. A large file is kept between runs
-    too (parsecache.py): unchanged, it is not parsed again. The documents are shared:
-    callers treat them as read-only (KubeObject.body is a Mapping)."""
+    newlines), and its key, remembered for the last few files: the same bytes read again
+    (a file whose stat changed, or read by a later command of the process) are neither
+    decoded nor parsed again (within one command, a file whose stat did not change is not
+    even read: iter_documents). A large file is kept between runs too (parsecache.py):
+    unchanged, it is not parsed again. The documents are shared: callers treat them as
+    read-only (KubeObject.body is a Mapping)."""
     digest = _digest(raw, digest_size=20).hexdigest()
     key = (shown, digest)
     hit = _PARSED.get(key)
