@@ -48,10 +48,11 @@ test-live-load: $(STAMP) tools
 
 # The interpreter `make bench` times topogen on, in a venv of its own: a CPython built with
 # profile-guided and link-time optimization, as the Argo CD plugin image's is (python:3.11-slim:
-# --enable-optimizations --with-lto); the distribution's python3.11 where there is one (Debian
-# builds it so). pyenv builds without them unless asked: on this machine the large fleet ran
-# 5-14% slower on its build (bench/RESULTS.md: Interpreter, both in the same rounds).
-BENCH_PYTHON ?= $(firstword $(wildcard /usr/bin/python3.11) $(PYTHON))
+# --enable-optimizations --with-lto); the distribution's python3.11 where it can make a venv
+# (Debian builds it so), else $(PYTHON). pyenv builds without them unless asked: on this
+# machine the large fleet ran 5-14% slower on its build (bench/RESULTS.md: Interpreter).
+BENCH_PYTHON ?= $(shell /usr/bin/python3.11 -c 'import ensurepip, venv' 2>/dev/null \
+	&& echo /usr/bin/python3.11 || echo $(PYTHON))
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
 
