@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import statistics
@@ -25,6 +26,7 @@ TOPOGEN = BIN / "topogen"
 DEV_TOPOGEN = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "topogen"
 
 
+@functools.cache
 def interpreter(python: Path) -> str:
     """'CPython 3.11.2 (/usr/bin/python3.11)': the interpreter a venv's python runs."""
     code = (

@@ -173,7 +173,7 @@ def run_case(case: Case, runs: int, work: Path) -> dict[str, Any]:
             floor.rss_kb.append(r["rss_kb"])
     results.update(analyze=analyze, render=render, floors=floors, kept=kept, dev=dev)
     results["input_mb"] = sum(p.stat().st_size for p in input_files(config)) / 1e6
-    rcs = analyze.rcs | render.rcs | {rc for m in kept.values() for rc in m.rcs}
+    rcs = analyze.rcs | render.rcs | {rc for m in (*kept.values(), *dev.values()) for rc in m.rcs}
     if rcs - {0, 1}:
         raise SystemExit(f"{case.label}: topogen failed (exit {rcs})")
     return results

@@ -210,8 +210,8 @@ def interpreter_section(results: list[dict[str, Any]]) -> list[str]:
         "`make demo`). `make bench` makes its own venv (.venv-bench) from BENCH_PYTHON "
         "(Makefile): a CPython built with profile-guided and link-time optimization, as "
         "the Argo CD plugin image's is (python:3.11-slim, built with `--enable-optimizations "
-        "--with-lto`); the distribution's python3.11 where there is one (Debian builds it "
-        "so). A CPython that pyenv builds without those options runs the same code slower.",
+        "--with-lto`); the distribution's python3.11 where it can make a venv (Debian builds "
+        "it so). A CPython that pyenv builds without those options runs the same code slower.",
         "",
         "| interpreter | analyze s | analyze CPU s | render s | render CPU s |",
         "|---|---:|---:|---:|---:|",

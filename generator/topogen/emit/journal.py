@@ -110,8 +110,9 @@ class Plan:
                 "dropTree": self.drop_tree,
             }
         )
-        lines = [json.dumps({"path": c.path, "was": c.was, "now": c.now}) for c in self.changes]
-        changes = "".join(f"\n  {line}," for line in lines).rstrip(",")
+        changes = ",".join(
+            f"\n  {json.dumps({'path': c.path, 'was': c.was, 'now': c.now})}" for c in self.changes
+        )
         return f'{head[:-1]},\n "changes": [{changes}\n ]}}\n'
 
     @classmethod
