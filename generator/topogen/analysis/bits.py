@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 __all__ = ["bits", "transpose"]
 
+# mask -> its set bits: a fleet asks for a few hundred distinct masks half a million times
+# (zone rows, matrices' rows and columns), so each is listed once; bounded, past which a
+# mask is listed on every call
+_LISTED: dict[int, tuple[int, ...]] = {}
+_MOST_LISTED = 1 << 16
 
-def bits(mask: int) -> Iterator[int]:
-    """Positions of the set bits, lowest first."""
-    while mask:
-        low = mask & -mask
-        yield low.bit_length() - 1
-        mask ^= low
+
+def bits(mask: int) -> tuple[int, ...]:
+    """Positions of the set bits of a mask (at least 0), lowest first."""
+    hit = _LISTED.get(mask)
+    if hit is None:
+        out = []
+        rest = mask
+        while rest:
+            low = rest & -rest
+            out.append(low.bit_length() - 1)
+            rest ^= low
+        hit = tuple(out)
+        if len(_LISTED) < _MOST_LISTED:
+            _LISTED[mask] = hit
+    return hit
 
 
 def transpose(rows: Sequence[int], n: int) -> list[int]:

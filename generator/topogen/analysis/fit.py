@@ -34,27 +34,28 @@ class Judge:
         self.zone_label = idx.zone_label
         self.readers = filters.zone_readers(template, idx.zone_label)
         self.reads_zone = bool(self.readers)
-        self._signatures: dict[str, Hashable] = {}
-        self._plain: dict[tuple[int, Hashable], str | None] = {}
+        # zone -> signature(); (class, signature) -> plain(): read by place() directly
+        self.signatures: dict[str, Hashable] = {}
+        self.judged: dict[tuple[int, Hashable], str | None] = {}
         self._pinned: dict[tuple[int, Hashable], tuple[str | None, str]] = {}
 
     def signature(self, zone: str, node: Node) -> Hashable:
         """What the template reads of the zone label of this node (in that zone)."""
         if not self.reads_zone:
             return None
-        hit = self._signatures.get(zone)
+        hit = self.signatures.get(zone)
         if hit is None:
             value = node.labels.get(self.zone_label)
-            hit = self._signatures[zone] = tuple(read(value) for read in self.readers)
+            hit = self.signatures[zone] = tuple(read(value) for read in self.readers)
         return hit
 
     def plain(self, c: int, cls: NodeClass, zone: str) -> str | None:
         """exclusion() on the class's nodes in that zone."""
         node = self.nodes[cls.by_zone[zone][0]]
         key = (c, self.signature(zone, node))
-        if key in self._plain:
-            return self._plain[key]
-        hit = self._plain[key] = exclusion(self.template, node, self.tolerations)
+        if key in self.judged:
+            return self.judged[key]
+        hit = self.judged[key] = exclusion(self.template, node, self.tolerations)
         return hit
 
     def pinned(self, c: int, cls: NodeClass, zone: str) -> tuple[str | None, str]:
