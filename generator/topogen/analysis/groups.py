@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
@@ -12,6 +13,7 @@ from topogen.model import Role, TrainingGroup, Workload
 from topogen.operators.registry import operator, operator_for, profile_for
 
 __all__ = [
+    "ByNamespace",
     "check_profiles",
     "find_all_groups",
     "find_groups",
@@ -41,17 +43,37 @@ def group_selector(group: GroupConfig) -> str:
     )
 
 
-def left_out(group: GroupConfig, workloads: Sequence[Workload]) -> list[str]:
+class ByNamespace:
+    """Workloads looked up by namespace, each namespace's in their order: a group reads
+    only its namespaces' (a fleet has a hundred groups over thousands of workloads)."""
+
+    def __init__(self, workloads: Sequence[Workload]) -> None:
+        self.workloads = workloads
+        self._at: dict[str, list[int]] = defaultdict(list)
+        for i, w in enumerate(workloads):
+            self._at[w.namespace].append(i)
+
+    def of(self, namespaces: Sequence[str]) -> list[Workload]:
+        """The workloads of these namespaces, in the order of all of them."""
+        runs = [self._at[ns] for ns in dict.fromkeys(namespaces) if ns in self._at]
+        positions = runs[0] if len(runs) == 1 else heapq.merge(*runs)
+        return [self.workloads[i] for i in positions]
+
+
+def left_out(
+    group: GroupConfig, workloads: Sequence[Workload], index: ByNamespace | None = None
+) -> list[str]:
     """A custom group's pods that carry its group label but neither role's value: read as
-    no member, so said (a typo in coordinatorRoles/workerRoles hides a whole role)."""
+    no member, so said (a typo in coordinatorRoles/workerRoles hides a whole role).
+    `index`: the same workloads by namespace, when the caller has it."""
     if group.profile != "custom":
         return []
     profile = profile_for(group)
     out = []
-    for w in workloads:
+    mine = (index or ByNamespace(workloads)).of(group.namespaces)
+    for w in mine:
         labels = w.template.labels
-        mine = w.namespace in group.namespaces and profile.job_label in labels
-        if not mine or profile.role_of(labels) is not None:
+        if profile.job_label not in labels or profile.role_of(labels) is not None:
             continue
         value = labels.get(profile.role_label)
         role = f"{profile.role_label}={value}" if value is not None else f"no {profile.role_label}"
@@ -103,13 +125,8 @@ def find_all_groups(
 ) -> list[list[TrainingGroup]]:
     """find_groups for each config group, each reading only its namespaces' workloads
     (in their order: a job's workloads are all of one namespace)."""
-    by_namespace: dict[str, list[Workload]] = defaultdict(list)
-    for w in workloads:
-        by_namespace[w.namespace].append(w)
-    return [
-        find_groups(g, [w for ns in dict.fromkeys(g.namespaces) for w in by_namespace.get(ns, ())])
-        for g in groups
-    ]
+    index = ByNamespace(workloads)
+    return [find_groups(g, index.of(g.namespaces)) for g in groups]
 
 
 def check_profiles(
@@ -124,13 +141,12 @@ def check_profiles(
     wrong operator), unless a group of the object's own profile covers its namespace.
     """
     covered = {(g.profile, ns) for g in groups for ns in g.namespaces}
+    index = ByNamespace(workloads)
     for group, jobs in zip(groups, found, strict=True):
         if group.profile == "custom":
             continue
         job_label = profile_for(group).job_label
-        for w in workloads:
-            if w.namespace not in group.namespaces:
-                continue
+        for w in index.of(group.namespaces):
             op = operator_for(w.api_version, w.kind)
             if op is None or op.name in ("custom", group.profile):
                 continue

@@ -14,7 +14,13 @@ from topogen.analysis import (
     PolicyIndex,
     analyze_job,
 )
-from topogen.analysis.groups import check_profiles, find_all_groups, group_selector, left_out
+from topogen.analysis.groups import (
+    ByNamespace,
+    check_profiles,
+    find_all_groups,
+    group_selector,
+    left_out,
+)
 from topogen.analysis.kueue import admitted_workloads
 from topogen.analysis.members import Member
 from topogen.analysis.paths import BlockedPath
@@ -257,6 +263,7 @@ def _analyze(
     notes: list[str] = []
     empty: list[EmptyGroup] = []
     pods = [(w.namespace, tuple(w.template.labels)) for w in all_workloads]
+    by_namespace = ByNamespace(all_workloads)  # left_out's, for every cluster's groups
     for k, cluster in enumerate(chosen):
         step(f"cluster {cluster.name}: reading nodes and policies")
         first = early if k == 0 else None
@@ -291,7 +298,9 @@ def _analyze(
         step(f"cluster {cluster.name}: analysing {len(groups)} groups")
         found = find_all_groups(groups, admitted)
         warnings.extend(
-            Notice(cluster.name, w, g.name) for g in groups for w in left_out(g, all_workloads)
+            Notice(cluster.name, w, g.name)
+            for g in groups
+            for w in left_out(g, all_workloads, by_namespace)
         )
         _no_overlap(cfg, cluster.name, groups, found)
         check_profiles(groups, admitted, found)
