@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import random
@@ -19,7 +20,7 @@ from topogen.plan.assignment import Assignment, JobNeed, assign
 from topogen.plan.fallback import choose
 from topogen.plan.identity_source import identity_source
 from topogen.render.intent import buckets, intent_for, zones_for
-from topogen.render.reference import mutate
+from topogen.render.reference import mutate, mutate_own
 
 F = Fraction
 
@@ -183,7 +184,11 @@ def test_six_jobs_spread_over_both_zones_that_hold_them(tmp_path: Path) -> None:
     pod = {"metadata": {"name": "p", "namespace": "ml", "labels": {"app": one.name,
                                                                    "role": "worker"}},
            "spec": {"containers": [{"name": "c"}]}}  # fmt: skip
+    before = copy.deepcopy(pod)
     out = mutate(pod, intent)
+    assert pod == before  # mutate leaves the pod it is given as it was
+    own = copy.deepcopy(pod)
+    assert mutate_own(own, intent) is own and own == out  # in place, the same pod
     assert out["metadata"]["labels"]["zone"] == "zone-b"
     terms = out["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"

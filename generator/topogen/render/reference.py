@@ -22,7 +22,15 @@ from topogen.render.intent import (
 from topogen.render.requirements import selector
 from topogen.render.vocabulary import NODE_AFFINITY, POD_AFFINITY, POD_ANTI_AFFINITY, REQUIRED
 
-__all__ = ["anchor_of", "coordinator_term", "mutate", "role_of", "sample_pods", "violations"]
+__all__ = [
+    "anchor_of",
+    "coordinator_term",
+    "mutate",
+    "mutate_own",
+    "role_of",
+    "sample_pods",
+    "violations",
+]
 
 Pod = dict[str, Any]
 
@@ -136,7 +144,17 @@ def mutate(pod: Pod, intent: AdmissionIntent) -> Pod:
     role = role_of(pod, intent)
     if role is None:
         return pod
-    out = copy_plain(pod)
+    return _mutated(copy_plain(pod), role, intent)
+
+
+def mutate_own(pod: Pod, intent: AdmissionIntent) -> Pod:
+    """mutate() on a pod the caller owns and no longer needs as it was: changed in place
+    (no copy of it), and returned."""
+    role = role_of(pod, intent)
+    return pod if role is None else _mutated(pod, role, intent)
+
+
+def _mutated(out: Pod, role: str, intent: AdmissionIntent) -> Pod:
     spec = out.setdefault("spec", {})
     if role == "coordinator":
         existing = spec.get("tolerations")

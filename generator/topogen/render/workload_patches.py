@@ -42,7 +42,7 @@ from topogen.operators.base import ObjectIndex
 from topogen.operators.registry import operator_for
 from topogen.plaindata import copy_plain
 from topogen.render.intent import AdmissionIntent
-from topogen.render.reference import mutate, role_of
+from topogen.render.reference import mutate_own, role_of
 
 __all__ = ["WorkloadPatch", "json_patch_ops", "workload_patches"]
 
@@ -146,8 +146,8 @@ def _admitted(template: Json, w: Workload, intents: Sequence[AdmissionIntent]) -
         },
         "spec": copy_plain(template.get("spec") or {}),
     }
-    for intent in intents:
-        pod = mutate(pod, intent)
+    for intent in intents:  # the pod is this function's own: changed in place
+        pod = mutate_own(pod, intent)
     # the template but its spec copied (the spec is the admitted pod's)
     out = {k: v if k == "spec" else copy_plain(v) for k, v in template.items()}
     out["spec"] = pod["spec"]
