@@ -13,7 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEV_TOPOGEN", "PYTHON", "TOPOGEN", "Measured", "interpreter", "measure", "tree_digest"]
+__all__ = [
+    "DEV_PYTHON",
+    "DEV_TOPOGEN",
+    "PYTHON",
+    "TOPOGEN",
+    "Measured",
+    "interpreter",
+    "measure",
+    "tree_digest",
+]
 
 # The venv the bench runs in (`make bench`: .venv-bench, made from BENCH_PYTHON): its
 # topogen is what is timed, and its python runs the floors, so a ratio compares topogen with
@@ -24,6 +33,7 @@ TOPOGEN = BIN / "topogen"
 # the development venv's (`make test`, `make demo`): the large fleet is timed on it too
 # when its interpreter is another (bench/RESULTS.md: Interpreter)
 DEV_TOPOGEN = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "topogen"
+DEV_PYTHON = DEV_TOPOGEN.parent / "python"
 
 
 @functools.cache

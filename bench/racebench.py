@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE))
 
 import netpolgen  # noqa: E402
 import race as race  # noqa: E402  (re-exported: run.py reads race.CYCLONUS)
-from measure import Measured, measure  # noqa: E402
+from measure import PYTHON, Measured, measure  # noqa: E402
 
 __all__ = [
     "BEGIN",
@@ -383,7 +383,7 @@ def run(
     help_cmd = [str(race.TOPOGEN), "connectivity", "--help"]
     startup = (_timed(help_cmd, work / "help.txt", runs, "topogen connectivity --help"),
                _timed([str(race.CYCLONUS), "version"], work / "version.txt", runs, "cyclonus"),
-               _timed([str(race.TOPOGEN.parent / "python"), "-c", FLOOR_CODE],
+               _timed([str(PYTHON), "-c", FLOOR_CODE],
                       work / "floor.txt", runs, "the Python floor"))  # fmt: skip
     out = (work / "version.txt").read_text(encoding="utf-8")
     version = re.search(r'"Version": "([^"]*)"', out)

@@ -58,6 +58,7 @@ import schedbench  # noqa: E402
 import startup as startup_bench  # noqa: E402
 from kyverno_pods import group_pods, reference_policy  # noqa: E402
 from measure import (  # noqa: E402
+    DEV_PYTHON,
     DEV_TOPOGEN,
     PYTHON,
     TOPOGEN,
@@ -181,8 +182,7 @@ def run_case(case: Case, runs: int, work: Path) -> dict[str, Any]:
 
 def _other_dev_venv() -> bool:
     """Whether the development venv exists and runs another interpreter than the bench's."""
-    dev = DEV_TOPOGEN.parent / "python"
-    return dev.exists() and interpreter(dev) != interpreter(PYTHON)
+    return DEV_PYTHON.exists() and interpreter(DEV_PYTHON) != interpreter(PYTHON)
 
 
 def startup(runs: int, work: Path) -> float:

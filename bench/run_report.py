@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 import admission_bench  # noqa: E402
-from measure import DEV_TOPOGEN, PYTHON, interpreter  # noqa: E402
+from measure import DEV_PYTHON, PYTHON, interpreter  # noqa: E402
 
 KYVERNO = ROOT / ".tools" / "bin" / "kyverno"
 
@@ -218,7 +218,7 @@ def interpreter_section(results: list[dict[str, Any]]) -> list[str]:
         f"| {interpreter(PYTHON)}: the bench's | {large['analyze'].wall_med:.2f} "
         f"| {large['analyze'].cpu_med:.2f} | {large['render'].wall_med:.2f} "
         f"| {large['render'].cpu_med:.2f} |",
-        f"| {interpreter(DEV_TOPOGEN.parent / 'python')}: the development venv's "
+        f"| {interpreter(DEV_PYTHON)}: the development venv's "
         f"| {dev['analyze'].wall_med:.2f} | {dev['analyze'].cpu_med:.2f} "
         f"| {dev['render'].wall_med:.2f} | {dev['render'].cpu_med:.2f} |",
         "",

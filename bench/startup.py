@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))
 import netpolgen  # noqa: E402
 import race  # noqa: E402
 import racebench  # noqa: E402
-from measure import Measured, measure  # noqa: E402
+from measure import PYTHON, Measured, measure  # noqa: E402
 
 __all__ = ["BEGIN", "END", "TARGET_MS", "run", "splice"]
 
@@ -64,7 +64,7 @@ def checkout(rev: str, work: Path) -> Path:
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "generator", "templates"],
                              capture_output=True, check=True).stdout  # fmt: skip
     subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
-    python = race.TOPOGEN.parent / "python"
+    python = PYTHON
     subprocess.run([str(python), "-m", "compileall", "-q", str(out / "generator")], check=True)
     return out / "generator"
 
@@ -77,7 +77,7 @@ def paired(
     floor = Measured()
     results = [Measured() for _ in cmds]
     before = [Measured() for _ in cmds]
-    python = race.TOPOGEN.parent / "python"
+    python = PYTHON
     trees = [(ROOT / "generator", results)] + ([(baseline, before)] if baseline else [])
     for _ in range(runs):
         floor.add(measure([python, "-c", FLOOR_CODE], work / "floor.txt"))

@@ -8,6 +8,7 @@ class in a zone, once per what the template reads of the zone label.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import Any
 
 from topogen.analysis import filters
 from topogen.analysis.filters import exclusion
@@ -15,6 +16,8 @@ from topogen.analysis.nodeindex import NodeClass, NodeIndex
 from topogen.model import Node, PodTemplate, Toleration
 
 __all__ = ["Judge", "exclusion"]
+
+_UNJUDGED: Any = object()  # plain(): not judged yet
 
 
 class Judge:
@@ -34,28 +37,31 @@ class Judge:
         self.zone_label = idx.zone_label
         self.readers = filters.zone_readers(template, idx.zone_label)
         self.reads_zone = bool(self.readers)
-        # zone -> signature(); (class, signature) -> plain(): read by place() directly
-        self.signatures: dict[str, Hashable] = {}
-        self.judged: dict[tuple[int, Hashable], str | None] = {}
+        self._signatures: dict[str, Hashable] = {}
+        self._plain: dict[tuple[int, Hashable], str | None] = {}
         self._pinned: dict[tuple[int, Hashable], tuple[str | None, str]] = {}
 
     def signature(self, zone: str, node: Node) -> Hashable:
         """What the template reads of the zone label of this node (in that zone)."""
         if not self.reads_zone:
             return None
-        hit = self.signatures.get(zone)
+        hit = self._signatures.get(zone)
         if hit is None:
             value = node.labels.get(self.zone_label)
-            hit = self.signatures[zone] = tuple(read(value) for read in self.readers)
+            hit = self._signatures[zone] = tuple(read(value) for read in self.readers)
         return hit
 
     def plain(self, c: int, cls: NodeClass, zone: str) -> str | None:
-        """exclusion() on the class's nodes in that zone."""
-        node = self.nodes[cls.by_zone[zone][0]]
-        key = (c, self.signature(zone, node))
-        if key in self.judged:
-            return self.judged[key]
-        hit = self.judged[key] = exclusion(self.template, node, self.tolerations)
+        """exclusion() on the class's nodes in that zone (asked per class and zone of every
+        template placed: a known answer is read without building its key's node)."""
+        sig = self._signatures.get(zone) if self.reads_zone else None
+        if sig is None and self.reads_zone:
+            sig = self.signature(zone, self.nodes[cls.by_zone[zone][0]])
+        key = (c, sig)
+        hit: str | None = self._plain.get(key, _UNJUDGED)
+        if hit is _UNJUDGED:
+            node = self.nodes[cls.by_zone[zone][0]]
+            hit = self._plain[key] = exclusion(self.template, node, self.tolerations)
         return hit
 
     def pinned(self, c: int, cls: NodeClass, zone: str) -> tuple[str | None, str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import overload
 
 from topogen.analysis.filters import SCALE_UP
 from topogen.analysis.fit import Judge
@@ -18,8 +18,6 @@ from topogen.analysis.placed import Placement, why_not
 from topogen.model import Node, PodTemplate, Toleration
 
 __all__ = ["PinnedPlacements", "place", "place_in_domains"]
-
-_UNJUDGED: Any = object()  # not in a Judge's caches yet
 
 
 def _placement(
@@ -59,8 +57,6 @@ def place(
     counts: Counter[int] = Counter()
     # where the zone decides nothing, a class is judged once for all its nodes
     whole = allowed_zones is None and not judge.reads_zone
-    # judge.plain's answers read here where known, without two calls per class and zone
-    judged, signatures = judge.judged, judge.signatures if judge.reads_zone else None
     for c, cls in enumerate(idx.classes(read_keys(template))):
         runs = (
             ((idx.nodes[cls.positions[0]].zone, cls.positions),) if whole else cls.by_zone.items()
@@ -69,10 +65,7 @@ def place(
             if allowed_zones is not None and z not in allowed_zones:
                 reason: str | None = "outside the chosen domain"
             else:
-                sig = None if signatures is None else signatures.get(z, _UNJUDGED)
-                reason = judged.get((c, sig), _UNJUDGED)
-                if reason is _UNJUDGED:
-                    reason = judge.plain(c, cls, z)
+                reason = judge.plain(c, cls, z)
             if reason is None:
                 ok.extend(ps)
                 counts[cls.allocatable] += len(ps)
