@@ -67,7 +67,7 @@ $(BENCH_STAMP): pyproject.toml argocd/requirements.lock
 # BENCH_ARGS=--fleet-only for the fleet measure alone (the real kube-scheduler, 20-35 min here).
 # BENCH_ARGS=--admission-only for the admission latency alone (Kyverno's admission
 # controller and Gatekeeper's controller-manager on kube-apiserver's webhook path).
-bench: $(STAMP) $(BENCH_STAMP) tools
+bench: $(STAMP) $(BENCH_STAMP) tools tools-bench
 	$(BENCH_VENV)/bin/python bench/run.py $(BENCH_ARGS)
 
 # bench/ too: its scripts import the live test harnesses (tests/live), checked there;

@@ -16,6 +16,7 @@ from typing import Any
 import admission
 import admission_gatekeeper as agk
 import admission_report
+import gatekeeper_cost
 
 __all__ = ["BEGIN", "END", "measure", "section", "splice", "splice_gatekeeper", "target_rows"]
 
@@ -55,6 +56,11 @@ def measure(
         gk = agk.run_gatekeeper_admission(
             objects, config, group, pods, work / "gatekeeper", pace=pace
         )
+        if gatekeeper_cost.available():  # the same mutators in process, no webhook around
+            _say("Gatekeeper's mutation CPU in process ...")
+            gk["mutation_cost"] = gatekeeper_cost.measure(
+                objects, config, group, pods, work / "gatekeeper-cost"
+            )
         out["gatekeeper"] = gk | {"fleet": fleet, "seconds": time.monotonic() - began}
     return out
 

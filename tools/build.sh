@@ -53,7 +53,10 @@ set -euo pipefail
 # rendering, kustomize); v3.6 asks for go 1.27, so its go.mod carries
 # `toolchain go1.27.3`, which choose_toolchain exports as GOTOOLCHAIN for that build only.
 # kueue is Kueue's controller manager (cmd/kueue, upstream's `manager`), run out of cluster
-# by tests/live/kueue_harness.py.
+# by tests/live/kueue_harness.py. gatekeeper-mutation-cost is our own program on
+# Gatekeeper's mutation packages (tools/gatekeeper-mutation-cost/main.go, the versions of
+# tools/gatekeeper): the bench's in-process measure of the mutators' CPU per pod, built
+# by `make bench` only (tools.mk: TOOLS_BENCH_LIST).
 # ---------------------------------------------------------------------------
 TOOLS_TABLE='
 kyverno | github.com/kyverno/kyverno | github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno | -X github.com/kyverno/kyverno/pkg/version.BuildVersion=@VERSION@
@@ -74,6 +77,7 @@ kwok | sigs.k8s.io/kwok | sigs.k8s.io/kwok/cmd/kwok |
 argocd-cmp | github.com/argoproj/argo-cd/v3 | topogen.local/tools/argocd-cmp | | argocd-cmp | src
 actionlint | github.com/rhysd/actionlint | github.com/rhysd/actionlint/cmd/actionlint | -X github.com/rhysd/actionlint.version=@VERSION@
 kueue | sigs.k8s.io/kueue | sigs.k8s.io/kueue/cmd/kueue | -X sigs.k8s.io/kueue/pkg/version.GitVersion=@VERSION@
+gatekeeper-mutation-cost | github.com/open-policy-agent/gatekeeper/v3 | topogen.local/tools/gatekeeper-mutation-cost | | gatekeeper-mutation-cost | src
 '
 
 tmp=

@@ -11,6 +11,9 @@ TOOLS_LIST  ?= kyverno promtool etcd kube-apiserver kube-scheduler gator opa cil
                kyverno-webhooks kyverno-admission-controller kyverno-reports-controller gatekeeper-controller-manager cyclonus \
                karpenter-kwok kwok argocd-cmp actionlint kueue
 TOOLS_BUILD := $(TOOLS_DIR)/build.sh
+# Tools only `make bench` uses (never built by `make tools` or `make test`).
+TOOLS_BENCH_LIST ?= gatekeeper-mutation-cost
+TOOLS_BENCH := $(addprefix $(TOOLS_BIN)/,$(TOOLS_BENCH_LIST))
 
 TOOLS_TARGETS := $(addprefix $(TOOLS_BIN)/,$(TOOLS_LIST))
 TOOLS_KYVERNO := $(TOOLS_BIN)/kyverno
@@ -25,13 +28,15 @@ TOOLS_CYCLONUS := $(TOOLS_BIN)/cyclonus
 TOOLS_ARGOCD_CMP := $(TOOLS_BIN)/argocd-cmp
 TOOLS_ACTIONLINT := $(TOOLS_BIN)/actionlint
 
-.PHONY: tools tools-clean tools-smoke
+.PHONY: tools tools-bench tools-clean tools-smoke
 
 tools: $(TOOLS_TARGETS)
 
+tools-bench: $(TOOLS_BENCH)
+
 # Re-run when the pin changes; build.sh itself skips a cached binary and
 # touches it, so an unchanged pin costs a few milliseconds.
-$(filter-out $(TOOLS_FROM_KUBE) $(TOOLS_FROM_KYVERNO) $(TOOLS_FROM_GATEKEEPER),$(TOOLS_TARGETS)): $(TOOLS_BIN)/%: $(TOOLS_DIR)/%/go.mod $(TOOLS_DIR)/%/go.sum
+$(filter-out $(TOOLS_FROM_KUBE) $(TOOLS_FROM_KYVERNO) $(TOOLS_FROM_GATEKEEPER),$(TOOLS_TARGETS)) $(TOOLS_BENCH): $(TOOLS_BIN)/%: $(TOOLS_DIR)/%/go.mod $(TOOLS_DIR)/%/go.sum
 	$(TOOLS_BUILD) $*
 
 $(TOOLS_FROM_KUBE): $(TOOLS_BIN)/%: $(TOOLS_DIR)/kube/go.mod $(TOOLS_DIR)/kube/go.sum
@@ -54,6 +59,9 @@ $(TOOLS_BIN)/kyverno-webhooks: $(TOOLS_DIR)/kyverno-webhooks/webhooks_test.go
 # cyclonus is built from Go code of ours too (tools/cyclonus/main.go): rebuild on an edit.
 $(filter $(TOOLS_CYCLONUS),$(TOOLS_TARGETS)): $(wildcard $(TOOLS_DIR)/cyclonus/*.go)
 
+# gatekeeper-mutation-cost too (tools/gatekeeper-mutation-cost/main.go).
+$(TOOLS_BIN)/gatekeeper-mutation-cost: $(wildcard $(TOOLS_DIR)/gatekeeper-mutation-cost/*.go)
+
 # argocd-cmp too (tools/argocd-cmp/*.go on Argo CD v3.6.2's packages; go1.27.3 from its go.mod).
 $(filter $(TOOLS_ARGOCD_CMP),$(TOOLS_TARGETS)): $(wildcard $(TOOLS_DIR)/argocd-cmp/*.go)
 
@@ -67,7 +75,7 @@ $(filter $(TOOLS_BIN)/gatekeeper-controller-manager,$(TOOLS_FROM_GATEKEEPER)): |
 
 # Removes the links only; the cache outside the repo is kept.
 tools-clean:
-	rm -f $(TOOLS_TARGETS)
+	rm -f $(TOOLS_TARGETS) $(TOOLS_BENCH)
 
 # Proves the built kyverno CLI works: ClusterPolicy, MutatingPolicy and
 # ValidatingPolicy examples with their kyverno-test.yaml files.

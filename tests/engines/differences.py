@@ -51,12 +51,13 @@ def gk_term(intent: AdmissionIntent, labels: dict[str, str] | None = None) -> di
 
 
 def _pod_terms(pod: Pod) -> list[dict[str, Any]]:
-    return (
+    terms: list[dict[str, Any]] = (
         pod.setdefault("spec", {})
         .setdefault("affinity", {})
         .setdefault("podAffinity", {})
         .setdefault("requiredDuringSchedulingIgnoredDuringExecution", [])
     )
+    return terms
 
 
 def _term_as_match_label_keys(pod: Pod, raw: Pod, intent: AdmissionIntent) -> Pod:

@@ -35,7 +35,8 @@ from typing import Any
 
 import yaml
 
-from engines.cases import Pod, Suite
+from engines.cases import Suite
+from engines.differences import Pod
 from topogen.render.base import RenderedFile
 from topogen.render.gatekeeper import gatekeeper_policies
 from topogen.render.intent import AdmissionIntent
@@ -266,7 +267,8 @@ def _carrier(pod: Pod) -> dict[str, Any]:
 
 
 def _json_stream(text: str) -> list[dict[str, Any]]:
-    decoder, out, pos = json.JSONDecoder(), [], 0
+    decoder, pos = json.JSONDecoder(), 0
+    out: list[dict[str, Any]] = []
     while True:
         pos = text.find("{", pos)
         if pos < 0:
@@ -347,7 +349,9 @@ def gator_checks(
         name = v["violatingObject"]["metadata"]["name"]
         details = (v.get("metadata") or {}).get("details")
         assert (details is not None) == rego, v  # the Rego's violations alone carry details
-        check = details["check"] if rego else cel_check(intent, v["msg"])
+        check = (
+            str(details["check"]) if rego and details is not None else cel_check(intent, v["msg"])
+        )
         out.setdefault(name, []).append((check, v["msg"]))
     return {n: tuple(sorted(c)) for n, c in out.items()}
 
