@@ -78,7 +78,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	MYPYPATH=generator:bench:tests/live:tests $(BIN)/mypy --explicit-package-bases bench/*.py
 	MYPYPATH=generator $(BIN)/mypy --explicit-package-bases docs/*.py
-	@out=$$(gofmt -l tools/cilium-oracle tools/kyverno-webhooks tools/argocd-cmp); if [ -n "$$out" ]; then echo "gofmt: $$out" >&2; exit 1; fi
+	@out=$$(gofmt -l tools/cilium-oracle tools/kyverno-webhooks tools/argocd-cmp tools/gatekeeper-mutation-cost); if [ -n "$$out" ]; then echo "gofmt: $$out" >&2; exit 1; fi
 
 fmt: $(STAMP)
 	$(BIN)/ruff format generator tests bench docs
