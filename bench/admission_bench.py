@@ -115,7 +115,7 @@ def section(adm: dict[str, dict[str, Any] | None]) -> str:
             "Not measured (`--skip-admission`, or Gatekeeper's controller-manager is not built)."
         )
     else:
-        lines += agk.report_lines(gk)
+        lines += _gatekeeper_lines(gk)
     took = [
         f"{e} {got['seconds'] / 60:.1f} min" for e, got in adm.items() if got and "seconds" in got
     ]
@@ -157,6 +157,12 @@ def splice(text: str, adm: dict[str, dict[str, Any] | None]) -> str:
     return "\n".join([*lines[:at], *rows, *lines[at:]])
 
 
+def _gatekeeper_lines(gk: dict[str, Any]) -> list[str]:
+    """Gatekeeper's subsection: its admission rounds, then the same mutators in process."""
+    cost = gk.get("mutation_cost")
+    return [*agk.report_lines(gk), *(["", *gatekeeper_cost.report_lines(cost)] if cost else [])]
+
+
 def splice_gatekeeper(text: str, gk: dict[str, Any]) -> str:
     """RESULTS.md with Gatekeeper's part alone replaced (`--gatekeeper-only`): its
     subsection of the admission section and its Targets rows, Kyverno's kept as they are;
@@ -165,7 +171,7 @@ def splice_gatekeeper(text: str, gk: dict[str, Any]) -> str:
     if not sep or END not in rest:
         return splice(text, {"kyverno": None, "gatekeeper": gk})
     took = f"Time (control plane and controller start, switches included): gatekeeper {gk['seconds'] / 60:.1f} min."
-    body = head + sep + "\n" + "\n".join([*agk.report_lines(gk), "", took]) + "\n" + END
+    body = head + sep + "\n" + "\n".join([*_gatekeeper_lines(gk), "", took]) + "\n" + END
     body += rest.split(END, 1)[1]
     prefix = f"| {ENGINES['gatekeeper']}admission p"
     lines = body.split("\n")

@@ -292,14 +292,7 @@ def _split_lines(gk: dict[str, Any]) -> list[str]:
             if name in gk["stats"]
         )
         + ".",
-        *(["", *_cost_lines(gk["mutation_cost"])] if "mutation_cost" in gk else []),
     ]
-
-
-def _cost_lines(cost: dict[str, Any]) -> list[str]:
-    import gatekeeper_cost  # (it imports this module)
-
-    return gatekeeper_cost.report_lines(cost)
 
 
 MUTATOR_KINDS = ("Assign", "AssignMetadata", "ModifySet")

@@ -30,9 +30,10 @@ def test_the_report_counts_over_no_policy() -> None:
         "mutators": 12,
         "checked": 4,
         "micros": {"none": 20.0, "reference": 120.0, "generated": 320.0, "trial.yaml": 220.0},
-        "changed": {},
+        "changed": {"none": 0, "reference": 10, "generated": 9, "trial.yaml": 10},
     }
     (line,) = gc.report_lines(cost)
+    assert "the generated 12 mutators (changing 9 of the pods) **300 µs**" in line
     assert "**300 µs** of CPU per pod over no policy (20 µs)" in line
     assert "the reference's ModifySet 100 µs (3.00x)" in line
     assert "2 rounds counted" in line and "on 4 of them" in line

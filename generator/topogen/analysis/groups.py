@@ -60,18 +60,14 @@ class ByNamespace:
         return [self.workloads[i] for i in positions]
 
 
-def left_out(
-    group: GroupConfig, workloads: Sequence[Workload], index: ByNamespace | None = None
-) -> list[str]:
+def left_out(group: GroupConfig, workloads: ByNamespace) -> list[str]:
     """A custom group's pods that carry its group label but neither role's value: read as
-    no member, so said (a typo in coordinatorRoles/workerRoles hides a whole role).
-    `index`: the same workloads by namespace, when the caller has it."""
+    no member, so said (a typo in coordinatorRoles/workerRoles hides a whole role)."""
     if group.profile != "custom":
         return []
     profile = profile_for(group)
     out = []
-    mine = (index or ByNamespace(workloads)).of(group.namespaces)
-    for w in mine:
+    for w in workloads.of(group.namespaces):
         labels = w.template.labels
         if profile.job_label not in labels or profile.role_of(labels) is not None:
             continue
@@ -121,17 +117,16 @@ def find_groups(group: GroupConfig, workloads: Sequence[Workload]) -> list[Train
 
 
 def find_all_groups(
-    groups: Sequence[GroupConfig], workloads: Sequence[Workload]
+    groups: Sequence[GroupConfig], workloads: ByNamespace
 ) -> list[list[TrainingGroup]]:
     """find_groups for each config group, each reading only its namespaces' workloads
     (in their order: a job's workloads are all of one namespace)."""
-    index = ByNamespace(workloads)
-    return [find_groups(g, index.of(g.namespaces)) for g in groups]
+    return [find_groups(g, workloads.of(g.namespaces)) for g in groups]
 
 
 def check_profiles(
     groups: Sequence[GroupConfig],
-    workloads: Sequence[Workload],
+    workloads: ByNamespace,
     found: Sequence[Sequence[TrainingGroup]],
 ) -> None:
     """A group's profile must fit the operators' objects in its namespaces.
@@ -141,12 +136,11 @@ def check_profiles(
     wrong operator), unless a group of the object's own profile covers its namespace.
     """
     covered = {(g.profile, ns) for g in groups for ns in g.namespaces}
-    index = ByNamespace(workloads)
     for group, jobs in zip(groups, found, strict=True):
         if group.profile == "custom":
             continue
         job_label = profile_for(group).job_label
-        for w in index.of(group.namespaces):
+        for w in workloads.of(group.namespaces):
             op = operator_for(w.api_version, w.kind)
             if op is None or op.name in ("custom", group.profile):
                 continue

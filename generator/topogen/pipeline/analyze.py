@@ -296,14 +296,13 @@ def _analyze(
         )
         at_warnings = len(warnings)
         step(f"cluster {cluster.name}: analysing {len(groups)} groups")
-        found = find_all_groups(groups, admitted)
+        admitted_by_namespace = ByNamespace(admitted)  # finding the jobs, checking profiles
+        found = find_all_groups(groups, admitted_by_namespace)
         warnings.extend(
-            Notice(cluster.name, w, g.name)
-            for g in groups
-            for w in left_out(g, all_workloads, by_namespace)
+            Notice(cluster.name, w, g.name) for g in groups for w in left_out(g, by_namespace)
         )
         _no_overlap(cfg, cluster.name, groups, found)
-        check_profiles(groups, admitted, found)
+        check_profiles(groups, admitted_by_namespace, found)
         last, running = with_running(
             cfg, cluster, inputs.topology, groups, read_last_placements(out, cluster.name)
         )
