@@ -50,6 +50,10 @@ $(TOOLS_FROM_KYVERNO): $(TOOLS_BIN)/%: $(TOOLS_DIR)/kyverno/go.mod $(TOOLS_DIR)/
 $(TOOLS_FROM_GATEKEEPER): $(TOOLS_BIN)/%: $(TOOLS_DIR)/gatekeeper/go.mod $(TOOLS_DIR)/gatekeeper/go.sum
 	$(TOOLS_BUILD) $*
 
+# The table in build.sh names each binary (version, build tags): an edit there re-runs it,
+# which links the new binary, or just touches a cached one.
+$(TOOLS_TARGETS) $(TOOLS_BENCH): $(TOOLS_BUILD)
+
 # cilium-oracle is our own Go code: its sources are prerequisites too.
 $(filter $(TOOLS_CILIUM_ORACLE),$(TOOLS_TARGETS)): $(wildcard $(TOOLS_DIR)/cilium-oracle/*.go)
 
