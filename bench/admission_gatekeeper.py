@@ -35,7 +35,7 @@ sys.path[:0] = [str(HERE.parent / "tests" / "live"), str(HERE.parent / "tests")]
 
 import admission  # noqa: E402
 import admission_report  # noqa: E402
-from gatekeeper_harness import Gatekeeper, start_gatekeeper  # noqa: E402
+from gatekeeper_harness import MUTATOR_KINDS, Gatekeeper, mutators, start_gatekeeper  # noqa: E402
 from kyverno_pods import group_pods  # noqa: E402
 from live_harness import ControlPlane, start_control_plane  # noqa: E402
 from webhook_harness import WEBHOOK_PLUGINS  # noqa: E402
@@ -204,7 +204,7 @@ def run_gatekeeper_admission(
         "none": [],
         "reference": [reference_mutator()],
         "generated": list(objects),
-        MUTATORS: [o for o in objects if o["apiVersion"].startswith("mutations.")],
+        MUTATORS: mutators(objects),
         AT_ADMISSION: at_admission(objects),
         REGO: rego_only(at_admission(objects)),
     }
@@ -267,11 +267,11 @@ def _split_lines(gk: dict[str, Any]) -> list[str]:
     split = cpu_split(gk["stats"])
     if split is None:
         return []
-    mutators = sum(n for k, n in gk["kinds"].items() if k in MUTATOR_KINDS)
+    count = sum(n for k, n in gk["kinds"].items() if k in MUTATOR_KINDS)
     return [
         "",
         "Gatekeeper's CPU per pod over no policy: the generated policies' "
-        f"{mutators} mutators **{split['mutators']:.2f} ms** (mutators only over none; the "
+        f"{count} mutators **{split['mutators']:.2f} ms** (mutators only over none; the "
         f"reference's one ModifySet {split['reference']:.2f} ms), their constraint "
         f"**{split['constraint']:.2f} ms** as rendered (generated over mutators only)"
         + (
@@ -293,9 +293,6 @@ def _split_lines(gk: dict[str, Any]) -> list[str]:
         )
         + ".",
     ]
-
-
-MUTATOR_KINDS = ("Assign", "AssignMetadata", "ModifySet")
 
 
 def _ratio(stats: dict[str, dict[str, Any]], name: str, q: str) -> str:

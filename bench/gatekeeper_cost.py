@@ -35,6 +35,7 @@ sys.path[:0] = [str(HERE.parent / "tests"), str(HERE.parent / "tests" / "live")]
 
 import admission_gatekeeper as agk  # noqa: E402
 from admission import TOOLS_BIN  # noqa: E402
+from gatekeeper_harness import mutators as gatekeeper_mutators  # noqa: E402
 from kyverno_pods import group_pods  # noqa: E402
 
 from engines.engines import gator_expand  # noqa: E402
@@ -119,7 +120,7 @@ def measure(
     """CPU µs per pod of Gatekeeper's mutation System: none, reference, generated (the
     mutators among `objects`, the group's rendered Gatekeeper objects), then `extra`."""
     work.mkdir(parents=True, exist_ok=True)
-    mutators = [o for o in objects if o["kind"] in agk.MUTATOR_KINDS]
+    mutators = gatekeeper_mutators(objects)
     listed = group_pods(config, group, pods)
     checked = check_with_gator(mutators, listed, work)
     path = work / "pods.json"

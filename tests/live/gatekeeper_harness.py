@@ -18,7 +18,7 @@ Pod, so that Pod object is created from the Deployment's template, bound to no r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,13 @@ PLURALS = {
     "AssignMetadata": "assignmetadata",
     "ModifySet": "modifyset",
 }
+# Gatekeeper's mutator kinds (mutations.gatekeeper.sh); topogen renders the first three
+MUTATOR_KINDS = ("Assign", "AssignMetadata", "ModifySet", "AssignImage")
+
+
+def mutators(objects: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The mutators among Gatekeeper objects (no templates or constraints), in order."""
+    return [o for o in objects if o["kind"] in MUTATOR_KINDS]
 
 
 @dataclass

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
-from gatekeeper_harness import Gatekeeper, start_gatekeeper
+from gatekeeper_harness import Gatekeeper, mutators, start_gatekeeper
 from live_harness import ControlPlane
 from live_kit import (
     EXAMPLE,
@@ -123,10 +123,10 @@ def _install(
 
 
 def _gator_mutation(objs: Sequence[dict[str, Any]], probe: Pod) -> Callable[[Answer], bool]:
-    mutators = [o for o in objs if o["apiVersion"].startswith("mutations.")]
-    assert mutators, "no mutator to probe: pass `answered`"
+    mutating = mutators(objs)
+    assert mutating, "no mutator to probe: pass `answered`"
     with tempfile.TemporaryDirectory(prefix="topogen-probe-") as tmp:
-        by_gator = gator_expand(require_tool("gator"), mutators, [probe], Path(tmp))
+        by_gator = gator_expand(require_tool("gator"), mutating, [probe], Path(tmp))
     want = project(as_stored(by_gator[probe["metadata"]["name"]]))
     assert want != project(probe), "the probe is a pod the mutators leave as is"
     return lambda a: a[0] == 201 and project(a[1]) == want
@@ -189,9 +189,7 @@ def test_gatekeeper_zone_split_pods_mutated_at_admission_land_in_one_zone(
     objs = _render(config, tmp_path / "out")
     pods = pods_of(docs(BEFORE))
     _install(g, objs, pods[0])
-    by_gator = gator_expand(
-        gator, [o for o in objs if o["apiVersion"].startswith("mutations.")], pods, tmp_path
-    )
+    by_gator = gator_expand(gator, mutators(objs), pods, tmp_path)
     for pod in pods:
         status, body, _ = create_pod_raw(cp, pod)
         assert status == 201, body
